@@ -1,0 +1,29 @@
+// Two projects: unit specs beside the source (pure logic) and e2e specs in test/ against the real
+// app and a real database started once by the global setup.
+const tsJest = ['ts-jest', { diagnostics: false }];
+const moduleNameMapper = {
+  '^@app/fhir$': '<rootDir>/libs/fhir/src',
+  '^@app/fhir/(.*)$': '<rootDir>/libs/fhir/src/$1',
+  '^@app/testing$': '<rootDir>/libs/testing/src',
+  '^@app/testing/(.*)$': '<rootDir>/libs/testing/src/$1',
+};
+const common = {
+  rootDir: __dirname,
+  testEnvironment: 'node',
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  transform: { '^.+\\.ts$': tsJest },
+  moduleNameMapper,
+};
+module.exports = {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/{src,libs}/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/test/global-setup.ts',
+      globalTeardown: '<rootDir>/test/global-teardown.ts',
+      testTimeout: 60000,
+    },
+  ],
+};

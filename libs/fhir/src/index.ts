@@ -1,0 +1,7 @@
+export * from './outcome';
+export * from './definitions/fhir-version';
+export * from './definitions/resource-types';
+export { structureDefinitions } from './definitions/structure-definitions';
+export type { StructureDefinitionSet, BaseStructureDefinition } from './definitions/structure-definitions';
+export * from './validation/validation-issue';
+export { validateResource, isValidId } from './validation/validate-resource';

@@ -1,0 +1,9 @@
+import type { Command } from 'commander';
+
+/**
+ * Each feature registers its CLI commands here in one line (e.g. `client create`,
+ * `store check`, `directory import`). A registrar adds commands to the root program.
+ */
+export type CommandRegistrar = (program: Command) => void;
+
+export const COMMAND_REGISTRARS: CommandRegistrar[] = [];

@@ -1,0 +1,58 @@
+import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { issue, operationOutcome, OperationOutcomeError } from '@app/fhir';
+import { mapError } from './error-mapping';
+import { FHIR_JSON, isFhirRoute } from './fhir-routes';
+
+const REASON: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  410: 'gone',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'too_many_requests',
+  500: 'internal_error',
+  503: 'service_unavailable',
+  504: 'timeout',
+};
+
+/**
+ * One filter for every error: FHIR routes answer an OperationOutcome, the others
+ * `{ error, message }` (DESIGN.md §4). No stack trace ever reaches a client.
+ */
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const res = ctx.getResponse<Response>();
+    const req = ctx.getRequest<Request>();
+    const mapped = mapError(exception);
+    if (mapped.internal) {
+      this.logger.error({ err: exception, path: req?.path }, 'unhandled error');
+    }
+    if (!res || res.headersSent) {
+      res?.end?.();
+      return;
+    }
+    for (const [k, v] of Object.entries(mapped.headers)) res.setHeader(k, v);
+    res.status(mapped.status);
+    if (req && isFhirRoute(req.path)) {
+      const outcome =
+        exception instanceof OperationOutcomeError
+          ? exception.outcome
+          : operationOutcome([issue(mapped.code, mapped.message)]);
+      res.setHeader('Content-Type', `${FHIR_JSON}; charset=utf-8`);
+      res.send(JSON.stringify(outcome));
+      return;
+    }
+    res.json(
+      mapped.body ?? { error: REASON[mapped.status] ?? `http_${mapped.status}`, message: mapped.message },
+    );
+  }
+}

@@ -1,0 +1,122 @@
+import { HttpException } from '@nestjs/common';
+import { IssueCode, OperationOutcomeError } from '@app/fhir';
+
+/** The one place that turns anything thrown into (status, FHIR issue code, message, headers). */
+export interface MappedError {
+  status: number;
+  code: IssueCode;
+  message: string;
+  /** Body to send verbatim on non-FHIR routes (e.g. RFC 6749 token errors). */
+  body?: Record<string, unknown>;
+  headers: Record<string, string>;
+  /** True for errors that are our fault: logged with their stack. */
+  internal: boolean;
+}
+
+const CODE_BY_STATUS: Record<number, IssueCode> = {
+  400: 'invalid',
+  401: 'login',
+  403: 'forbidden',
+  404: 'not-found',
+  405: 'not-supported',
+  406: 'not-supported',
+  409: 'conflict',
+  410: 'deleted',
+  412: 'conflict',
+  413: 'too-long',
+  415: 'not-supported',
+  422: 'processing',
+  429: 'throttled',
+  503: 'transient',
+  504: 'timeout',
+};
+
+/** Errors from the MongoDB driver that mean "the database is not reachable right now". */
+const UNAVAILABLE = new Set([
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+  'MongoPoolClearedError',
+  'MongooseServerSelectionError',
+]);
+
+function isDbUnavailable(err: Error): boolean {
+  if (UNAVAILABLE.has(err.name)) return true;
+  // Mongoose with bufferCommands=false throws a plain MongooseError when not connected.
+  return (
+    err.name === 'MongooseError' &&
+    /not connected|buffering timed out|Client must be connected/i.test(err.message)
+  );
+}
+
+export function mapError(err: unknown): MappedError {
+  if (err instanceof OperationOutcomeError) {
+    const first = err.outcome.issue[0];
+    return {
+      status: err.status,
+      code: first?.code ?? 'invalid',
+      message: first?.diagnostics ?? err.message,
+      headers: err.headers,
+      internal: err.status >= 500 && err.status !== 503 && err.status !== 504,
+    };
+  }
+  if (err instanceof HttpException) {
+    const status = err.getStatus();
+    const resp = err.getResponse();
+    let message = err.message;
+    let body: Record<string, unknown> | undefined;
+    if (typeof resp === 'object' && resp !== null) {
+      const r = resp as Record<string, unknown>;
+      if (Array.isArray(r.message)) message = r.message.join('; ');
+      else if (typeof r.message === 'string') message = r.message;
+      if (typeof r.error === 'string' && !('statusCode' in r)) body = r;
+    }
+    const headers = (err as HttpException & { headers?: Record<string, string> }).headers ?? {};
+    return {
+      status,
+      code: CODE_BY_STATUS[status] ?? 'invalid',
+      message,
+      body,
+      headers,
+      internal: status >= 500,
+    };
+  }
+  if (err instanceof Error) {
+    // body-parser errors carry a status and a type (JSON syntax, size, charset, content encoding)
+    const e = err as Error & { status?: number; statusCode?: number; type?: string; code?: number };
+    const status = e.status ?? e.statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      const message =
+        e.type === 'entity.parse.failed'
+          ? `malformed JSON body: ${e.message}`
+          : e.type === 'entity.too.large'
+            ? 'request body is larger than the configured limit (BODY_LIMIT)'
+            : e.message;
+      return { status, code: CODE_BY_STATUS[status] ?? 'invalid', message, headers: {}, internal: false };
+    }
+    if (isDbUnavailable(err)) {
+      return {
+        status: 503,
+        code: 'transient',
+        message: 'the database is not reachable; retry later',
+        headers: { 'Retry-After': '5' },
+        internal: false,
+      };
+    }
+    if (e.code === 11000) {
+      return {
+        status: 409,
+        code: 'duplicate',
+        message: 'a record with this key already exists',
+        headers: {},
+        internal: false,
+      };
+    }
+    if (err.name === 'CastError' || err.name === 'ValidationError' || err.name === 'BSONError') {
+      return { status: 400, code: 'invalid', message: err.message, headers: {}, internal: false };
+    }
+  }
+  return { status: 500, code: 'exception', message: 'internal server error', headers: {}, internal: true };
+}

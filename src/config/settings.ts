@@ -1,0 +1,175 @@
+/**
+ * Typed settings, parsed and validated once at boot from the environment. Every bad key is
+ * collected so that one message names all of them (DESIGN.md §1). `.env.example` documents each.
+ */
+export interface Settings {
+  port: number;
+  host: string;
+  mongoUrl?: string;
+  mongoDb: string;
+  dataDir: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Public URLs of the spec's hosts, used only to write absolute links. */
+  urls: {
+    base: string;
+    auth: string;
+    analytics: string;
+    gateway: string;
+    demoGateway: string;
+    systemSearch: string;
+  };
+  jwt: {
+    /** PEM of an RSA private key (RS256). Generated into DATA_DIR for development when unset. */
+    privateKeyPem?: string;
+    issuer: string;
+    audience: string;
+  };
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  authCodeTtlSeconds: number;
+  bodyLimitBytes: number;
+  dbTimeoutMs: number;
+  purgeBudgetMs: number;
+  exportFileMaxResources: number;
+  exportLinkTtlSeconds: number;
+  searchMaxSkip: number;
+  userMgmtRateLimitPerHour: number;
+  tokenFailureLimitPerHour: number;
+  fhirCorsOrigins: string[];
+  directorySeed: boolean;
+  metricsEnabled: boolean;
+}
+
+export class SettingsError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid settings: ${problems.join('; ')}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+class Reader {
+  readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  str(key: string, fallback: string): string {
+    const v = this.env[key];
+    return v === undefined || v === '' ? fallback : v;
+  }
+
+  optional(key: string): string | undefined {
+    const v = this.env[key];
+    return v === undefined || v === '' ? undefined : v;
+  }
+
+  int(key: string, fallback: number, min: number, max: number): number {
+    const raw = this.env[key];
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!/^-?\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      this.problems.push(`${key} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return n;
+  }
+
+  bool(key: string, fallback: boolean): boolean {
+    const raw = this.env[key];
+    if (raw === undefined || raw === '') return fallback;
+    if (/^(1|true|yes|on)$/i.test(raw)) return true;
+    if (/^(0|false|no|off)$/i.test(raw)) return false;
+    this.problems.push(`${key} must be true or false (got "${raw}")`);
+    return fallback;
+  }
+
+  url(key: string, fallback: string): string {
+    const raw = this.str(key, fallback);
+    try {
+      const u = new URL(raw);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
+      return raw.replace(/\/+$/, '');
+    } catch {
+      this.problems.push(`${key} must be an absolute http(s) URL (got "${raw}")`);
+      return fallback;
+    }
+  }
+
+  oneOf<T extends string>(key: string, allowed: readonly T[], fallback: T): T {
+    const raw = this.env[key];
+    if (raw === undefined || raw === '') return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    this.problems.push(`${key} must be one of ${allowed.join(', ')} (got "${raw}")`);
+    return fallback;
+  }
+
+  mongoUrl(key: string): string | undefined {
+    const raw = this.optional(key);
+    if (raw && !/^mongodb(\+srv)?:\/\//.test(raw)) {
+      this.problems.push(`${key} must start with mongodb:// or mongodb+srv://`);
+    }
+    return raw;
+  }
+}
+
+/** Parses `1mb`, `512kb`, `5000000` into bytes. */
+function parseBytes(r: Reader, key: string, fallback: number): number {
+  const raw = r.optional(key);
+  if (raw === undefined) return fallback;
+  const m = /^(\d+)\s*(b|kb|mb)?$/i.exec(raw.trim());
+  if (!m) {
+    r.problems.push(`${key} must be a size like 5mb, 512kb or 1000000 (got "${raw}")`);
+    return fallback;
+  }
+  const unit = (m[2] ?? 'b').toLowerCase();
+  return Number(m[1]) * (unit === 'mb' ? 1024 * 1024 : unit === 'kb' ? 1024 : 1);
+}
+
+export function parseSettings(env: Env): Settings {
+  const r = new Reader(env);
+  const port = r.int('PORT', 8080, 0, 65535);
+  const host = r.str('HOST', '127.0.0.1');
+  const self = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  const base = r.url('BASE_URL', self);
+  const settings: Settings = {
+    port,
+    host,
+    mongoUrl: r.mongoUrl('MONGO_URL'),
+    mongoDb: r.str('MONGO_DB', 'fhir'),
+    dataDir: r.str('DATA_DIR', './data'),
+    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    urls: {
+      base,
+      auth: r.url('AUTH_URL', base),
+      analytics: r.url('ANALYTICS_URL', base),
+      gateway: r.url('GATEWAY_URL', base),
+      demoGateway: r.url('DEMO_GATEWAY_URL', base),
+      systemSearch: r.url('SYSTEM_SEARCH_URL', base),
+    },
+    jwt: {
+      privateKeyPem: r.optional('JWT_PRIVATE_KEY')?.replace(/\\n/g, '\n'),
+      issuer: r.url('JWT_ISSUER', r.url('AUTH_URL', base)),
+      audience: r.str('JWT_AUDIENCE', 'fhir-data-service'),
+    },
+    accessTokenTtlSeconds: r.int('ACCESS_TOKEN_TTL', 7200, 1, 86400 * 30),
+    refreshTokenTtlSeconds: r.int('REFRESH_TOKEN_TTL', 86400 * 30, 1, 86400 * 365),
+    authCodeTtlSeconds: r.int('AUTH_CODE_TTL', 7200, 1, 86400),
+    bodyLimitBytes: parseBytes(r, 'BODY_LIMIT', 5 * 1024 * 1024),
+    dbTimeoutMs: r.int('DB_TIMEOUT_MS', 5000, 100, 120000),
+    purgeBudgetMs: r.int('PURGE_BUDGET_MS', 30000, 100, 600000),
+    exportFileMaxResources: r.int('EXPORT_FILE_MAX_RESOURCES', 10000, 1, 10000000),
+    exportLinkTtlSeconds: r.int('EXPORT_LINK_TTL', 3600, 1, 86400 * 7),
+    searchMaxSkip: r.int('SEARCH_MAX_SKIP', 10000, 0, 1000000),
+    userMgmtRateLimitPerHour: r.int('USER_MGMT_RATE_LIMIT', 300, 1, 10000000),
+    tokenFailureLimitPerHour: r.int('TOKEN_FAILURE_LIMIT', 20, 1, 10000000),
+    fhirCorsOrigins: (r.optional('FHIR_CORS_ORIGINS') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    directorySeed: r.bool('DIRECTORY_SEED', true),
+    metricsEnabled: r.bool('METRICS_ENABLED', false),
+  };
+  if (r.problems.length > 0) throw new SettingsError(r.problems);
+  return settings;
+}

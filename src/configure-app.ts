@@ -1,0 +1,70 @@
+import { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import helmet from 'helmet';
+import { Logger } from 'nestjs-pino';
+import { AllExceptionsFilter } from './common/all-exceptions.filter';
+import { isFhirRoute } from './common/fhir-routes';
+import { Settings } from './config/settings';
+
+export const SECURITY = {
+  bearer: 'bearer',
+  clientId: 'client_id',
+  clientSecret: 'client_secret',
+  serviceUserId: 'x-service-user-id',
+  appUserId: 'x-app-user-id',
+} as const;
+
+function setupSwagger(app: NestExpressApplication, settings: Settings): void {
+  const config = new DocumentBuilder()
+    .setTitle('FHIR data service')
+    .setDescription(
+      'Multi-tenant FHIR server (DSTU2, STU3, R4) with user management, OAuth 2.0, bulk export, purge and a ' +
+        'provider directory. Credentials: a bearer token, or the client headers client_id + client_secret + ' +
+        'x-service-user-id (or x-app-user-id).',
+    )
+    .setVersion('1')
+    .addServer(settings.urls.base)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, SECURITY.bearer)
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'client_id' }, SECURITY.clientId)
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'client_secret' }, SECURITY.clientSecret)
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'x-service-user-id' }, SECURITY.serviceUserId)
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'x-app-user-id' }, SECURITY.appUserId)
+    .build();
+  const document = SwaggerModule.createDocument(app, config);
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+}
+
+/** Everything that must be the same for `npm start` and the e2e tests' app. */
+export function configureApp(app: NestExpressApplication, settings: Settings): void {
+  app.useLogger(app.get(Logger));
+  app.disable('x-powered-by');
+  // 'simple': a query string never becomes nested objects, so `name[$ne]=` stays a literal key.
+  app.set('query parser', 'simple');
+  // Swagger UI needs inline styles; the API itself serves JSON only, so a strict CSP elsewhere.
+  const strict = helmet();
+  const docs = helmet({ contentSecurityPolicy: false });
+  app.use((req: any, res: any, next: any) => (req.path.startsWith('/docs') ? docs : strict)(req, res, next));
+  // CORS: closed by default; FHIR routes open to the configured origins only. User-management,
+  // token and auth-code routes never (SPEC §4.2, §5.1: not from a browser).
+  const origins = new Set(settings.fhirCorsOrigins);
+  app.use((req: any, res: any, next: any) => {
+    const origin = req.headers.origin as string | undefined;
+    if (origin && isFhirRoute(req.path) && (origins.has(origin) || origins.has('*'))) {
+      res.setHeader('Access-Control-Allow-Origin', origin);
+      res.setHeader('Vary', 'Origin');
+      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Prefer, If-Match');
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE');
+      res.setHeader('Access-Control-Expose-Headers', 'Location, ETag, Content-Location, X-Progress');
+      if (req.method === 'OPTIONS') return res.status(204).end();
+    }
+    next();
+  });
+  app.useBodyParser('json', {
+    limit: settings.bodyLimitBytes,
+    type: ['application/json', 'application/fhir+json', 'application/*+json'],
+  });
+  app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false });
+  app.useGlobalFilters(new AllExceptionsFilter());
+  app.enableShutdownHooks();
+  setupSwagger(app, settings);
+}

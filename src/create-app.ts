@@ -1,0 +1,20 @@
+import { NestFactory } from '@nestjs/core';
+import { NestExpressApplication } from '@nestjs/platform-express';
+import { AppModule } from './app.module';
+import { Settings } from './config/settings';
+import { configureApp } from './configure-app';
+import { DatabaseHandle } from './database/embedded-database';
+
+/** Builds the configured HTTP application (used by main and by the e2e tests). */
+export async function createApp(settings: Settings, database: DatabaseHandle, dbName?: string) {
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.register({ settings, database, dbName }),
+    {
+      bodyParser: false,
+      bufferLogs: true,
+      abortOnError: false,
+    },
+  );
+  configureApp(app, settings);
+  return app;
+}

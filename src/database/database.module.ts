@@ -1,0 +1,70 @@
+import {
+  DynamicModule,
+  Global,
+  Inject,
+  Logger,
+  Module,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
+import { InjectConnection, MongooseModule } from '@nestjs/mongoose';
+import type { Connection } from 'mongoose';
+import { Settings } from '../config/settings';
+import { SETTINGS } from '../config/config.module';
+import { DatabaseHandle } from './embedded-database';
+
+export const DATABASE_HANDLE = Symbol('DATABASE_HANDLE');
+
+/** Logs the engine chosen, ensures indexes, and stops an embedded engine on shutdown. */
+class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Database');
+  constructor(
+    @Inject(DATABASE_HANDLE) private readonly handle: DatabaseHandle,
+    @InjectConnection() private readonly connection: Connection,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const info = await this.connection.db!.admin().command({ buildInfo: 1 });
+    const engine = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`;
+    this.logger.log(
+      `database engine: ${this.handle.engine} (${engine}, wire ${info.version}), db ${this.connection.name}`,
+    );
+    // Indexes are created at start-up, before the first request is served.
+    await Promise.all(Object.values(this.connection.models).map((m) => m.init()));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.connection.close().catch(() => undefined);
+    await this.handle.stop();
+  }
+}
+
+@Global()
+@Module({})
+export class DatabaseModule {
+  static register(handle: DatabaseHandle, dbName?: string): DynamicModule {
+    return {
+      module: DatabaseModule,
+      imports: [
+        MongooseModule.forRootAsync({
+          inject: [SETTINGS],
+          useFactory: (settings: Settings) => ({
+            uri: handle.uri,
+            dbName: dbName ?? settings.mongoDb,
+            // Fail fast instead of queueing when the database is away (→ 503), and reconnect
+            // by ourselves when it comes back (the driver's monitor does that).
+            bufferCommands: false,
+            serverSelectionTimeoutMS: settings.dbTimeoutMs,
+            socketTimeoutMS: 0,
+            connectTimeoutMS: settings.dbTimeoutMs,
+            autoIndex: false,
+            autoCreate: true,
+            maxPoolSize: 50,
+          }),
+        }),
+      ],
+      providers: [{ provide: DATABASE_HANDLE, useValue: handle }, DatabaseLifecycle],
+      exports: [DATABASE_HANDLE],
+    };
+  }
+}

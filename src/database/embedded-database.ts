@@ -1,0 +1,98 @@
+import { execFileSync } from 'child_process';
+import { existsSync, mkdirSync } from 'fs';
+import { join, resolve } from 'path';
+import { findFerretDbBinary, startFerretDb } from './ferretdb-process';
+
+export type EngineKind = 'external' | 'mongod' | 'ferretdb' | 'mongodb-memory-server-download';
+
+export interface DatabaseHandle {
+  uri: string;
+  engine: EngineKind;
+  /** Stops the embedded engine; a no-op for an external MONGO_URL. */
+  stop(): Promise<void>;
+}
+
+export class NoDatabaseError extends Error {}
+
+function findMongod(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.MONGOMS_SYSTEM_BINARY && existsSync(env.MONGOMS_SYSTEM_BINARY)) return env.MONGOMS_SYSTEM_BINARY;
+  try {
+    const p = execFileSync('sh', ['-c', 'command -v mongod'], { encoding: 'utf8' }).trim();
+    return p || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function startMongoMemoryServer(dataDir: string, systemBinary?: string): Promise<DatabaseHandle> {
+  // Imported lazily: the package is only needed when this engine is chosen.
+  const { MongoMemoryServer } = await import('mongodb-memory-server-core');
+  const dbPath = join(dataDir, 'mongod');
+  mkdirSync(dbPath, { recursive: true });
+  const server = await MongoMemoryServer.create({
+    instance: { dbPath, storageEngine: 'wiredTiger' },
+    binary: systemBinary ? { systemBinary } : undefined,
+  });
+  return {
+    uri: server.getUri(),
+    engine: systemBinary ? 'mongod' : 'mongodb-memory-server-download',
+    stop: async () => {
+      await server.stop({ doCleanup: false });
+    },
+  };
+}
+
+/**
+ * Resolves the database in the order of DESIGN.md §3: MONGO_URL; a local mongod; a FerretDB 1.x
+ * binary with SQLite under `dataDir`; mongodb-memory-server's own download. When nothing works
+ * the error lists every engine tried and why it failed.
+ */
+export async function resolveDatabase(
+  mongoUrl: string | undefined,
+  dataDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<DatabaseHandle> {
+  if (mongoUrl) return { uri: mongoUrl, engine: 'external', stop: async () => undefined };
+  const dir = resolve(dataDir);
+  const failures: string[] = [];
+
+  const mongod = findMongod(env);
+  if (mongod) {
+    try {
+      return await startMongoMemoryServer(dir, mongod);
+    } catch (e) {
+      failures.push(`local mongod (${mongod}): ${(e as Error).message}`);
+    }
+  } else {
+    failures.push('local mongod: not found (MONGOMS_SYSTEM_BINARY unset, no mongod on PATH)');
+  }
+
+  const ferret = findFerretDbBinary(env);
+  if (ferret) {
+    try {
+      const running = await startFerretDb(ferret, join(dir, 'ferretdb'));
+      return { uri: running.uri, engine: 'ferretdb', stop: running.stop };
+    } catch (e) {
+      failures.push(`FerretDB (${ferret}): ${(e as Error).message}`);
+    }
+  } else {
+    failures.push('FerretDB: not found (FERRETDB_BIN unset, not on PATH, not in $(go env GOPATH)/bin)');
+  }
+
+  if (env.MONGOMS_DISABLE_DOWNLOAD !== '1') {
+    try {
+      return await startMongoMemoryServer(dir);
+    } catch (e) {
+      failures.push(`mongodb-memory-server download: ${(e as Error).message.split('\n')[0]}`);
+    }
+  }
+
+  throw new NoDatabaseError(
+    [
+      'No database available. Tried, in order:',
+      ...failures.map((f) => `  - ${f}`),
+      'Provide one of: MONGO_URL=mongodb://…; a mongod on PATH (or MONGOMS_SYSTEM_BINARY);',
+      'or FerretDB: bash scripts/install-ferretdb.sh (builds it with Go into $(go env GOPATH)/bin).',
+    ].join('\n'),
+  );
+}

@@ -1,0 +1,68 @@
+import { randomUUID } from 'crypto';
+import { DynamicModule, Module } from '@nestjs/common';
+import { LoggerModule } from 'nestjs-pino';
+import pino from 'pino';
+import type { IncomingMessage, ServerResponse } from 'http';
+import { Settings } from '../config/settings';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Honour a sane incoming x-request-id; otherwise make one. It is echoed in the response. */
+export function requestId(req: IncomingMessage, res: ServerResponse): string {
+  const incoming = req.headers['x-request-id'];
+  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  res.setHeader('x-request-id', id);
+  return id;
+}
+
+/** Only the path: query strings may carry user data, and no header or body is ever logged. */
+function pathOnly(url: string | undefined): string {
+  return (url ?? '').split('?')[0];
+}
+
+/** JSON logs (pino) with a request id per request, and no secrets, tokens or bodies. */
+@Module({})
+export class LoggingModule {
+  static register(settings: Settings, opts: { stderr?: boolean } = {}): DynamicModule {
+    return {
+      module: LoggingModule,
+      imports: [
+        LoggerModule.forRoot({
+          pinoHttp: {
+            level: settings.logLevel,
+            // the CLI prints its results on stdout, so its logs go to stderr
+            ...(opts.stderr ? { stream: pino.destination(2) } : {}),
+            genReqId: requestId,
+            quietReqLogger: true,
+            serializers: {
+              req: (req: { id: string; method: string; url: string }) => ({
+                id: req.id,
+                method: req.method,
+                path: pathOnly(req.url),
+              }),
+              res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+            },
+            // belt and braces: even if something logs a header object, these never reach a line
+            redact: {
+              paths: [
+                'req.headers.authorization',
+                'req.headers.client_secret',
+                'req.headers["client-secret"]',
+                'req.headers.cookie',
+                '*.client_secret',
+                '*.access_token',
+                '*.refresh_token',
+                '*.id_token',
+                '*.code',
+                '*.password',
+              ],
+              censor: '[redacted]',
+            },
+            customLogLevel: (_req, res, err) =>
+              err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'info',
+          },
+        }),
+      ],
+    };
+  }
+}

@@ -1,0 +1,23 @@
+import { isReadOnly, tenantFilter, TenantContext } from './tenant-context';
+
+const ctx = (over: Partial<TenantContext>): TenantContext => ({
+  clientId: 'c1',
+  userId: 7,
+  scopes: ['user/*.*'],
+  form: 'user-token',
+  ...over,
+});
+
+describe('tenantFilter', () => {
+  it('scopes to one user', () => expect(tenantFilter(ctx({}))).toEqual({ c: 'c1', u: 7 }));
+  it('scopes to the client when client-wide', () =>
+    expect(tenantFilter(ctx({ userId: null }))).toEqual({ c: 'c1' }));
+});
+
+describe('isReadOnly', () => {
+  it('user/*.* may write', () => expect(isReadOnly(ctx({}))).toBe(false));
+  it('user/*.rs may not', () => expect(isReadOnly(ctx({ scopes: ['user/*.rs'] }))).toBe(true));
+  it('user/*.read may not', () => expect(isReadOnly(ctx({ scopes: ['user/*.read'] }))).toBe(true));
+  it('user/*.cruds may', () => expect(isReadOnly(ctx({ scopes: ['user/*.cruds'] }))).toBe(false));
+  it('bulk-data only may not', () => expect(isReadOnly(ctx({ scopes: ['bulk-data'] }))).toBe(true));
+});

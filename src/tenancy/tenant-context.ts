@@ -1,0 +1,32 @@
+/**
+ * Who is asking, resolved once by the tenant guard from one of the credential forms of SPEC §4.3,
+ * and passed explicitly as the first argument down to every repository method.
+ */
+export type CredentialForm = 'user-token' | 'client-token' | 'client-headers';
+
+export interface TenantContext {
+  /** client_id of the client application; every query is limited to it. */
+  readonly clientId: string;
+  /** service_user_id of the one user in scope; null = all users of the client (GET only). */
+  readonly userId: number | null;
+  /** OAuth scopes granted (`user/*.*`, `user/*.rs`, `bulk-data`, …). */
+  readonly scopes: readonly string[];
+  readonly form: CredentialForm;
+  /** The client's customer slug (population-level export path). */
+  readonly customer?: string;
+}
+
+/** The tenant part of every database filter. The only place that builds it. */
+export interface TenantFilter {
+  c: string;
+  u?: number;
+}
+
+export function tenantFilter(ctx: TenantContext): TenantFilter {
+  return ctx.userId === null ? { c: ctx.clientId } : { c: ctx.clientId, u: ctx.userId };
+}
+
+/** True when the context may only read and search (scope `user/*.rs`, `*.read`). */
+export function isReadOnly(ctx: TenantContext): boolean {
+  return !ctx.scopes.some((s) => /(^|\/)\*\.(\*|write|[cruds]*[cud][cruds]*)$/.test(s) || s === 'user/*.*');
+}

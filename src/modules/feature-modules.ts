@@ -3,5 +3,10 @@ import type { Type } from '@nestjs/common';
 /**
  * The feature modules of the service (DESIGN.md §2). Each feature adds its module here in one
  * line; AppModule and the CLI context both load this list.
+ *
+ * ORDER MATTERS: Express matches routes in registration order, and the FHIR store's generic
+ * routes (`/:version/:type/:id`) would otherwise swallow specific ones (`DELETE /r4/purge`,
+ * `/r4/Patient/$everything`, `/r4/$export`). Modules with specific FHIR paths come first;
+ * FhirStoreModule stays LAST.
  */
 export const FEATURE_MODULES: Type[] = [];

@@ -1,5 +1,5 @@
 import { ChildProcess, execFileSync, spawn } from 'child_process';
-import { existsSync, mkdirSync } from 'fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'fs';
 import { createServer, Socket } from 'net';
 import { join } from 'path';
 
@@ -56,6 +56,25 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs: number,
   throw new Error(`ferretdb did not listen on port ${port} within ${timeoutMs} ms`);
 }
 
+const PID_FILE = 'ferretdb.pid';
+
+/**
+ * An app killed with SIGKILL cannot stop its FerretDB child; the orphan keeps the SQLite files
+ * open. The next start in the same folder stops it first (only if that pid is still a ferretdb).
+ */
+function stopStaleInstance(dataDir: string): void {
+  const pidFile = join(dataDir, PID_FILE);
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').trim());
+  if (!Number.isInteger(pid) || pid <= 1) return;
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (cmdline.includes('ferretdb') && cmdline.includes(dataDir)) process.kill(pid, 'SIGKILL');
+  } catch {
+    // not running (or not Linux): nothing to stop
+  }
+}
+
 export interface RunningFerretDb {
   uri: string;
   port: number;
@@ -73,6 +92,7 @@ export async function startFerretDb(
   port?: number,
 ): Promise<RunningFerretDb> {
   mkdirSync(dataDir, { recursive: true });
+  stopStaleInstance(dataDir);
   const listenPort = port ?? (await freePort());
   const child = spawn(
     binary,
@@ -87,6 +107,7 @@ export async function startFerretDb(
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
+  if (child.pid) writeFileSync(join(dataDir, PID_FILE), String(child.pid));
   let output = '';
   const keep = (b: Buffer) => {
     output = (output + b.toString()).slice(-4000);

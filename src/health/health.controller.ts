@@ -1,16 +1,14 @@
 import { Controller, Get, HttpCode, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
-import { InjectConnection } from '@nestjs/mongoose';
-import { HealthCheckService, MongooseHealthIndicator } from '@nestjs/terminus';
-import type { Connection } from 'mongoose';
+import { HealthCheckService } from '@nestjs/terminus';
+import { DatabasePingIndicator } from './database-ping.indicator';
 
 @ApiTags('health')
 @Controller('health')
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
-    private readonly mongoose: MongooseHealthIndicator,
-    @InjectConnection() private readonly connection: Connection,
+    private readonly database: DatabasePingIndicator,
   ) {}
 
   /** 200 `{status:"ok"}` once the database answers a ping; 503 otherwise (DESIGN.md §1). */
@@ -22,9 +20,7 @@ export class HealthController {
   })
   async check(): Promise<{ status: 'ok' }> {
     try {
-      await this.health.check([
-        () => this.mongoose.pingCheck('database', { connection: this.connection, timeout: 1500 }),
-      ]);
+      await this.health.check([() => this.database.ping('database', 1500)]);
       return { status: 'ok' };
     } catch {
       throw new ServiceUnavailableException('database: down');

@@ -3,5 +3,7 @@ export * from './definitions/fhir-version';
 export * from './definitions/resource-types';
 export { structureDefinitions } from './definitions/structure-definitions';
 export type { StructureDefinitionSet, BaseStructureDefinition } from './definitions/structure-definitions';
-export * from './validation/validation-issue';
+export type { ValidationIssue, ValidationIssueCode } from './validation/validation-issue';
 export { validateResource, isValidId } from './validation/validate-resource';
+export * from './storage';
+export * from './search';

@@ -1,0 +1,171 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { DefinedFhirVersion } from './fhir-version';
+
+/**
+ * Compact form of the base StructureDefinitions of one FHIR version, read from the official HL7 npm
+ * packages (see DESIGN §4). Only what structural validation needs is kept: element paths, cardinality,
+ * type codes and the primitive regexes.
+ */
+export interface ElementTypeRef {
+  /** FHIR type code (`string`, `HumanName`, `Resource`, `BackboneElement` …). */
+  readonly code: string;
+}
+
+export interface ElementDefinitionLite {
+  readonly path: string;
+  readonly min: number;
+  /** `'*'` or a number as a string, as in ElementDefinition.max. */
+  readonly max: string;
+  readonly types: readonly ElementTypeRef[];
+  /** Path (without `#`) of the element whose definition this one reuses, e.g. `Questionnaire.item`. */
+  readonly contentReference?: string;
+}
+
+export interface BaseStructureDefinition {
+  readonly name: string;
+  readonly kind: 'resource' | 'complex-type' | 'primitive-type';
+  readonly abstract: boolean;
+  readonly elements: readonly ElementDefinitionLite[];
+  /** For primitive types: the regex of `<type>.value` (unanchored, as published), if any. */
+  readonly valueRegex?: string;
+}
+
+export interface StructureDefinitionSet {
+  /** Base definitions by type name (`Patient`, `HumanName`, `date` …). */
+  readonly byType: ReadonlyMap<string, BaseStructureDefinition>;
+  /** Constrained complex types used as type codes (e.g. STU3 `SimpleQuantity`) → their base type. */
+  readonly typeAliases: ReadonlyMap<string, string>;
+}
+
+const PACKAGE_BY_VERSION: Record<DefinedFhirVersion, string> = {
+  r4: 'hl7.fhir.r4.examples',
+  stu3: 'hl7.fhir.r3.examples',
+};
+
+/** R4 marks the FHIR type of `System.String`-typed elements (e.g. Element.id) with this extension. */
+const FHIR_TYPE_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/structuredefinition-fhir-type';
+/** R4 uses `…/regex`, STU3 `…/structuredefinition-regex`. */
+const REGEX_EXTENSIONS = new Set([
+  'http://hl7.org/fhir/StructureDefinition/regex',
+  'http://hl7.org/fhir/StructureDefinition/structuredefinition-regex',
+]);
+
+interface RawExtension {
+  url?: string;
+  valueUrl?: string;
+  valueUri?: string;
+  valueString?: string;
+}
+interface RawType {
+  code?: string;
+  extension?: RawExtension[];
+}
+interface RawElement {
+  id?: string;
+  path: string;
+  min?: number;
+  max?: string;
+  type?: RawType[];
+  contentReference?: string;
+}
+interface RawStructureDefinition {
+  resourceType: string;
+  name?: string;
+  type?: string;
+  kind?: string;
+  abstract?: boolean;
+  derivation?: string;
+  baseDefinition?: string;
+  snapshot?: { element: RawElement[] };
+}
+
+const cache = new Map<DefinedFhirVersion, StructureDefinitionSet>();
+
+/** Base StructureDefinitions of a version; the package files are read once, on first use, then cached. */
+export function structureDefinitions(version: DefinedFhirVersion): StructureDefinitionSet {
+  let set = cache.get(version);
+  if (!set) {
+    set = loadStructureDefinitions(packageDirectory(version));
+    cache.set(version, set);
+  }
+  return set;
+}
+
+export function packageDirectory(version: DefinedFhirVersion): string {
+  return dirname(require.resolve(`${PACKAGE_BY_VERSION[version]}/package.json`));
+}
+
+/** Reads a package JSON file; the STU3 package has files that start with a UTF-8 byte order mark. */
+export function readPackageJson(file: string): unknown {
+  const text = readFileSync(file, 'utf8');
+  return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+}
+
+function loadStructureDefinitions(directory: string): StructureDefinitionSet {
+  const byType = new Map<string, BaseStructureDefinition>();
+  const typeAliases = new Map<string, string>();
+  for (const file of readdirSync(directory)) {
+    if (!file.startsWith('StructureDefinition-') || !file.endsWith('.json')) continue;
+    const raw = readPackageJson(join(directory, file)) as RawStructureDefinition;
+    if (raw.resourceType !== 'StructureDefinition' || !raw.type || !raw.snapshot) continue;
+    const kind = raw.kind;
+    if (kind !== 'resource' && kind !== 'complex-type' && kind !== 'primitive-type') continue;
+    if (raw.derivation === 'constraint') {
+      // A profile. Keep only the name → base type mapping for constrained types used as type codes.
+      if (kind === 'complex-type' && raw.type !== 'Extension' && raw.name && raw.name !== raw.type)
+        typeAliases.set(raw.name, raw.type);
+      continue;
+    }
+    if (raw.derivation !== 'specialization' && raw.baseDefinition) continue;
+    byType.set(raw.type, toBaseDefinition(raw, kind));
+  }
+  return { byType, typeAliases };
+}
+
+function toBaseDefinition(
+  raw: RawStructureDefinition,
+  kind: BaseStructureDefinition['kind'],
+): BaseStructureDefinition {
+  const type = raw.type as string;
+  const elements: ElementDefinitionLite[] = [];
+  let valueRegex: string | undefined;
+  for (const element of raw.snapshot?.element ?? []) {
+    // Slices (ids with ':') only occur in profiles; skip them defensively.
+    if (element.id?.includes(':')) continue;
+    if (kind === 'primitive-type' && element.path === `${type}.value`) {
+      valueRegex = findRegex(element.type);
+      continue;
+    }
+    elements.push({
+      path: element.path,
+      min: element.min ?? 0,
+      max: element.max ?? '*',
+      types: (element.type ?? []).map((t) => ({ code: fhirTypeCode(t) })),
+      ...(element.contentReference ? { contentReference: element.contentReference.replace(/^.*#/, '') } : {}),
+    });
+  }
+  return {
+    name: type,
+    kind,
+    abstract: raw.abstract === true,
+    elements,
+    ...(valueRegex ? { valueRegex } : {}),
+  };
+}
+
+/** R4 types some elements as `http://hl7.org/fhirpath/System.String`; the extension names the FHIR type. */
+function fhirTypeCode(type: RawType): string {
+  const code = type.code ?? '';
+  if (!code.startsWith('http://hl7.org/fhirpath/')) return code;
+  const fhirType = type.extension?.find((e) => e.url === FHIR_TYPE_EXTENSION);
+  return fhirType?.valueUrl ?? fhirType?.valueUri ?? 'string';
+}
+
+function findRegex(types: readonly RawType[] | undefined): string | undefined {
+  for (const type of types ?? []) {
+    const regex = type.extension?.find((e) => e.url !== undefined && REGEX_EXTENSIONS.has(e.url));
+    if (regex?.valueString) return regex.valueString;
+  }
+  return undefined;
+}

@@ -1,0 +1,176 @@
+import type { DefinedFhirVersion } from '../definitions/fhir-version';
+import { structureDefinitions } from '../definitions/structure-definitions';
+import type { ValidationIssueCode } from './validation-issue';
+
+/** What is wrong with a primitive value, or undefined when it is fine. */
+export interface PrimitiveProblem {
+  readonly code: ValidationIssueCode;
+  readonly message: string;
+}
+
+export type PrimitiveCheck = (value: unknown) => PrimitiveProblem | undefined;
+
+/**
+ * Regexes for primitives whose StructureDefinition has none (STU3 leaves several out), taken from the
+ * data type pages, e.g. https://hl7.org/fhir/STU3/datatypes.html#string.
+ */
+const FALLBACK_REGEX: Readonly<Record<string, string>> = {
+  string: '[ \\r\\n\\t\\S]+',
+  markdown: '[ \\r\\n\\t\\S]+',
+  uri: '\\S*',
+  url: '\\S*',
+  canonical: '\\S*',
+  id: '[A-Za-z0-9\\-\\.]{1,64}',
+  code: '[^\\s]+(\\s[^\\s]+)*',
+};
+
+/**
+ * Published regexes that backtrack exponentially on some inputs, replaced by ones matching the same
+ * language in linear time. STU3 `code` is `[^\s]+([\s]?[^\s]+)*` (nested quantifiers); the R4 form
+ * describes the same set of strings. A client must not be able to stall ingest with one crafted value.
+ */
+const SAFE_REGEX_OVERRIDES: Readonly<Record<string, string>> = {
+  code: '[^\\s]+(\\s[^\\s]+)*',
+};
+
+/** FHIR strings SHALL NOT exceed 1 MB (https://hl7.org/fhir/R4/datatypes.html#string). */
+const MAX_STRING_LENGTH = 1024 * 1024;
+const MAX_ID_LENGTH = 64;
+const INT32_MIN = -2147483648;
+const INT32_MAX = 2147483647;
+
+const INTEGER_MINIMUM: Readonly<Record<string, number>> = {
+  integer: INT32_MIN,
+  unsignedInt: 0,
+  positiveInt: 1,
+};
+
+const checksByVersion = new Map<DefinedFhirVersion, Map<string, PrimitiveCheck>>();
+
+/** The check for a primitive type code of a version, compiled once from its StructureDefinition. */
+export function primitiveCheck(version: DefinedFhirVersion, typeCode: string): PrimitiveCheck {
+  let checks = checksByVersion.get(version);
+  if (!checks) checksByVersion.set(version, (checks = new Map()));
+  let check = checks.get(typeCode);
+  if (!check) {
+    const published = structureDefinitions(version).byType.get(typeCode)?.valueRegex;
+    check = compileCheck(typeCode, SAFE_REGEX_OVERRIDES[typeCode] ?? published ?? FALLBACK_REGEX[typeCode]);
+    checks.set(typeCode, check);
+  }
+  return check;
+}
+
+function compileCheck(typeCode: string, regexSource: string | undefined): PrimitiveCheck {
+  switch (typeCode) {
+    case 'boolean':
+      return (value) => (typeof value === 'boolean' ? undefined : wrongJsonType(value, 'a boolean'));
+    case 'decimal':
+      return (value) =>
+        typeof value === 'number' && Number.isFinite(value) ? undefined : wrongJsonType(value, 'a number');
+    case 'integer':
+    case 'unsignedInt':
+    case 'positiveInt':
+      return integerCheck(typeCode, INTEGER_MINIMUM[typeCode] ?? INT32_MIN);
+    case 'base64Binary':
+      return stringCheck(typeCode, isBase64);
+    case 'xhtml':
+      // Narrative.div: https://hl7.org/fhir/R4/narrative.html#xhtml — an XHTML <div> element.
+      return stringCheck(typeCode, (text) => /^\s*<div[\s>/]/.test(text));
+    default:
+      break;
+  }
+  const regex = regexSource === undefined ? undefined : new RegExp(`^(?:${toJavaScriptRegex(regexSource)})$`);
+  const maxLength = typeCode === 'id' ? MAX_ID_LENGTH : MAX_STRING_LENGTH;
+  return stringCheck(typeCode, regex ? (text) => regex.test(text) : () => true, maxLength);
+}
+
+function stringCheck(
+  typeCode: string,
+  isWellFormed: (text: string) => boolean,
+  maxLength = Number.POSITIVE_INFINITY,
+): PrimitiveCheck {
+  return (value) => {
+    if (typeof value !== 'string') return wrongJsonType(value, 'a string');
+    if (value.length === 0) return { code: 'value', message: `Empty string is not a valid ${typeCode}` };
+    if (value.length > maxLength) {
+      return { code: 'too-long', message: `A ${typeCode} is at most ${maxLength} characters long` };
+    }
+    if (!isWellFormed(value))
+      return { code: 'value', message: `${describe(value)} is not a valid ${typeCode}` };
+    return undefined;
+  };
+}
+
+function integerCheck(typeCode: string, minimum: number): PrimitiveCheck {
+  return (value) => {
+    if (typeof value !== 'number') return wrongJsonType(value, 'a number');
+    if (!Number.isInteger(value) || value < minimum || value > INT32_MAX) {
+      return { code: 'value', message: `${value} is not a valid ${typeCode} (${minimum}..${INT32_MAX})` };
+    }
+    return undefined;
+  };
+}
+
+/** XML Schema whitespace (https://www.w3.org/TR/xmlschema-2/#charcter-classes): space, tab, LF, CR. */
+const XSD_SPACE = ' \\t\\n\\r';
+const XSD_NON_SPACE = '\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u0021-\\uFFFF';
+
+/**
+ * FHIR regexes follow XML Schema, where `\s` is only space/tab/LF/CR; in JavaScript `\s` also matches
+ * Unicode spaces such as U+00A0, which would reject valid strings like "CHEST\u00A0". Rewrites `\s`/`\S`
+ * inside and outside character classes to the XML Schema meaning.
+ */
+export function toJavaScriptRegex(source: string): string {
+  let result = '';
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const char = source[i];
+    if (char === '\\' && i + 1 < source.length) {
+      const next = source[i + 1];
+      i++;
+      if (next === 's') result += inClass ? XSD_SPACE : `[${XSD_SPACE}]`;
+      else if (next === 'S') result += inClass ? XSD_NON_SPACE : `[^${XSD_SPACE}]`;
+      else result += char + next;
+      continue;
+    }
+    if (char === '[') inClass = true;
+    else if (char === ']') inClass = false;
+    result += char;
+  }
+  return result;
+}
+
+/**
+ * base64Binary (https://hl7.org/fhir/R4/datatypes.html#base64Binary). The R4 regex
+ * `(\s*([0-9a-zA-Z\+/=]){4}\s*)+` backtracks exponentially on whitespace, so the same rule — groups of
+ * four base64 characters, whitespace allowed between groups — is checked with a single linear scan.
+ */
+export function isBase64(text: string): boolean {
+  let significant = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x0c) {
+      if (significant % 4 !== 0) return false;
+      continue;
+    }
+    const isBase64Char =
+      (c >= 0x41 && c <= 0x5a) ||
+      (c >= 0x61 && c <= 0x7a) ||
+      (c >= 0x30 && c <= 0x39) ||
+      c === 0x2b ||
+      c === 0x2f ||
+      c === 0x3d;
+    if (!isBase64Char) return false;
+    significant++;
+  }
+  return significant > 0 && significant % 4 === 0;
+}
+
+function wrongJsonType(value: unknown, expected: string): PrimitiveProblem {
+  const actual = Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`;
+  return { code: 'structure', message: `Expected ${expected}, found ${actual}` };
+}
+
+function describe(value: string): string {
+  return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+}

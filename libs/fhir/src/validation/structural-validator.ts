@@ -1,0 +1,276 @@
+import {
+  elementTables,
+  type ElementRule,
+  type ElementTable,
+  type ElementTables,
+} from '../definitions/element-tables';
+import type { DefinedFhirVersion } from '../definitions/fhir-version';
+import { isResourceType } from '../definitions/resource-types';
+import { primitiveCheck, type PrimitiveCheck } from './primitive-formats';
+import { errorIssue, type ValidationIssue } from './validation-issue';
+
+type JsonObject = Record<string, unknown>;
+
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function jsonKind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/**
+ * Structural validation against the base StructureDefinitions of R4 or STU3 (DESIGN §4): unknown
+ * elements, JSON types, cardinality, primitive formats, one choice per `[x]` element, nested resources.
+ * JSON representation rules: https://hl7.org/fhir/R4/json.html. Every problem is collected.
+ */
+export class StructuralValidator {
+  private readonly tables: ElementTables;
+  private readonly primitiveChecks = new Map<string, PrimitiveCheck>();
+
+  constructor(private readonly version: DefinedFhirVersion) {
+    this.tables = elementTables(version);
+  }
+
+  /** Validates a resource; `path` is where it sits (undefined for a top-level resource). */
+  validateResource(resource: unknown, issues: ValidationIssue[], path?: string, expectedType?: string): void {
+    const where = path ?? expectedType ?? 'Resource';
+    if (!isJsonObject(resource)) {
+      issues.push(
+        errorIssue('structure', where, `A resource must be a JSON object, found ${jsonKind(resource)}`),
+      );
+      return;
+    }
+    const type = resource.resourceType;
+    if (type === undefined) {
+      issues.push(errorIssue('required', `${where}.resourceType`, 'resourceType is missing'));
+      return;
+    }
+    if (typeof type !== 'string') {
+      issues.push(errorIssue('structure', `${where}.resourceType`, 'resourceType must be a string'));
+      return;
+    }
+    const table = isResourceType(this.version, type) ? this.tables.table(type) : undefined;
+    if (!table) {
+      issues.push(
+        errorIssue(
+          'not-found',
+          `${where}.resourceType`,
+          `Unknown resource type '${type}' in ${this.version}`,
+        ),
+      );
+      return;
+    }
+    if (expectedType !== undefined && type !== expectedType) {
+      issues.push(
+        errorIssue(
+          'invalid',
+          `${where}.resourceType`,
+          `Expected resource type '${expectedType}', found '${type}'`,
+        ),
+      );
+    }
+    this.validateObject(table, resource, path ?? type, issues);
+  }
+
+  private validateObject(
+    table: ElementTable,
+    object: JsonObject,
+    path: string,
+    issues: ValidationIssue[],
+  ): void {
+    let present = 0;
+    for (const key in object) {
+      const value = object[key];
+      if (value === undefined) continue;
+      present++;
+      if (key === 'resourceType' && table.isResource) continue;
+      const rule = table.elements.get(key);
+      if (rule) {
+        const extension = rule.isPrimitive ? object[`_${key}`] : undefined;
+        this.validateElement(rule, value, extension, `${path}.${key}`, issues);
+        continue;
+      }
+      const primitiveRule = key.charCodeAt(0) === 0x5f ? table.elements.get(key.slice(1)) : undefined;
+      if (primitiveRule?.isPrimitive) {
+        this.validatePrimitiveExtension(
+          primitiveRule,
+          value,
+          object[primitiveRule.jsonName],
+          `${path}.${key}`,
+          issues,
+        );
+        continue;
+      }
+      issues.push(errorIssue('structure', `${path}.${key}`, `Unknown element '${key}' in ${table.key}`));
+    }
+    if (present === 0) {
+      issues.push(errorIssue('structure', path, 'Empty objects are not allowed; omit the element instead'));
+      return;
+    }
+    for (const group of table.choiceGroups)
+      this.checkSingleChoice(group.jsonNames, object, `${path}.${group.name}`, issues);
+    for (const rule of table.required) {
+      if (!rule.jsonNames.some((name) => hasElement(object, name))) {
+        issues.push(
+          errorIssue('required', `${path}.${rule.name}`, `Required element '${rule.name}' is missing`),
+        );
+      }
+    }
+  }
+
+  private checkSingleChoice(
+    jsonNames: readonly string[],
+    object: JsonObject,
+    path: string,
+    issues: ValidationIssue[],
+  ): void {
+    let first: string | undefined;
+    for (const name of jsonNames) {
+      if (!hasElement(object, name)) continue;
+      if (first === undefined) {
+        first = name;
+        continue;
+      }
+      issues.push(
+        errorIssue('structure', path, `Only one choice allowed, found both '${first}' and '${name}'`),
+      );
+      return;
+    }
+  }
+
+  private validateElement(
+    rule: ElementRule,
+    value: unknown,
+    extension: unknown,
+    path: string,
+    issues: ValidationIssue[],
+  ): void {
+    if (value === null) {
+      issues.push(errorIssue('structure', path, 'null is not allowed; omit the element instead'));
+      return;
+    }
+    if (!rule.isArray) {
+      if (Array.isArray(value)) {
+        issues.push(
+          errorIssue('structure', path, `'${rule.jsonName}' allows one value and must not be an array`),
+        );
+        return;
+      }
+      this.validateValue(rule, value, path, issues);
+      return;
+    }
+    if (!Array.isArray(value)) {
+      issues.push(errorIssue('structure', path, `'${rule.jsonName}' repeats and must be an array`));
+      return;
+    }
+    if (value.length === 0) {
+      issues.push(errorIssue('structure', path, 'Empty arrays are not allowed; omit the element instead'));
+      return;
+    }
+    const extensions = Array.isArray(extension) ? extension : undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      const itemPath = `${path}[${i}]`;
+      if (item === null) {
+        // A null keeps positions aligned with the `_name` array when only extensions are present there.
+        if (!rule.isPrimitive || !isJsonObject(extensions?.[i])) {
+          issues.push(
+            errorIssue(
+              'structure',
+              itemPath,
+              'null is only allowed where `_' + rule.jsonName + '` has a value',
+            ),
+          );
+        }
+        continue;
+      }
+      this.validateValue(rule, item, itemPath, issues);
+    }
+  }
+
+  private validateValue(rule: ElementRule, value: unknown, path: string, issues: ValidationIssue[]): void {
+    if (rule.isPrimitive) {
+      const problem = this.primitive(rule.typeCode)(value);
+      if (problem) issues.push(errorIssue(problem.code, path, problem.message));
+      return;
+    }
+    if (rule.typeCode === 'Resource') {
+      this.validateResource(value, issues, path);
+      return;
+    }
+    if (!isJsonObject(value)) {
+      issues.push(
+        errorIssue('structure', path, `Expected an object (${rule.typeCode}), found ${jsonKind(value)}`),
+      );
+      return;
+    }
+    const table = this.tables.table(rule.tableKey);
+    if (!table) {
+      issues.push(errorIssue('invalid', path, `No definition for type '${rule.typeCode}'`));
+      return;
+    }
+    this.validateObject(table, value, path, issues);
+  }
+
+  /** `_name` siblings carry id/extension of primitives: https://hl7.org/fhir/R4/json.html#primitive */
+  private validatePrimitiveExtension(
+    rule: ElementRule,
+    extension: unknown,
+    value: unknown,
+    path: string,
+    issues: ValidationIssue[],
+  ): void {
+    const table = this.tables.table(rule.typeCode);
+    if (!table) return;
+    if (!rule.isArray) {
+      if (!isJsonObject(extension)) {
+        issues.push(errorIssue('structure', path, `Expected an object, found ${jsonKind(extension)}`));
+        return;
+      }
+      this.validateObject(table, extension, path, issues);
+      return;
+    }
+    if (!Array.isArray(extension)) {
+      issues.push(
+        errorIssue('structure', path, `'_${rule.jsonName}' must be an array, found ${jsonKind(extension)}`),
+      );
+      return;
+    }
+    if (extension.length === 0) {
+      issues.push(errorIssue('structure', path, 'Empty arrays are not allowed; omit the element instead'));
+      return;
+    }
+    if (Array.isArray(value) && value.length !== extension.length) {
+      issues.push(
+        errorIssue('structure', path, `'_${rule.jsonName}' must have as many items as '${rule.jsonName}'`),
+      );
+    }
+    for (let i = 0; i < extension.length; i++) {
+      const item: unknown = extension[i];
+      if (item === null) continue;
+      if (!isJsonObject(item)) {
+        issues.push(
+          errorIssue('structure', `${path}[${i}]`, `Expected an object or null, found ${jsonKind(item)}`),
+        );
+        continue;
+      }
+      this.validateObject(table, item, `${path}[${i}]`, issues);
+    }
+  }
+
+  private primitive(typeCode: string): PrimitiveCheck {
+    let check = this.primitiveChecks.get(typeCode);
+    if (!check) {
+      check = primitiveCheck(this.version, typeCode);
+      this.primitiveChecks.set(typeCode, check);
+    }
+    return check;
+  }
+}
+
+function hasElement(object: JsonObject, name: string): boolean {
+  return object[name] !== undefined || object[`_${name}`] !== undefined;
+}

@@ -1,0 +1,38 @@
+import type { DefinedFhirVersion, FhirVersion } from '../definitions/fhir-version';
+import { validateDstu2Resource } from './dstu2-validator';
+import { StructuralValidator } from './structural-validator';
+import type { ValidationIssue } from './validation-issue';
+
+const validators = new Map<DefinedFhirVersion, StructuralValidator>();
+
+function validatorFor(version: DefinedFhirVersion): StructuralValidator {
+  let validator = validators.get(version);
+  if (!validator) {
+    validator = new StructuralValidator(version);
+    validators.set(version, validator);
+  }
+  return validator;
+}
+
+/**
+ * Validates a parsed JSON resource against the base definitions of a FHIR version and returns every
+ * issue found ([] = valid). With `expectedType` (e.g. the type in the URL) a different resourceType is
+ * an issue too. Never throws for any JSON input.
+ */
+export function validateResource(
+  version: FhirVersion,
+  resource: unknown,
+  expectedType?: string,
+): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  if (version === 'dstu2') validateDstu2Resource(resource, issues, undefined, expectedType);
+  else validatorFor(version).validateResource(resource, issues, undefined, expectedType);
+  return issues;
+}
+
+const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
+
+/** FHIR logical id rule (https://hl7.org/fhir/R4/datatypes.html#id): 1–64 of A–Z a–z 0–9 - . */
+export function isValidId(id: string): boolean {
+  return FHIR_ID.test(id);
+}

@@ -1,0 +1,268 @@
+import { MAX_DATE, MIN_DATE, parseFhirDateRange } from './fhir-date-range';
+import type { SearchIndex } from './search-index';
+import type { CompiledExpression, CompiledSearchParam } from './search-parameter-types';
+import { escapeComponent, MAX_INDEXED_STRING_LENGTH, normalizeText } from './text-normalization';
+
+type Json = Record<string, unknown>;
+
+const HUMAN_NAME_AND_ADDRESS_PARTS = [
+  'family',
+  'given',
+  'prefix',
+  'suffix',
+  'text',
+  'line',
+  'city',
+  'district',
+  'state',
+  'postalCode',
+  'country',
+] as const;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function asString(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+function stringsOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+/** fhirpath.js wraps decimals and date-times in FP_* objects (class instances with toJSON). */
+function plainValue(value: unknown): unknown {
+  if (
+    isObject(value) &&
+    Object.getPrototypeOf(value) !== Object.prototype &&
+    typeof value.toJSON === 'function'
+  ) {
+    return (value.toJSON as () => unknown)();
+  }
+  return value;
+}
+
+/** fhirpath ResourceNode → its JSON value and FHIR data type (plain values pass through). */
+function unwrapNode(node: unknown): { value: unknown; dataType?: string } {
+  if (isObject(node) && 'data' in node && 'path' in node) {
+    const dataType = node.fhirNodeDataType;
+    return { value: plainValue(node.data), dataType: typeof dataType === 'string' ? dataType : undefined };
+  }
+  return { value: plainValue(node) };
+}
+
+const RELATIVE_REFERENCE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/;
+
+/** Accumulates the index entries of one resource; sets deduplicate as values arrive. */
+export class IndexBuilder {
+  private readonly tok = new Set<string>();
+  private readonly str = new Set<string>();
+  private readonly ref = new Set<string>();
+  private readonly uri = new Set<string>();
+  private readonly has = new Set<string>();
+  private readonly dt: NonNullable<SearchIndex['dt']> = [];
+  private readonly dtSeen = new Set<string>();
+  private readonly num: NonNullable<SearchIndex['num']> = [];
+  private readonly qty: NonNullable<SearchIndex['qty']> = [];
+  private readonly srt: Record<string, string | number | Date> = {};
+
+  /** Converts the values one expression produced, according to the parameter's type. */
+  add(param: CompiledSearchParam, expression: CompiledExpression, nodes: readonly unknown[]): void {
+    for (const node of nodes) {
+      const { value, dataType } = unwrapNode(node);
+      if (value === undefined || value === null) continue;
+      switch (param.type) {
+        case 'token':
+          this.addToken(param.code, value, dataType);
+          break;
+        case 'string':
+          this.addStringValue(param.code, value);
+          break;
+        case 'reference':
+          this.addReference(param, expression, value);
+          break;
+        case 'date':
+          this.addDate(param.code, value);
+          break;
+        case 'number':
+          if (typeof value === 'number' && Number.isFinite(value)) this.addNumber(param.code, value);
+          break;
+        case 'quantity':
+          this.addQuantity(param.code, value);
+          break;
+        case 'uri':
+          if (typeof value === 'string') this.addUri(param.code, value);
+          break;
+        case 'composite':
+        case 'special':
+          break;
+      }
+    }
+  }
+
+  private sortKey(code: string, key: string | number | Date): void {
+    if (!(code in this.srt)) this.srt[code] = key;
+  }
+
+  private addToken(code: string, value: unknown, dataType: string | undefined): void {
+    if (typeof value === 'boolean' || typeof value === 'number')
+      return this.addCode(code, undefined, String(value));
+    if (typeof value === 'string') return this.addCode(code, undefined, value);
+    if (!isObject(value)) return;
+    if (Array.isArray(value.coding) || dataType === 'CodeableConcept') {
+      for (const coding of Array.isArray(value.coding) ? value.coding : []) this.addCoding(code, coding);
+      this.addTokenText(code, value.text);
+    } else if (dataType === 'Coding' || (dataType === undefined && 'code' in value)) {
+      this.addCoding(code, value);
+    } else if ('value' in value && typeof value.value === 'string') {
+      // Identifier (system is a URI) or ContactPoint (system is phone/email …): both `system|value`.
+      this.addCode(code, asString(value.system) ?? '', value.value);
+    }
+  }
+
+  private addCoding(code: string, coding: unknown): void {
+    if (!isObject(coding)) return;
+    const value = asString(coding.code);
+    if (value) this.addCode(code, asString(coding.system) ?? '', value);
+    this.addTokenText(code, coding.display);
+  }
+
+  /** `system` undefined: a primitive code with no system of its own (stored code-only). */
+  private addCode(code: string, system: string | undefined, value: string): void {
+    const escaped = escapeComponent(value.slice(0, MAX_INDEXED_STRING_LENGTH));
+    this.tok.add(`${code}|${escaped}`);
+    if (system !== undefined) this.tok.add(`${code}|${escapeComponent(system)}|${escaped}`);
+    this.has.add(code);
+    this.sortKey(code, value);
+  }
+
+  private addTokenText(code: string, text: unknown): void {
+    const normalized = typeof text === 'string' ? normalizeText(text) : '';
+    if (normalized) this.str.add(`${code}:text|${normalized}`);
+  }
+
+  private addStringValue(code: string, value: unknown): void {
+    if (typeof value === 'string') return this.addString(code, value);
+    if (!isObject(value)) return;
+    for (const part of HUMAN_NAME_AND_ADDRESS_PARTS) {
+      for (const text of stringsOf(value[part])) this.addString(code, text);
+    }
+  }
+
+  private addString(code: string, raw: string): void {
+    const normalized = normalizeText(raw);
+    if (!normalized) return;
+    this.str.add(`${code}|${normalized}`);
+    this.str.add(`${code}:exact|${raw.slice(0, MAX_INDEXED_STRING_LENGTH)}`);
+    this.has.add(code);
+    this.sortKey(code, normalized);
+  }
+
+  private addReference(param: CompiledSearchParam, expression: CompiledExpression, value: unknown): void {
+    const code = param.code;
+    if (typeof value === 'string') return this.addCanonical(code, value);
+    if (!isObject(value)) return;
+    if (isObject(value.identifier) && typeof value.identifier.value === 'string') {
+      const system = asString(value.identifier.system) ?? '';
+      const escapedValue = escapeComponent(value.identifier.value);
+      this.tok.add(`${code}:identifier|${escapedValue}`);
+      this.tok.add(`${code}:identifier|${escapeComponent(system)}|${escapedValue}`);
+      this.has.add(code);
+    }
+    const reference = asString(value.reference);
+    if (!reference || reference.startsWith('#')) return;
+    const relative = RELATIVE_REFERENCE.exec(reference);
+    if (!relative) return this.addCanonical(code, reference);
+    const type = relative[1];
+    // `.where(resolve() is Patient)` and the parameter's target list select the referenced type.
+    if (expression.targetType && expression.targetType !== type) return;
+    if (param.targets.length > 0 && !param.targets.includes(type) && !param.targets.includes('Resource'))
+      return;
+    this.ref.add(`${code}|${type}/${relative[2]}`);
+    this.has.add(code);
+  }
+
+  private addCanonical(code: string, url: string): void {
+    this.ref.add(`${code}|${url}`);
+    const versionBar = url.indexOf('|');
+    if (versionBar > 0) this.ref.add(`${code}|${url.slice(0, versionBar)}`);
+    this.has.add(code);
+  }
+
+  private addDate(code: string, value: unknown): void {
+    if (typeof value === 'string') {
+      const range = parseFhirDateRange(value);
+      if (range) this.addDateRange(code, range.lo, range.hi);
+      return;
+    }
+    if (!isObject(value)) return;
+    if ('start' in value || 'end' in value) {
+      const start = typeof value.start === 'string' ? parseFhirDateRange(value.start) : undefined;
+      const end = typeof value.end === 'string' ? parseFhirDateRange(value.end) : undefined;
+      if (start || end) this.addDateRange(code, start?.lo ?? MIN_DATE, end?.hi ?? MAX_DATE);
+      return;
+    }
+    // Timing: each event, and the bounds of its repeat.
+    for (const event of stringsOf(value.event)) this.addDate(code, event);
+    if (isObject(value.repeat) && isObject(value.repeat.boundsPeriod))
+      this.addDate(code, value.repeat.boundsPeriod);
+  }
+
+  private addDateRange(code: string, lo: Date, hi: Date): void {
+    const key = `${code}|${lo.getTime()}|${hi.getTime()}`;
+    if (this.dtSeen.has(key)) return;
+    this.dtSeen.add(key);
+    this.dt.push({ p: code, lo, hi });
+    this.has.add(code);
+    const current = this.srt[code];
+    if (!(current instanceof Date) || lo < current) this.srt[code] = lo;
+  }
+
+  private addNumber(code: string, value: number): void {
+    this.num.push({ p: code, v: value });
+    this.has.add(code);
+    this.sortKey(code, value);
+  }
+
+  private addQuantity(code: string, value: unknown): void {
+    if (typeof value === 'number') {
+      this.qty.push({ p: code, v: value });
+    } else if (isObject(value) && typeof value.value === 'number') {
+      const entry: NonNullable<SearchIndex['qty']>[number] = { p: code, v: value.value };
+      const system = asString(value.system);
+      const unitCode = asString(value.code) ?? asString(value.currency);
+      const unit = asString(value.unit);
+      if (system) entry.s = system;
+      if (unitCode) entry.c = unitCode;
+      if (unit && unit !== unitCode) entry.u = unit;
+      this.qty.push(entry);
+    } else {
+      return;
+    }
+    this.has.add(code);
+    this.sortKey(code, this.qty[this.qty.length - 1].v);
+  }
+
+  private addUri(code: string, value: string): void {
+    this.uri.add(`${code}|${value}`);
+    this.has.add(code);
+  }
+
+  /** The finished index: empty arrays are left out to keep documents small. */
+  build(words: string[]): SearchIndex {
+    const index: SearchIndex = {};
+    if (this.tok.size) index.tok = [...this.tok];
+    if (this.str.size) index.str = [...this.str];
+    if (this.ref.size) index.ref = [...this.ref];
+    if (this.uri.size) index.uri = [...this.uri];
+    if (this.dt.length) index.dt = this.dt;
+    if (this.num.length) index.num = this.num;
+    if (this.qty.length) index.qty = this.qty;
+    if (words.length) index.txt = words;
+    if (this.has.size) index.has = [...this.has];
+    if (Object.keys(this.srt).length) index.srt = this.srt;
+    return index;
+  }
+}

@@ -1,0 +1,238 @@
+import { MAX_DATE } from './fhir-date-range';
+import { contentWords, extractIndex } from './index-extraction';
+import { loadSyntheaResources, syntheaAvailable } from './synthea-fixture';
+
+const describeWithSynthea = syntheaAvailable('r4') ? describe : describe.skip;
+
+function firstOfType(resources: Array<Record<string, unknown>>, type: string): Record<string, unknown> {
+  const found = resources.find((resource) => resource.resourceType === type);
+  if (!found) throw new Error(`no ${type} in the sample`);
+  return found;
+}
+
+describeWithSynthea('extractIndex on Synthea R4 resources', () => {
+  const resources = loadSyntheaResources('r4', 2);
+
+  it('indexes a Patient: name parts, birthdate, gender, identifiers', () => {
+    const patient = firstOfType(resources, 'Patient') as any;
+    const index = extractIndex('r4', patient);
+    const family = String(patient.name[0].family).toLowerCase();
+    expect(index.str).toContain(`family|${family}`);
+    expect(index.str).toContain(`name|${family}`);
+    expect(index.str).toContain(`family:exact|${patient.name[0].family}`);
+    expect(index.str).toContain(`given|${String(patient.name[0].given[0]).toLowerCase()}`);
+    expect(index.tok).toContain(`gender|${patient.gender}`);
+    const identifier = patient.identifier[1];
+    expect(index.tok).toContain(`identifier|${identifier.system}|${identifier.value}`);
+    expect(index.tok).toContain(`identifier|${identifier.value}`);
+    const birth = index.dt?.find((entry) => entry.p === 'birthdate');
+    expect(birth?.lo.toISOString()).toBe(`${patient.birthDate}T00:00:00.000Z`);
+    expect(birth?.hi.toISOString()).toBe(`${patient.birthDate}T23:59:59.999Z`);
+    expect(index.has).toEqual(expect.arrayContaining(['name', 'birthdate', 'gender', 'identifier']));
+  });
+
+  it('indexes an Observation: code, date, value-quantity, subject and patient', () => {
+    const observation = resources.find(
+      (resource) => resource.resourceType === 'Observation' && 'valueQuantity' in resource,
+    ) as any;
+    const index = extractIndex('r4', observation);
+    const coding = observation.code.coding[0];
+    expect(index.tok).toEqual(
+      expect.arrayContaining([`code|${coding.code}`, `code|${coding.system}|${coding.code}`]),
+    );
+    expect(index.str).toContain(`code:text|${String(coding.display).toLowerCase()}`);
+    expect(index.ref).toEqual(expect.arrayContaining([`subject|${observation.subject.reference}`]));
+    expect(index.ref).toContain(`patient|${observation.subject.reference}`);
+    expect(index.qty).toContainEqual({
+      p: 'value-quantity',
+      v: observation.valueQuantity.value,
+      s: observation.valueQuantity.system,
+      c: observation.valueQuantity.code,
+    });
+    const date = index.dt?.find((entry) => entry.p === 'date');
+    expect(date?.lo.getTime()).toBe(new Date(observation.effectiveDateTime).getTime());
+  });
+
+  it('indexes an Encounter period, Condition and MedicationRequest', () => {
+    const encounter = extractIndex('r4', firstOfType(resources, 'Encounter'));
+    expect(encounter.dt?.some((entry) => entry.p === 'date')).toBe(true);
+    expect(encounter.ref?.some((entry) => entry.startsWith('patient|Patient/'))).toBe(true);
+    expect(encounter.tok?.some((entry) => entry.startsWith('class|'))).toBe(true);
+    const condition = extractIndex('r4', firstOfType(resources, 'Condition'));
+    expect(condition.tok?.some((entry) => entry.startsWith('code|http://snomed.info/sct|'))).toBe(true);
+    expect(condition.tok).toContain('clinical-status|active');
+    expect(condition.dt?.some((entry) => entry.p === 'onset-date')).toBe(true);
+    const request = extractIndex('r4', firstOfType(resources, 'MedicationRequest'));
+    expect(
+      request.tok?.some((entry) => entry.startsWith('code|http://www.nlm.nih.gov/research/umls/rxnorm|')),
+    ).toBe(true);
+    expect(request.ref?.some((entry) => entry.startsWith('patient|Patient/'))).toBe(true);
+    expect(request.dt?.some((entry) => entry.p === 'authoredon')).toBe(true);
+  });
+
+  it('never throws and always returns plain arrays for every sample resource', () => {
+    for (const resource of resources) {
+      const index = extractIndex('r4', resource);
+      for (const entries of [index.tok, index.str, index.ref, index.uri, index.txt]) {
+        expect(entries === undefined || entries.every((entry) => typeof entry === 'string')).toBe(true);
+      }
+    }
+  });
+});
+
+describe('extractIndex on hand-written resources', () => {
+  it('token: CodeableConcept, Coding without system, Identifier, ContactPoint, boolean, code', () => {
+    const index = extractIndex('r4', {
+      resourceType: 'Patient',
+      active: true,
+      gender: 'other',
+      identifier: [{ system: 'urn:sys', value: 'A|1' }],
+      telecom: [{ system: 'email', value: 'x@example.org' }],
+      maritalStatus: { coding: [{ code: 'M', display: 'Married' }], text: 'Verheiratet' },
+    });
+    expect(index.tok).toEqual(
+      expect.arrayContaining([
+        'active|true',
+        'gender|other',
+        'identifier|urn:sys|A\\|1',
+        'identifier|A\\|1',
+        'email|x@example.org',
+        'telecom|email|x@example.org',
+      ]),
+    );
+    expect(index.tok).not.toContain('phone|x@example.org');
+  });
+
+  it('token :text entries from CodeableConcept.text and Coding.display', () => {
+    const index = extractIndex('r4', {
+      resourceType: 'Condition',
+      code: { coding: [{ system: 's', code: 'c', display: 'Grippe Aviaire' }], text: 'Fièvre' },
+    });
+    expect(index.str).toEqual(expect.arrayContaining(['code:text|grippe aviaire', 'code:text|fievre']));
+    expect(index.tok).toEqual(expect.arrayContaining(['code|c', 'code|s|c']));
+  });
+
+  it('string: accents, case and whitespace are normalized; exact copy kept', () => {
+    const index = extractIndex('r4', {
+      resourceType: 'Patient',
+      name: [{ family: 'Müller  Lüdenscheidt', given: ['José'], text: 'José Müller' }],
+      address: [{ line: ['Rue de l’Église 5'], city: 'Zürich', postalCode: '8001', country: 'CH' }],
+    });
+    expect(index.str).toEqual(
+      expect.arrayContaining([
+        'family|muller ludenscheidt',
+        'family:exact|Müller  Lüdenscheidt',
+        'given|jose',
+        'name|jose muller',
+        'address|rue de l’eglise 5',
+        'address-city|zurich',
+        'address-postalcode|8001',
+      ]),
+    );
+  });
+
+  it('reference: relative, versioned, absolute, contained, identifier and resolve() type filter', () => {
+    const index = extractIndex('r4', {
+      resourceType: 'Observation',
+      subject: { reference: 'Group/g1' },
+      performer: [{ reference: 'Practitioner/p1/_history/3' }, { reference: '#contained' }],
+      encounter: { reference: 'http://other.example/fhir/Encounter/e1' },
+      basedOn: [{ identifier: { system: 'urn:orders', value: 'o-1' } }],
+    });
+    expect(index.ref).toEqual(
+      expect.arrayContaining([
+        'subject|Group/g1',
+        'performer|Practitioner/p1',
+        'encounter|http://other.example/fhir/Encounter/e1',
+      ]),
+    );
+    // `patient` is `Observation.subject.where(resolve() is Patient)`: a Group subject is not a patient.
+    expect(index.ref?.some((entry) => entry.startsWith('patient|'))).toBe(false);
+    expect(index.ref?.some((entry) => entry.includes('#'))).toBe(false);
+    expect(index.tok).toContain('based-on:identifier|urn:orders|o-1');
+  });
+
+  it('date: precision ranges, open Period, Timing events', () => {
+    const observation = extractIndex('r4', {
+      resourceType: 'Observation',
+      effectivePeriod: { start: '2020-03' },
+      issued: '2020-03-05T10:00:00.5+02:00',
+    });
+    const date = observation.dt?.find((entry) => entry.p === 'date');
+    expect(date?.lo.toISOString()).toBe('2020-03-01T00:00:00.000Z');
+    expect(date?.hi).toEqual(MAX_DATE);
+    const request = extractIndex('r4', {
+      resourceType: 'ServiceRequest',
+      occurrenceTiming: { event: ['2021', '2022-02-02'] },
+    });
+    expect(
+      request.dt?.filter((entry) => entry.p === 'occurrence').map((entry) => entry.hi.toISOString()),
+    ).toEqual(['2021-12-31T23:59:59.999Z', '2022-02-02T23:59:59.999Z']);
+  });
+
+  it('number, quantity (Money currency) and uri', () => {
+    const risk = extractIndex('r4', {
+      resourceType: 'RiskAssessment',
+      prediction: [{ probabilityDecimal: 0.25 }],
+    });
+    expect(risk.num).toContainEqual({ p: 'probability', v: 0.25 });
+    const charge = extractIndex('r4', {
+      resourceType: 'ChargeItem',
+      priceOverride: { value: 12.5, currency: 'EUR' },
+    });
+    expect(charge.qty).toContainEqual({ p: 'price-override', v: 12.5, c: 'EUR' });
+    const valueSet = extractIndex('r4', { resourceType: 'ValueSet', url: 'http://example.org/vs/a' });
+    expect(valueSet.uri).toContain('url|http://example.org/vs/a');
+  });
+
+  it('common parameters (_tag, _profile, _security) apply to every type', () => {
+    const index = extractIndex('r4', {
+      resourceType: 'Basic',
+      meta: { tag: [{ system: 'urn:t', code: 'x' }], profile: ['http://example.org/p'] },
+    });
+    expect(index.tok).toEqual(expect.arrayContaining(['_tag|x', '_tag|urn:t|x']));
+    expect(index.ref ?? index.uri).toEqual(expect.arrayContaining([expect.stringContaining('_profile|')]));
+  });
+
+  it('_content words: lower-case, accent-free, deduplicated, no ids, urls or dates', () => {
+    const words = contentWords({
+      resourceType: 'Observation',
+      id: 'abc-123',
+      text: { status: 'generated', div: '<div>ignored</div>' },
+      code: { coding: [{ system: 'http://loinc.org', code: '8302-2' }], text: 'Body Height Body' },
+      effectiveDateTime: '2020-01-01T10:00:00Z',
+      note: [{ text: 'Élevé' }],
+    });
+    expect(words).toEqual(['8302', 'body', 'height', 'eleve']);
+  });
+
+  it('STU3 and DSTU2 (derived) parameters', () => {
+    const stu3 = extractIndex('stu3', {
+      resourceType: 'MedicationRequest',
+      subject: { reference: 'Patient/p1' },
+      medicationCodeableConcept: { coding: [{ system: 'rx', code: '1' }] },
+    });
+    expect(stu3.ref).toEqual(expect.arrayContaining(['patient|Patient/p1', 'subject|Patient/p1']));
+    expect(stu3.tok).toContain('code|rx|1');
+    const dstu2 = extractIndex('dstu2', {
+      resourceType: 'MedicationOrder',
+      status: 'active',
+      patient: { reference: 'Patient/p1' },
+      dateWritten: '2015-02-21',
+      medicationCodeableConcept: { coding: [{ system: 'rx', code: '1' }] },
+    });
+    expect(dstu2.ref).toContain('patient|Patient/p1');
+    expect(dstu2.tok).toEqual(expect.arrayContaining(['status|active', 'code|rx|1']));
+    expect(dstu2.dt?.map((entry) => entry.p)).toContain('datewritten');
+    const condition = extractIndex('dstu2', {
+      resourceType: 'Condition',
+      patient: { reference: 'Patient/p1' },
+    });
+    expect(condition.ref).toContain('patient|Patient/p1');
+  });
+
+  it('unknown types and resources without resourceType give an empty index', () => {
+    expect(extractIndex('r4', { resourceType: 'NotAType' })).toEqual({});
+    expect(extractIndex('r4', {})).toEqual({});
+  });
+});

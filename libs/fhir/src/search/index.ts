@@ -1,0 +1,11 @@
+export * from './search-error';
+export * from './search-index';
+export * from './search-parameter-types';
+export { extractIndex, contentWords } from './index-extraction';
+export {
+  searchParamsFor,
+  patientCompartmentParams,
+  searchParamDefinition,
+} from './search-parameter-registry';
+export { normalizeText } from './text-normalization';
+export { parseFhirDateRange, type DateRange } from './fhir-date-range';

@@ -1,0 +1,81 @@
+/**
+ * The search index stored on each current resource document as `idx` (docs/storage.md). Flat typed
+ * arrays so that MongoDB (and FerretDB 1.x) can use multikey indexes with equality, prefix-regex and
+ * range matches. `p` is always the search parameter code. Components inside the string entries are
+ * escaped with `escapeComponent` (`\` and `|` are backslash-escaped), so splits are unambiguous.
+ *
+ * - `tok`: token values. `${p}|${code}` (code only, any system: `code=x`) and `${p}|${system}|${code}`
+ *   (system possibly empty: `code=s|x`, `code=|x`, `code=s|` via anchored prefix). Codings, Identifier
+ *   (system|value), ContactPoint (system|value), code/boolean/string primitives (code only).
+ *   `${p}:identifier|…` holds Reference.identifier for the `:identifier` modifier.
+ * - `str`: `${p}|${normalized}` (lower-case, accent-free, whitespace collapsed; default and `:contains`
+ *   search), `${p}:exact|${raw}` (`:exact`), and `${p}:text|${normalized}` for a token's
+ *   CodeableConcept.text / Coding.display (`:text`).
+ * - `ref`: `${p}|${Type}/${id}` (history suffix dropped), absolute URLs and canonicals as written
+ *   (a versioned canonical `url|v` is stored with and without its version). Contained `#x` skipped.
+ * - `uri`: `${p}|${uri}`.
+ * - `dt`: `{p, lo, hi}`: the instant range a date/dateTime/instant/Period/Timing covers at its precision.
+ * - `num`: `{p, v}`; `qty`: `{p, v, s?, c?, u?}` (system, code, unit when it differs from the code).
+ * - `txt`: `_content` words (lower-case, accent-free, ≥ 2 chars, deduplicated, at most 500).
+ * - `has`: codes of the parameters that have at least one value (`:missing`).
+ * - `srt`: one sort key per parameter (`_sort`): date → earliest lo, string → normalized, number and
+ *   quantity → first value, token → first code. Not indexed: it orders an already filtered set.
+ */
+export interface SearchIndex {
+  tok?: string[];
+  str?: string[];
+  ref?: string[];
+  uri?: string[];
+  dt?: DateIndexEntry[];
+  num?: NumberIndexEntry[];
+  qty?: QuantityIndexEntry[];
+  txt?: string[];
+  has?: string[];
+  srt?: Record<string, string | number | Date>;
+}
+
+export interface DateIndexEntry {
+  p: string;
+  lo: Date;
+  hi: Date;
+}
+
+export interface NumberIndexEntry {
+  p: string;
+  v: number;
+}
+
+export interface QuantityIndexEntry {
+  p: string;
+  v: number;
+  s?: string;
+  c?: string;
+  u?: string;
+}
+
+/** Index definitions for the `resources` collection (the repository creates them at boot). */
+export interface SearchIndexSpec {
+  key: Record<string, 1 | -1>;
+  name: string;
+}
+
+/**
+ * Each array index is prefixed with the tenant/type fields every search carries (`v`, `c`, `t`);
+ * `u` is left out so that one index serves both one-user and whole-client searches. MongoDB allows
+ * one multikey (array) field per compound index, which this respects.
+ */
+export function indexSpecs(): SearchIndexSpec[] {
+  const tenantType = { v: 1, c: 1, t: 1 } as const;
+  return [
+    { key: { ...tenantType, 'idx.tok': 1 }, name: 'search_tok' },
+    { key: { ...tenantType, 'idx.str': 1 }, name: 'search_str' },
+    { key: { ...tenantType, 'idx.ref': 1 }, name: 'search_ref' },
+    { key: { ...tenantType, 'idx.uri': 1 }, name: 'search_uri' },
+    { key: { ...tenantType, 'idx.dt.p': 1, 'idx.dt.lo': 1, 'idx.dt.hi': 1 }, name: 'search_dt' },
+    { key: { ...tenantType, 'idx.num.p': 1, 'idx.num.v': 1 }, name: 'search_num' },
+    { key: { ...tenantType, 'idx.qty.p': 1, 'idx.qty.v': 1 }, name: 'search_qty' },
+    { key: { ...tenantType, 'idx.txt': 1 }, name: 'search_txt' },
+    // Type-less: $everything, _revinclude and `_type`-less system searches look references up across types.
+    { key: { v: 1, c: 1, 'idx.ref': 1 }, name: 'search_ref_any_type' },
+  ];
+}

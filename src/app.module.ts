@@ -5,6 +5,7 @@ import { DatabaseModule } from './database/database.module';
 import { DatabaseHandle } from './database/embedded-database';
 import { HealthModule } from './health/health.module';
 import { LoggingModule } from './logging/logging.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { FEATURE_MODULES } from './modules/feature-modules';
 
 export interface AppModuleOptions {
@@ -26,6 +27,7 @@ export class AppModule {
         LoggingModule.register(opts.settings, { stderr: opts.logToStderr }),
         DatabaseModule.register(opts.database, opts.dbName),
         HealthModule,
+        MetricsModule,
         ...FEATURE_MODULES,
       ],
     };

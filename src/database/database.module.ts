@@ -60,6 +60,8 @@ export class DatabaseModule {
             autoIndex: false,
             autoCreate: true,
             maxPoolSize: 50,
+            // command events feed the /metrics database latency histogram
+            monitorCommands: settings.metricsEnabled,
           }),
         }),
       ],

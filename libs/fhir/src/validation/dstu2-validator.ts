@@ -1,4 +1,5 @@
 import { isResourceType } from '../definitions/resource-types';
+import { MAX_DEPTH } from './structural-validator';
 import { errorIssue, type ValidationIssue } from './validation-issue';
 
 /**
@@ -13,6 +14,9 @@ const INSTANT =
   /^-?[0-9]{4}-(0[1-9]|1[0-2])-(0[0-9]|[1-2][0-9]|3[0-1])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|(\+|-)((0[0-9]|1[0-3]):[0-5][0-9]|14:00))$/;
 
 type JsonObject = Record<string, unknown>;
+
+/** Nesting guard, as in the structural validator: a crafted body must not exhaust the stack. */
+let depth = 0;
 
 function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -90,6 +94,24 @@ function checkFormat(
 
 /** Walks the JSON; nested resources (contained, Bundle.entry.resource …) are checked as resources. */
 function checkJsonShape(
+  object: JsonObject,
+  path: string,
+  issues: ValidationIssue[],
+  isResource: boolean,
+): void {
+  if (depth >= MAX_DEPTH) {
+    issues.push(errorIssue('structure', path, `Elements are nested more than ${MAX_DEPTH} levels deep`));
+    return;
+  }
+  depth++;
+  try {
+    checkProperties(object, path, issues, isResource);
+  } finally {
+    depth--;
+  }
+}
+
+function checkProperties(
   object: JsonObject,
   path: string,
   issues: ValidationIssue[],

@@ -11,6 +11,12 @@ import { errorIssue, type ValidationIssue } from './validation-issue';
 
 type JsonObject = Record<string, unknown>;
 
+/**
+ * Real resources nest a few dozen levels at most (Questionnaire.item.item …). The limit keeps a crafted,
+ * deeply nested body from exhausting the stack, which would surface as a 500 instead of an issue.
+ */
+export const MAX_DEPTH = 200;
+
 function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -29,6 +35,8 @@ function jsonKind(value: unknown): string {
 export class StructuralValidator {
   private readonly tables: ElementTables;
   private readonly primitiveChecks = new Map<string, PrimitiveCheck>();
+  /** Current object nesting; validation is synchronous, so one counter per validator is enough. */
+  private depth = 0;
 
   constructor(private readonly version: DefinedFhirVersion) {
     this.tables = elementTables(version);
@@ -76,6 +84,24 @@ export class StructuralValidator {
   }
 
   private validateObject(
+    table: ElementTable,
+    object: JsonObject,
+    path: string,
+    issues: ValidationIssue[],
+  ): void {
+    if (this.depth >= MAX_DEPTH) {
+      issues.push(errorIssue('structure', path, `Elements are nested more than ${MAX_DEPTH} levels deep`));
+      return;
+    }
+    this.depth++;
+    try {
+      this.validateProperties(table, object, path, issues);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private validateProperties(
     table: ElementTable,
     object: JsonObject,
     path: string,

@@ -281,6 +281,15 @@ describe('validateResource (r4)', () => {
     });
   });
 
+  it('reports absurdly deep nesting instead of overflowing the stack', () => {
+    let item: Record<string, unknown> = { linkId: 'leaf', type: 'display' };
+    for (let i = 0; i < 5000; i++) item = { linkId: `${i}`, type: 'group', item: [item] };
+    const issues = validateResource('r4', { resourceType: 'Questionnaire', status: 'draft', item: [item] });
+    expect(issues).toHaveLength(1);
+    expect(issues[0].message).toContain('nested');
+    expect(validateResource('dstu2', { resourceType: 'Questionnaire', item: [item] })).toHaveLength(1);
+  });
+
   it('returns every issue, not just the first', () => {
     const patient = {
       resourceType: 'Patient',

@@ -1,0 +1,116 @@
+import type { OperationOutcome } from '../outcome/operation-outcome';
+
+/**
+ * Response Bundles built as JSON text: stored resources are kept as the exact JSON string they are
+ * served as (docs/storage.md), so a searchset/history page is assembled by concatenation, never by
+ * parsing and re-serialising every resource (the read hot path).
+ */
+
+export interface BundleLink {
+  relation: 'self' | 'first' | 'previous' | 'next' | 'last';
+  url: string;
+}
+
+export interface SearchsetEntry {
+  fullUrl: string;
+  /** The resource as stored JSON text (preferred) … */
+  resourceJson?: string;
+  /** … or as an object (OperationOutcome entries, computed resources). */
+  resource?: object;
+  /** `match` for hits, `include` for `_include`/`_revinclude`, `outcome` for warnings. */
+  mode?: 'match' | 'include' | 'outcome';
+  /** History entries: the interaction that produced the version. */
+  request?: { method: string; url: string };
+  response?: { status: string; etag?: string; lastModified?: string };
+}
+
+export interface SearchsetBundleInput {
+  /** SPEC §2.6: `searchset` on reads, searches and history. */
+  type?: 'searchset' | 'history';
+  total?: number;
+  links?: BundleLink[];
+  entries: SearchsetEntry[];
+  id?: string;
+  timestamp?: string;
+}
+
+export function searchsetBundleJson(input: SearchsetBundleInput): string {
+  const head: Record<string, unknown> = { resourceType: 'Bundle' };
+  if (input.id) head.id = input.id;
+  head.meta = { lastUpdated: input.timestamp ?? new Date().toISOString() };
+  head.type = input.type ?? 'searchset';
+  if (input.total !== undefined) head.total = input.total;
+  if (input.links && input.links.length > 0) head.link = input.links;
+  const headJson = JSON.stringify(head);
+  const entries = input.entries.map(entryJson);
+  return `${headJson.slice(0, -1)},"entry":[${entries.join(',')}]}`;
+}
+
+function entryJson(entry: SearchsetEntry): string {
+  const parts = [`"fullUrl":${JSON.stringify(entry.fullUrl)}`];
+  if (entry.resourceJson !== undefined) parts.push(`"resource":${entry.resourceJson}`);
+  else if (entry.resource !== undefined) parts.push(`"resource":${JSON.stringify(entry.resource)}`);
+  parts.push(`"search":{"mode":"${entry.mode ?? 'match'}"}`);
+  if (entry.request) parts.push(`"request":${JSON.stringify(entry.request)}`);
+  if (entry.response) parts.push(`"response":${JSON.stringify(entry.response)}`);
+  return `{${parts.join(',')}}`;
+}
+
+/**
+ * Paging links of a page at `skip` of `count` over `total` hits. `baseUrl` is the absolute search URL
+ * without paging parameters; `query` the other parameters, repeated on every link.
+ */
+export function pagingLinks(
+  baseUrl: string,
+  query: ReadonlyArray<[string, string]>,
+  page: { skip: number; count: number; total: number },
+): BundleLink[] {
+  const url = (skip: number): string => {
+    const params = new URLSearchParams([...query, ['_count', String(page.count)], ['_skip', String(skip)]]);
+    return `${baseUrl}?${params.toString()}`;
+  };
+  const { skip, count, total } = page;
+  const lastSkip = total === 0 || count === 0 ? 0 : Math.floor((total - 1) / count) * count;
+  const links: BundleLink[] = [
+    { relation: 'self', url: url(skip) },
+    { relation: 'first', url: url(0) },
+  ];
+  if (skip > 0 && count > 0) links.push({ relation: 'previous', url: url(Math.max(0, skip - count)) });
+  if (count > 0 && skip + count < total) links.push({ relation: 'next', url: url(skip + count) });
+  links.push({ relation: 'last', url: url(lastSkip) });
+  return links;
+}
+
+/** One entry of a `transaction-response`/`batch-response` (https://hl7.org/fhir/R4/bundle.html#transaction-response). */
+export interface TransactionResponseEntry {
+  fullUrl?: string;
+  resource?: object;
+  resourceJson?: string;
+  response: {
+    status: string;
+    location?: string;
+    etag?: string;
+    lastModified?: string;
+    outcome?: OperationOutcome;
+  };
+}
+
+export function transactionResponseJson(
+  type: 'transaction-response' | 'batch-response',
+  entries: TransactionResponseEntry[],
+): string {
+  const parts = entries.map((entry) => {
+    const fields: string[] = [];
+    if (entry.fullUrl) fields.push(`"fullUrl":${JSON.stringify(entry.fullUrl)}`);
+    if (entry.resourceJson !== undefined) fields.push(`"resource":${entry.resourceJson}`);
+    else if (entry.resource !== undefined) fields.push(`"resource":${JSON.stringify(entry.resource)}`);
+    fields.push(`"response":${JSON.stringify(entry.response)}`);
+    return `{${fields.join(',')}}`;
+  });
+  const head = JSON.stringify({
+    resourceType: 'Bundle',
+    meta: { lastUpdated: new Date().toISOString() },
+    type,
+  });
+  return `${head.slice(0, -1)},"entry":[${parts.join(',')}]}`;
+}

@@ -1,0 +1,216 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { OperationOutcome, OperationOutcomeError } from '@app/fhir';
+import { SETTINGS } from '../../config/config.module';
+import { Settings } from '../../config/settings';
+import { TenantContext } from '../../tenancy/tenant-context';
+import { PurgePacer } from './purge-pacer';
+import {
+  PurgeSubject,
+  PurgeTally,
+  purgeCompletedOutcome,
+  purgeDryRunOutcome,
+  purgeUnfinishedError,
+} from './purge-outcome';
+import { PurgeRequest } from './purge-request';
+import { HistoryRowRef, PurgeRepository, PurgeSelection, ResourceKeyRef } from './purge.repository';
+
+/** Time allowed for counting what is left after the budget ran out (the answer waits for it). */
+const REMAINING_COUNT_MS = 2000;
+
+type StopReason = 'budget' | 'disconnect';
+
+/**
+ * `DELETE /{v}/purge` (SPEC §3.1 purge row, §4.7). Removes the matching resources of one user in
+ * batches: each batch deletes the current documents first (readers answer 404 at once), then every
+ * history row of exactly the documents that went (docs/storage.md, write protocol 4), so a stop at
+ * any point leaves no resource half visible. A later run also removes history rows left without
+ * their current document by an interrupted removal.
+ */
+@Injectable()
+export class PurgeService {
+  private readonly logger = new Logger('Purge');
+
+  constructor(
+    private readonly repository: PurgeRepository,
+    @Inject(SETTINGS) private readonly settings: Settings,
+  ) {}
+
+  async purge(ctx: TenantContext, request: PurgeRequest, signal?: AbortSignal): Promise<OperationOutcome> {
+    if (ctx.userId === null) {
+      // The tenant guard refuses `x-service-user-id: client` here; this keeps the rule local too.
+      throw OperationOutcomeError.invalid('purge is per user: name one user (x-service-user-id)');
+    }
+    const subject: PurgeSubject = { version: request.version, userId: ctx.userId };
+    const selection: PurgeSelection = {
+      version: request.version,
+      types: request.types,
+      before: request.before,
+    };
+    const budgetMs = this.settings.purgeBudgetMs;
+    if (request.mode === 'dry-run') return this.dryRun(ctx, selection, subject, budgetMs);
+
+    const pacer = new PurgePacer(budgetMs);
+    const tally = new PurgeTally();
+    const stop =
+      (await this.removeMatching(ctx, selection, pacer, tally, signal)) ??
+      (await this.removeLeftovers(ctx, selection, pacer, tally, signal));
+    const summary = {
+      client: ctx.clientId,
+      user: ctx.userId,
+      version: request.version,
+      resources: tally.resources,
+      versions: tally.versions,
+      ms: pacer.elapsedMs(),
+    };
+    if (stop) {
+      const remaining = await this.repository
+        .countMatching(ctx, selection, REMAINING_COUNT_MS)
+        .catch(() => null);
+      this.logger.log({ ...summary, stopped: stop, remaining }, 'purge unfinished');
+      throw purgeUnfinishedError(subject, tally, budgetMs, remaining);
+    }
+    this.logger.log(summary, 'purge complete');
+    return purgeCompletedOutcome(subject, tally);
+  }
+
+  private async dryRun(
+    ctx: TenantContext,
+    selection: PurgeSelection,
+    subject: PurgeSubject,
+    budgetMs: number,
+  ): Promise<OperationOutcome> {
+    const tally = new PurgeTally();
+    try {
+      for (const count of await this.repository.countMatchingByType(ctx, selection, budgetMs)) {
+        tally.add(count.type, count.resources, count.versions);
+      }
+    } catch (err) {
+      if ((err as { codeName?: string }).codeName === 'MaxTimeMSExpired') {
+        throw new OperationOutcomeError(
+          'timeout',
+          `dry run could not count within the ${budgetMs} ms budget`,
+          {
+            status: 504,
+          },
+        );
+      }
+      throw err;
+    }
+    return purgeDryRunOutcome(subject, tally);
+  }
+
+  /** Phase 1: matching current documents and their history, batch by batch. */
+  private async removeMatching(
+    ctx: TenantContext,
+    selection: PurgeSelection,
+    pacer: PurgePacer,
+    tally: PurgeTally,
+    signal: AbortSignal | undefined,
+  ): Promise<StopReason | undefined> {
+    let after: ResourceKeyRef | null = null;
+    for (;;) {
+      const stop = this.shouldStop(pacer, signal);
+      if (stop) return stop;
+      const startedAt = Date.now();
+      const refs = await this.repository.nextMatchingKeys(ctx, selection, after, pacer.batchSize);
+      if (refs.length === 0) return undefined;
+      after = refs[refs.length - 1];
+      const gone = await this.repository.removeCurrent(
+        ctx,
+        selection,
+        refs.map((ref) => ref.key),
+      );
+      // Only now, with the current documents gone, their history (one delete per type, for counts).
+      for (const [type, keys] of groupBy(
+        refs.filter((ref) => gone.has(ref.key)),
+        (ref) => ref.type,
+      )) {
+        const versions = await this.repository.removeHistoryOf(
+          ctx,
+          selection.version,
+          keys.map((ref) => ref.key),
+        );
+        tally.add(type, keys.length, versions);
+      }
+      pacer.recordBatch(Date.now() - startedAt, refs.length);
+    }
+  }
+
+  /**
+   * Phase 2: history rows of this user and selection whose current document is gone (a removal
+   * interrupted between its two steps). Readers already ignore them; this makes the purge whole.
+   * With `_before`, a leftover matches when its newest version is older, as its current one was.
+   */
+  private async removeLeftovers(
+    ctx: TenantContext,
+    selection: PurgeSelection,
+    pacer: PurgePacer,
+    tally: PurgeTally,
+    signal: AbortSignal | undefined,
+  ): Promise<StopReason | undefined> {
+    let afterKey: string | null = null;
+    for (;;) {
+      const stop = this.shouldStop(pacer, signal);
+      if (stop) return stop;
+      const startedAt = Date.now();
+      const limit = pacer.batchSize;
+      const rows = await this.repository.historyRowsAfter(ctx, selection, afterKey, limit);
+      if (rows.length === 0) return undefined;
+      const groups = await this.completeGroups(ctx, selection, rows, limit);
+      afterKey = groups[groups.length - 1][0];
+      const existing = await this.repository.existingKeys(
+        ctx,
+        selection.version,
+        groups.map(([key]) => key),
+      );
+      const leftovers = groups.filter(
+        ([key, group]) =>
+          !existing.has(key) &&
+          (selection.before === null || group.every((row) => row.lastUpdated < selection.before!)),
+      );
+      const leftoverRows = leftovers.flatMap(([, group]) => group);
+      for (const [type, typeRows] of groupBy(leftoverRows, (row) => row.type)) {
+        const removed = await this.repository.removeHistoryRows(
+          ctx,
+          selection.version,
+          typeRows.map((row) => row.id),
+        );
+        tally.add(type, 0, removed);
+      }
+      pacer.recordBatch(Date.now() - startedAt, rows.length);
+    }
+  }
+
+  /**
+   * Groups a page of history rows by resource. A full page may cut the last resource's rows in two:
+   * that group is left to the next page, unless it is the only one (then all its rows are read).
+   */
+  private async completeGroups(
+    ctx: TenantContext,
+    selection: PurgeSelection,
+    rows: HistoryRowRef[],
+    limit: number,
+  ): Promise<Array<[string, HistoryRowRef[]]>> {
+    const groups = [...groupBy(rows, (row) => row.resourceKey)];
+    if (rows.length < limit) return groups;
+    if (groups.length > 1) return groups.slice(0, -1);
+    const [key] = groups[0];
+    return [[key, await this.repository.historyRowsOf(ctx, selection.version, key)]];
+  }
+
+  private shouldStop(pacer: PurgePacer, signal: AbortSignal | undefined): StopReason | undefined {
+    if (signal?.aborted) return 'disconnect';
+    return pacer.canStartBatch() ? undefined : 'budget';
+  }
+}
+
+function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}

@@ -29,7 +29,7 @@ function entryCount(index: ReturnType<typeof extractIndex>): number {
     (index.str?.length ?? 0) +
     (index.ref?.length ?? 0) +
     (index.uri?.length ?? 0) +
-    (index.dt?.length ?? 0) +
+    (index.dtl?.length ?? 0) +
     (index.num?.length ?? 0) +
     (index.qty?.length ?? 0) +
     (index.txt?.length ?? 0)

@@ -1,7 +1,12 @@
 import { MAX_DATE, MIN_DATE, parseFhirDateRange } from './fhir-date-range';
 import type { SearchIndex } from './search-index';
 import type { CompiledExpression, CompiledSearchParam } from './search-parameter-types';
-import { escapeComponent, MAX_INDEXED_STRING_LENGTH, normalizeText } from './text-normalization';
+import {
+  escapeComponent,
+  MAX_INDEXED_STRING_LENGTH,
+  normalizeText,
+  sortableNumber,
+} from './text-normalization';
 
 type Json = Record<string, unknown>;
 
@@ -62,10 +67,10 @@ export class IndexBuilder {
   private readonly ref = new Set<string>();
   private readonly uri = new Set<string>();
   private readonly has = new Set<string>();
-  private readonly dt: NonNullable<SearchIndex['dt']> = [];
-  private readonly dtSeen = new Set<string>();
-  private readonly num: NonNullable<SearchIndex['num']> = [];
-  private readonly qty: NonNullable<SearchIndex['qty']> = [];
+  private readonly dtl = new Set<string>();
+  private readonly dth = new Set<string>();
+  private readonly num = new Set<string>();
+  private readonly qty = new Set<string>();
   private readonly srt: Record<string, string | number | Date> = {};
 
   /** Converts the values one expression produced, according to the parameter's type. */
@@ -211,38 +216,37 @@ export class IndexBuilder {
   }
 
   private addDateRange(code: string, lo: Date, hi: Date): void {
-    const key = `${code}|${lo.getTime()}|${hi.getTime()}`;
-    if (this.dtSeen.has(key)) return;
-    this.dtSeen.add(key);
-    this.dt.push({ p: code, lo, hi });
+    this.dtl.add(`${code}|${lo.toISOString()}`);
+    this.dth.add(`${code}|${hi.toISOString()}`);
     this.has.add(code);
     const current = this.srt[code];
     if (!(current instanceof Date) || lo < current) this.srt[code] = lo;
   }
 
   private addNumber(code: string, value: number): void {
-    this.num.push({ p: code, v: value });
+    this.num.add(`${code}|${sortableNumber(value)}`);
     this.has.add(code);
     this.sortKey(code, value);
   }
 
   private addQuantity(code: string, value: unknown): void {
-    if (typeof value === 'number') {
-      this.qty.push({ p: code, v: value });
-    } else if (isObject(value) && typeof value.value === 'number') {
-      const entry: NonNullable<SearchIndex['qty']>[number] = { p: code, v: value.value };
+    const amount = typeof value === 'number' ? value : isObject(value) ? value.value : undefined;
+    if (typeof amount !== 'number' || !Number.isFinite(amount)) return;
+    const encoded = sortableNumber(amount);
+    this.qty.add(`${code}=${encoded}`);
+    if (isObject(value)) {
       const system = asString(value.system);
       const unitCode = asString(value.code) ?? asString(value.currency);
       const unit = asString(value.unit);
-      if (system) entry.s = system;
-      if (unitCode) entry.c = unitCode;
-      if (unit && unit !== unitCode) entry.u = unit;
-      this.qty.push(entry);
-    } else {
-      return;
+      if (unitCode) {
+        this.qty.add(`${code}||${escapeComponent(unitCode)}|${encoded}`);
+        if (system)
+          this.qty.add(`${code}|${escapeComponent(system)}|${escapeComponent(unitCode)}|${encoded}`);
+      }
+      if (unit && unit !== unitCode) this.qty.add(`${code}||${escapeComponent(unit)}|${encoded}`);
     }
     this.has.add(code);
-    this.sortKey(code, this.qty[this.qty.length - 1].v);
+    this.sortKey(code, amount);
   }
 
   private addUri(code: string, value: string): void {
@@ -257,9 +261,10 @@ export class IndexBuilder {
     if (this.str.size) index.str = [...this.str];
     if (this.ref.size) index.ref = [...this.ref];
     if (this.uri.size) index.uri = [...this.uri];
-    if (this.dt.length) index.dt = this.dt;
-    if (this.num.length) index.num = this.num;
-    if (this.qty.length) index.qty = this.qty;
+    if (this.dtl.size) index.dtl = [...this.dtl];
+    if (this.dth.size) index.dth = [...this.dth];
+    if (this.num.size) index.num = [...this.num];
+    if (this.qty.size) index.qty = [...this.qty];
     if (words.length) index.txt = words;
     if (this.has.size) index.has = [...this.has];
     if (Object.keys(this.srt).length) index.srt = this.srt;

@@ -1,8 +1,21 @@
 import { MAX_DATE } from './fhir-date-range';
 import { contentWords, extractIndex } from './index-extraction';
+import type { SearchIndex } from './search-index';
+import { sortableNumber } from './text-normalization';
 import { loadSyntheaResources, syntheaAvailable } from './synthea-fixture';
 
 const describeWithSynthea = syntheaAvailable('r4') ? describe : describe.skip;
+
+/** The [lo, hi] ISO strings stored for one date parameter. */
+function dateRanges(index: SearchIndex, param: string): Array<[string, string]> {
+  const ends = (entries: string[] | undefined) =>
+    (entries ?? [])
+      .filter((entry) => entry.startsWith(`${param}|`))
+      .map((entry) => entry.slice(param.length + 1));
+  const lows = ends(index.dtl);
+  const highs = ends(index.dth);
+  return lows.map((low, position) => [low, highs[position]]);
+}
 
 function firstOfType(resources: Array<Record<string, unknown>>, type: string): Record<string, unknown> {
   const found = resources.find((resource) => resource.resourceType === type);
@@ -25,9 +38,9 @@ describeWithSynthea('extractIndex on Synthea R4 resources', () => {
     const identifier = patient.identifier[1];
     expect(index.tok).toContain(`identifier|${identifier.system}|${identifier.value}`);
     expect(index.tok).toContain(`identifier|${identifier.value}`);
-    const birth = index.dt?.find((entry) => entry.p === 'birthdate');
-    expect(birth?.lo.toISOString()).toBe(`${patient.birthDate}T00:00:00.000Z`);
-    expect(birth?.hi.toISOString()).toBe(`${patient.birthDate}T23:59:59.999Z`);
+    expect(dateRanges(index, 'birthdate')).toEqual([
+      [`${patient.birthDate}T00:00:00.000Z`, `${patient.birthDate}T23:59:59.999Z`],
+    ]);
     expect(index.has).toEqual(expect.arrayContaining(['name', 'birthdate', 'gender', 'identifier']));
   });
 
@@ -43,31 +56,32 @@ describeWithSynthea('extractIndex on Synthea R4 resources', () => {
     expect(index.str).toContain(`code:text|${String(coding.display).toLowerCase()}`);
     expect(index.ref).toEqual(expect.arrayContaining([`subject|${observation.subject.reference}`]));
     expect(index.ref).toContain(`patient|${observation.subject.reference}`);
-    expect(index.qty).toContainEqual({
-      p: 'value-quantity',
-      v: observation.valueQuantity.value,
-      s: observation.valueQuantity.system,
-      c: observation.valueQuantity.code,
-    });
-    const date = index.dt?.find((entry) => entry.p === 'date');
-    expect(date?.lo.getTime()).toBe(new Date(observation.effectiveDateTime).getTime());
+    const { value, system, code } = observation.valueQuantity;
+    expect(index.qty).toEqual(
+      expect.arrayContaining([
+        `value-quantity=${sortableNumber(value)}`,
+        `value-quantity|${system}|${code}|${sortableNumber(value)}`,
+        `value-quantity||${code}|${sortableNumber(value)}`,
+      ]),
+    );
+    expect(dateRanges(index, 'date')[0][0]).toBe(new Date(observation.effectiveDateTime).toISOString());
   });
 
   it('indexes an Encounter period, Condition and MedicationRequest', () => {
     const encounter = extractIndex('r4', firstOfType(resources, 'Encounter'));
-    expect(encounter.dt?.some((entry) => entry.p === 'date')).toBe(true);
+    expect(dateRanges(encounter, 'date')).toHaveLength(1);
     expect(encounter.ref?.some((entry) => entry.startsWith('patient|Patient/'))).toBe(true);
     expect(encounter.tok?.some((entry) => entry.startsWith('class|'))).toBe(true);
     const condition = extractIndex('r4', firstOfType(resources, 'Condition'));
     expect(condition.tok?.some((entry) => entry.startsWith('code|http://snomed.info/sct|'))).toBe(true);
     expect(condition.tok).toContain('clinical-status|active');
-    expect(condition.dt?.some((entry) => entry.p === 'onset-date')).toBe(true);
+    expect(dateRanges(condition, 'onset-date')).toHaveLength(1);
     const request = extractIndex('r4', firstOfType(resources, 'MedicationRequest'));
     expect(
       request.tok?.some((entry) => entry.startsWith('code|http://www.nlm.nih.gov/research/umls/rxnorm|')),
     ).toBe(true);
     expect(request.ref?.some((entry) => entry.startsWith('patient|Patient/'))).toBe(true);
-    expect(request.dt?.some((entry) => entry.p === 'authoredon')).toBe(true);
+    expect(dateRanges(request, 'authoredon')).toHaveLength(1);
   });
 
   it('never throws and always returns plain arrays for every sample resource', () => {
@@ -158,16 +172,18 @@ describe('extractIndex on hand-written resources', () => {
       effectivePeriod: { start: '2020-03' },
       issued: '2020-03-05T10:00:00.5+02:00',
     });
-    const date = observation.dt?.find((entry) => entry.p === 'date');
-    expect(date?.lo.toISOString()).toBe('2020-03-01T00:00:00.000Z');
-    expect(date?.hi).toEqual(MAX_DATE);
+    expect(dateRanges(observation, 'date')).toEqual([['2020-03-01T00:00:00.000Z', MAX_DATE.toISOString()]]);
     const request = extractIndex('r4', {
       resourceType: 'ServiceRequest',
       occurrenceTiming: { event: ['2021', '2022-02-02'] },
     });
+    expect(dateRanges(request, 'occurrence')).toEqual([
+      ['2021-01-01T00:00:00.000Z', '2021-12-31T23:59:59.999Z'],
+      ['2022-02-02T00:00:00.000Z', '2022-02-02T23:59:59.999Z'],
+    ]);
     expect(
-      request.dt?.filter((entry) => entry.p === 'occurrence').map((entry) => entry.hi.toISOString()),
-    ).toEqual(['2021-12-31T23:59:59.999Z', '2022-02-02T23:59:59.999Z']);
+      extractIndex('r4', { resourceType: 'Observation', issued: '2020-03-05T10:00:00.5+02:00' }).dtl,
+    ).toBeUndefined();
   });
 
   it('number, quantity (Money currency) and uri', () => {
@@ -175,12 +191,15 @@ describe('extractIndex on hand-written resources', () => {
       resourceType: 'RiskAssessment',
       prediction: [{ probabilityDecimal: 0.25 }],
     });
-    expect(risk.num).toContainEqual({ p: 'probability', v: 0.25 });
+    expect(risk.num).toEqual([`probability|${sortableNumber(0.25)}`]);
     const charge = extractIndex('r4', {
       resourceType: 'ChargeItem',
       priceOverride: { value: 12.5, currency: 'EUR' },
     });
-    expect(charge.qty).toContainEqual({ p: 'price-override', v: 12.5, c: 'EUR' });
+    expect(charge.qty).toEqual([
+      `price-override=${sortableNumber(12.5)}`,
+      `price-override||EUR|${sortableNumber(12.5)}`,
+    ]);
     const valueSet = extractIndex('r4', { resourceType: 'ValueSet', url: 'http://example.org/vs/a' });
     expect(valueSet.uri).toContain('url|http://example.org/vs/a');
   });
@@ -223,7 +242,9 @@ describe('extractIndex on hand-written resources', () => {
     });
     expect(dstu2.ref).toContain('patient|Patient/p1');
     expect(dstu2.tok).toEqual(expect.arrayContaining(['status|active', 'code|rx|1']));
-    expect(dstu2.dt?.map((entry) => entry.p)).toContain('datewritten');
+    expect(dateRanges(dstu2, 'datewritten')).toEqual([
+      ['2015-02-21T00:00:00.000Z', '2015-02-21T23:59:59.999Z'],
+    ]);
     const condition = extractIndex('dstu2', {
       resourceType: 'Condition',
       patient: { reference: 'Patient/p1' },

@@ -1,11 +1,24 @@
 export * from './search-error';
 export * from './search-index';
 export * from './search-parameter-types';
+export * from './parsed-search';
 export { extractIndex, contentWords } from './index-extraction';
 export {
   searchParamsFor,
   patientCompartmentParams,
   searchParamDefinition,
 } from './search-parameter-registry';
+export { parseSearch, type SearchQueryInput } from './search-parser';
+export {
+  buildFilter,
+  withChainResults,
+  idsFromReferences,
+  type BuiltSearch,
+  type BuildFilterOptions,
+  type ChainedQuery,
+  type HasQuery,
+  type SubQueryResults,
+} from './filter-builder';
+export type { Filter } from './filter-clauses';
 export { normalizeText } from './text-normalization';
 export { parseFhirDateRange, type DateRange } from './fhir-date-range';

@@ -14,8 +14,14 @@
  * - `ref`: `${p}|${Type}/${id}` (history suffix dropped), absolute URLs and canonicals as written
  *   (a versioned canonical `url|v` is stored with and without its version). Contained `#x` skipped.
  * - `uri`: `${p}|${uri}`.
- * - `dt`: `{p, lo, hi}`: the instant range a date/dateTime/instant/Period/Timing covers at its precision.
- * - `num`: `{p, v}`; `qty`: `{p, v, s?, c?, u?}` (system, code, unit when it differs from the code).
+ * - `dtl` / `dth`: `${p}|${lo ISO}` / `${p}|${hi ISO}`: the low and high end of the instant range a
+ *   date/dateTime/instant/Period/Timing covers at its precision (open Period ends: years 0001/9999).
+ *   ISO-8601 UTC strings of fixed width sort like the instants, so a range test is an anchored
+ *   regex over one element (range-regex.ts). `{p, lo, hi}` objects would need `$elemMatch` with
+ *   fields, which FerretDB 1.x rejects.
+ * - `num`: `${p}|${sortableNumber(v)}`.
+ * - `qty`: `${p}=${sortableNumber(v)}` (any unit), `${p}|${system}|${code}|${n}` and
+ *   `${p}||${code or unit}|${n}` (unit-qualified searches `v|s|c`, `v||c`).
  * - `txt`: `_content` words (lower-case, accent-free, ≥ 2 chars, deduplicated, at most 500).
  * - `has`: codes of the parameters that have at least one value (`:missing`).
  * - `srt`: one sort key per parameter (`_sort`): date → earliest lo, string → normalized, number and
@@ -26,31 +32,13 @@ export interface SearchIndex {
   str?: string[];
   ref?: string[];
   uri?: string[];
-  dt?: DateIndexEntry[];
-  num?: NumberIndexEntry[];
-  qty?: QuantityIndexEntry[];
+  dtl?: string[];
+  dth?: string[];
+  num?: string[];
+  qty?: string[];
   txt?: string[];
   has?: string[];
   srt?: Record<string, string | number | Date>;
-}
-
-export interface DateIndexEntry {
-  p: string;
-  lo: Date;
-  hi: Date;
-}
-
-export interface NumberIndexEntry {
-  p: string;
-  v: number;
-}
-
-export interface QuantityIndexEntry {
-  p: string;
-  v: number;
-  s?: string;
-  c?: string;
-  u?: string;
 }
 
 /** Index definitions for the `resources` collection (the repository creates them at boot). */
@@ -71,9 +59,10 @@ export function indexSpecs(): SearchIndexSpec[] {
     { key: { ...tenantType, 'idx.str': 1 }, name: 'search_str' },
     { key: { ...tenantType, 'idx.ref': 1 }, name: 'search_ref' },
     { key: { ...tenantType, 'idx.uri': 1 }, name: 'search_uri' },
-    { key: { ...tenantType, 'idx.dt.p': 1, 'idx.dt.lo': 1, 'idx.dt.hi': 1 }, name: 'search_dt' },
-    { key: { ...tenantType, 'idx.num.p': 1, 'idx.num.v': 1 }, name: 'search_num' },
-    { key: { ...tenantType, 'idx.qty.p': 1, 'idx.qty.v': 1 }, name: 'search_qty' },
+    { key: { ...tenantType, 'idx.dtl': 1 }, name: 'search_date_low' },
+    { key: { ...tenantType, 'idx.dth': 1 }, name: 'search_date_high' },
+    { key: { ...tenantType, 'idx.num': 1 }, name: 'search_num' },
+    { key: { ...tenantType, 'idx.qty': 1 }, name: 'search_qty' },
     { key: { ...tenantType, 'idx.txt': 1 }, name: 'search_txt' },
     // Type-less: $everything, _revinclude and `_type`-less system searches look references up across types.
     { key: { v: 1, c: 1, 'idx.ref': 1 }, name: 'search_ref_any_type' },

@@ -25,7 +25,7 @@ export function normalizeText(value: string): string {
 
 /** Escapes every regex metacharacter so user input is always matched literally. */
 export function escapeRegex(value: string): string {
-  return value.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+  return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /**
@@ -47,4 +47,18 @@ export function textWords(value: string): string[] {
     if (match[0].length >= 2) words.push(match[0].slice(0, MAX_INDEXED_STRING_LENGTH));
   }
   return words;
+}
+
+/**
+ * A number as 16 hex digits whose string order is the numeric order (IEEE-754 bits, sign bit
+ * flipped for positives, all bits flipped for negatives). Number and quantity entries are then
+ * `param|<16 hex>` strings, and a numeric range is a regex over one array element (range-regex.ts),
+ * which FerretDB 1.x evaluates correctly (it rejects `$elemMatch` on `{p, v}` sub-documents).
+ */
+export function sortableNumber(value: number): string {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, value === 0 ? 0 : value);
+  const bits = view.getBigUint64(0);
+  const ordered = bits & 0x8000000000000000n ? ~bits & 0xffffffffffffffffn : bits | 0x8000000000000000n;
+  return ordered.toString(16).padStart(16, '0');
 }

@@ -1,0 +1,127 @@
+import { clauseCondition, type Filter } from './filter-clauses';
+import type { ParsedSearch, SearchClause } from './parsed-search';
+import { escapeRegex } from './text-normalization';
+
+/**
+ * ParsedSearch → MongoDB filter and sort on the `resources` documents (docs/storage.md). The tenant
+ * part (`v`, `c`, `u`) is NOT emitted: the repository adds it with its tenant filter. Chains and
+ * `_has` need the ids of other resources first; FerretDB 1.x has no `$lookup`, so they come back as
+ * sub-queries for the repository to run, and `withChainResults` completes the filter.
+ */
+
+/** A chain `subject:Patient.name=x`: run `filter` (plus the tenant part), project `t` and `id`. */
+export interface ChainedQuery {
+  filter: Filter;
+  /** Reference parameter of the searched type the matches are joined on. */
+  referenceParam: string;
+}
+
+/**
+ * `_has:Observation:patient:code=x`: run `filter` on the source type (plus tenant), project `idx.ref`,
+ * then `idsFromReferences(hasQuery, refs)` gives the ids of the searched type they point to.
+ */
+export interface HasQuery {
+  filter: Filter;
+  /** Prefix of the matching `idx.ref` entries: `${referenceParam}|${searchedType}/`. */
+  referencePrefix: string;
+}
+
+export interface BuiltSearch {
+  filter: Filter;
+  sort: Record<string, 1 | -1>;
+  chained: ChainedQuery[];
+  has: HasQuery[];
+}
+
+export interface BuildFilterOptions {
+  /** Reference instant for `ap` on dates (defaults to the current time). */
+  now?: Date;
+}
+
+const NOT_DELETED: Filter = { del: { $ne: true } };
+
+function contentCondition(alternatives: string[][]): Filter {
+  // Every word must be present; the last one may be a prefix (typing-ahead), search.html#content.
+  const conditions = alternatives.map((words) => {
+    const last = words[words.length - 1];
+    const whole = words.slice(0, -1);
+    const prefix: Filter = { 'idx.txt': { $regex: `^${escapeRegex(last)}` } };
+    return whole.length === 0 ? prefix : { $and: [{ 'idx.txt': { $all: whole } }, prefix] };
+  });
+  return conditions.length === 1 ? conditions[0] : { $or: conditions };
+}
+
+function subQueryFilter(types: readonly string[], clause: SearchClause, now: Date, extra?: Filter): Filter {
+  const conditions = [clauseCondition(clause, now)];
+  if (extra) conditions.push(extra);
+  return { t: types.length === 1 ? types[0] : { $in: [...types] }, ...NOT_DELETED, $and: conditions };
+}
+
+const SORT_FIELDS: Readonly<Record<string, string>> = { _id: 'id', _lastUpdated: 'lu' };
+
+/** `_sort` → MongoDB sort; default newest first; `id` always last so that paging is stable. */
+function buildSort(parsed: ParsedSearch): Record<string, 1 | -1> {
+  const sort: Record<string, 1 | -1> = {};
+  const keys = parsed.sort.length > 0 ? parsed.sort : [{ param: '_lastUpdated', descending: true }];
+  for (const key of keys) sort[SORT_FIELDS[key.param] ?? `idx.srt.${key.param}`] = key.descending ? -1 : 1;
+  if (!('id' in sort)) sort.id = 1;
+  return sort;
+}
+
+export function buildFilter(parsed: ParsedSearch, options: BuildFilterOptions = {}): BuiltSearch {
+  const now = options.now ?? new Date();
+  const filter: Filter = {};
+  if (parsed.type) filter.t = parsed.type;
+  else if (parsed.types) filter.t = { $in: [...parsed.types] };
+  Object.assign(filter, NOT_DELETED);
+  const conditions: Filter[] = parsed.clauses.map((clause) => clauseCondition(clause, now));
+  for (const alternatives of parsed.content) conditions.push(contentCondition(alternatives));
+  if (conditions.length > 0) filter.$and = conditions;
+
+  const chained = parsed.chains.map((chain) => ({
+    referenceParam: chain.referenceParam,
+    filter: subQueryFilter(chain.targetTypes, chain.clause, now),
+  }));
+  const has = parsed.has.map((clause) => {
+    const referencePrefix = `${clause.referenceParam}|${parsed.type ?? ''}/`;
+    const pointsBack = { 'idx.ref': { $regex: `^${escapeRegex(referencePrefix)}` } };
+    return { referencePrefix, filter: subQueryFilter([clause.sourceType], clause.clause, now, pointsBack) };
+  });
+  return { filter, sort: buildSort(parsed), chained, has };
+}
+
+/** Ids of the searched type referenced by the `idx.ref` arrays of the documents a HasQuery matched. */
+export function idsFromReferences(
+  query: HasQuery,
+  referenceArrays: ReadonlyArray<readonly string[] | undefined>,
+): string[] {
+  const ids = new Set<string>();
+  for (const references of referenceArrays) {
+    for (const entry of references ?? []) {
+      if (entry.startsWith(query.referencePrefix)) ids.add(entry.slice(query.referencePrefix.length));
+    }
+  }
+  return [...ids];
+}
+
+export interface SubQueryResults {
+  /** Per ChainedQuery (same order): `Type/id` of each matching target resource. */
+  chained: ReadonlyArray<readonly string[]>;
+  /** Per HasQuery (same order): ids of the searched type (see idsFromReferences). */
+  has: ReadonlyArray<readonly string[]>;
+}
+
+/** The final filter once the sub-queries ran; an empty result matches nothing, as it should. */
+export function withChainResults(built: BuiltSearch, results: SubQueryResults): Filter {
+  const conditions: Filter[] = Array.isArray(built.filter.$and) ? [...(built.filter.$and as Filter[])] : [];
+  built.chained.forEach((query, position) => {
+    const references = results.chained[position] ?? [];
+    conditions.push({
+      'idx.ref': { $in: references.map((reference) => `${query.referenceParam}|${reference}`) },
+    });
+  });
+  built.has.forEach((_query, position) =>
+    conditions.push({ id: { $in: [...(results.has[position] ?? [])] } }),
+  );
+  return conditions.length > 0 ? { ...built.filter, $and: conditions } : { ...built.filter };
+}

@@ -1,0 +1,308 @@
+import type { FhirVersion } from '../definitions/fhir-version';
+import { isResourceType } from '../definitions/resource-types';
+import type {
+  ParsedSearch,
+  ParseSearchOptions,
+  SearchClause,
+  SearchModifier,
+  SearchValue,
+} from './parsed-search';
+import {
+  parseChoice,
+  parseElements,
+  parseInclude,
+  parseNonNegativeInteger,
+  parseSort,
+  parseTypes,
+} from './result-parameters';
+import { SearchError } from './search-error';
+import { searchDefinitions, searchParamDefinition } from './search-parameter-registry';
+import type { SearchParamDefinition, SearchParamType } from './search-parameter-types';
+import { parseMissing, parseSearchValue, splitUnescaped } from './search-value-parsers';
+import { textWords } from './text-normalization';
+
+/**
+ * Query parameters → ParsedSearch, the intermediate form the filter builder turns into MongoDB
+ * filters (FHIR R4 search, https://hl7.org/fhir/R4/search.html). Every error is a SearchError.
+ */
+
+export type SearchQueryInput = Array<[string, string]> | Record<string, unknown>;
+
+const DEFAULTS = { defaultCount: 10, maxCount: 100, maxWindow: 10_000 };
+/** Parameters that shape the HTTP response, not the search: accepted and ignored here. */
+const IGNORED = new Set(['_format', '_pretty', '_debug']);
+
+const MODIFIERS_BY_TYPE: Readonly<Record<SearchParamType, readonly string[]>> = {
+  string: ['exact', 'contains', 'missing'],
+  token: ['not', 'text', 'missing'],
+  reference: ['missing', 'identifier'],
+  date: ['missing'],
+  number: ['missing'],
+  quantity: ['missing'],
+  uri: ['below', 'above', 'missing'],
+  composite: [],
+  special: [],
+};
+const UNSUPPORTED_MODIFIERS = new Set(['in', 'not-in', 'of-type', 'iterate', 'recurse']);
+
+/** Flattens the accepted input shapes; anything but strings (e.g. qs objects) is refused. */
+function toPairs(params: SearchQueryInput): Array<[string, string]> {
+  const entries: Array<[string, unknown]> = Array.isArray(params) ? params : Object.entries(params);
+  const pairs: Array<[string, string]> = [];
+  for (const [name, value] of entries) {
+    const values = Array.isArray(value) ? (value as unknown[]) : [value];
+    for (const item of values) {
+      if (typeof item !== 'string') {
+        throw new SearchError('invalid', `Search parameter '${String(name)}' must have a text value`);
+      }
+      pairs.push([String(name), item]);
+    }
+  }
+  return pairs;
+}
+
+function splitValues(text: string): string[] {
+  return splitUnescaped(text, ',').filter((value) => value.length > 0);
+}
+
+function lookup(version: FhirVersion, types: readonly string[] | undefined, code: string) {
+  if (!types || types.length === 0) return searchDefinitions(version).common.get(code);
+  const definitions = types.map((type) => searchParamDefinition(version, type, code));
+  const first = definitions[0];
+  // A system search over several types only takes parameters every one of them defines alike.
+  return first && definitions.every((definition) => definition?.type === first.type) ? first : undefined;
+}
+
+/** One parameter occurrence (`name[:modifier]=v1,v2`) on a resolved definition → a clause. */
+function buildClause(
+  version: FhirVersion,
+  definition: SearchParamDefinition,
+  rawModifier: string | undefined,
+  text: string,
+): SearchClause | undefined {
+  const name = definition.code;
+  let modifier: SearchModifier | undefined;
+  let modifierType: string | undefined;
+  if (rawModifier !== undefined) {
+    if (definition.type === 'reference' && isResourceType(version, rawModifier)) {
+      if (definition.targets.length > 0 && !definition.targets.includes(rawModifier)) {
+        throw new SearchError('invalid', `'${name}' cannot refer to ${rawModifier}`);
+      }
+      modifier = 'type';
+      modifierType = rawModifier;
+    } else if (MODIFIERS_BY_TYPE[definition.type].includes(rawModifier)) {
+      modifier = rawModifier as SearchModifier;
+    } else if (UNSUPPORTED_MODIFIERS.has(rawModifier) || rawModifier === 'below' || rawModifier === 'above') {
+      throw new SearchError('not-supported', `Modifier ':${rawModifier}' is not supported on '${name}'`);
+    } else {
+      throw new SearchError(
+        'invalid',
+        `Unknown modifier ':${rawModifier}' on ${definition.type} parameter '${name}'`,
+      );
+    }
+  }
+  const texts = splitValues(text);
+  if (texts.length === 0) return undefined; // empty values are ignored (search.html#3.1.1.3)
+  const values: SearchValue[] = texts.map((value) => {
+    if (modifier === 'missing') return parseMissing(value, name);
+    if (modifier === 'text') return { kind: 'string', text: value };
+    if (modifier === 'identifier') return parseSearchValue('token', value, name);
+    return parseSearchValue(definition.type, value, name, modifierType);
+  });
+  return { param: name, type: definition.type, modifier, modifierType, targets: definition.targets, values };
+}
+
+const ID_DEFINITION: SearchParamDefinition = { code: '_id', type: 'token', targets: [], expressions: [] };
+const LAST_UPDATED_DEFINITION: SearchParamDefinition = {
+  code: '_lastUpdated',
+  type: 'date',
+  targets: [],
+  expressions: [],
+};
+
+const ID_VALUE = /^[A-Za-z0-9\-.]{1,64}$/;
+
+export function parseSearch(
+  version: FhirVersion,
+  type: string | undefined,
+  params: SearchQueryInput,
+  options: ParseSearchOptions = {},
+): ParsedSearch {
+  const settings = { ...DEFAULTS, ...options };
+  if (type !== undefined && !isResourceType(version, type)) {
+    throw new SearchError('invalid', `Unknown resource type '${type}'`);
+  }
+  const pairs = toPairs(params);
+  const parsed: ParsedSearch = {
+    version,
+    type,
+    clauses: [],
+    content: [],
+    chains: [],
+    has: [],
+    count: settings.defaultCount,
+    skip: 0,
+    sort: [],
+    include: [],
+    revinclude: [],
+    unknown: [],
+  };
+  const typeValue = pairs.find(([name]) => name === '_type')?.[1];
+  if (typeValue !== undefined && type === undefined) parsed.types = parseTypes(version, typeValue);
+  const scope = type ? [type] : parsed.types;
+  let sortText: string | undefined;
+
+  for (const [name, value] of pairs) {
+    const [base, ...modifiers] = name.split(':');
+    switch (base) {
+      case '_count':
+        parsed.count = Math.min(parseNonNegativeInteger('_count', value), settings.maxCount);
+        continue;
+      case '_skip':
+      case '_offset':
+        parsed.skip = parseNonNegativeInteger(base, value);
+        continue;
+      case '_sort':
+        sortText = value;
+        continue;
+      case '_total':
+        parsed.total = parseChoice('_total', value, ['accurate', 'none', 'estimate'] as const);
+        continue;
+      case '_summary':
+        parsed.summary = parseChoice('_summary', value, ['true', 'false', 'text', 'data', 'count'] as const);
+        continue;
+      case '_elements':
+        parsed.elements = parseElements(value);
+        continue;
+      case '_include':
+      case '_revinclude': {
+        const iterate = modifiers.length === 1 && (modifiers[0] === 'iterate' || modifiers[0] === 'recurse');
+        if (modifiers.length > 0 && !iterate) throw new SearchError('invalid', `Unknown modifier on ${name}`);
+        const target = base === '_include' ? parsed.include : parsed.revinclude;
+        target.push(parseInclude(version, base, value, iterate));
+        continue;
+      }
+      case '_type':
+        if (type !== undefined) throw new SearchError('invalid', '_type is only allowed in a system search');
+        continue;
+      case '_content': {
+        const alternatives = splitValues(value)
+          .map((text) => textWords(text))
+          .filter((words) => words.length > 0);
+        if (alternatives.length > 0) parsed.content.push(alternatives);
+        continue;
+      }
+      case '_id': {
+        if (modifiers.length > 0) throw new SearchError('invalid', `Unknown modifier on ${name}`);
+        const ids = splitValues(value);
+        const invalid = ids.find((id) => !ID_VALUE.test(id));
+        if (invalid !== undefined) throw new SearchError('invalid', `Invalid _id '${invalid}'`);
+        if (ids.length > 0) {
+          parsed.clauses.push({
+            ...clauseBase(ID_DEFINITION),
+            values: ids.map((code) => ({ kind: 'token', code })),
+          });
+        }
+        continue;
+      }
+      case '_lastUpdated': {
+        const clause = buildClause(version, LAST_UPDATED_DEFINITION, modifiers[0], value);
+        if (modifiers.length > 1 || modifiers[0] === 'missing')
+          throw new SearchError('invalid', `Invalid ${name}`);
+        if (clause) parsed.clauses.push(clause);
+        continue;
+      }
+      case '_has':
+        parsed.has.push(parseHas(version, type, name, value));
+        continue;
+      default:
+        if (IGNORED.has(base)) continue;
+    }
+    parseParameter(version, scope, parsed, name, value, settings.strict === true);
+  }
+
+  if (parsed.skip + parsed.count > settings.maxWindow) {
+    throw new SearchError(
+      'too-costly',
+      `_skip ${parsed.skip} + _count ${parsed.count} reaches beyond the first ${settings.maxWindow} results; narrow the search`,
+    );
+  }
+  if (sortText !== undefined) parsed.sort = parseSort(version, type ?? scope?.[0], sortText);
+  return parsed;
+}
+
+function clauseBase(definition: SearchParamDefinition): Omit<SearchClause, 'values'> {
+  return { param: definition.code, type: definition.type, targets: definition.targets };
+}
+
+/** A regular or chained parameter (`name[:modifier]` or `ref[:Type].name[:modifier]`). */
+function parseParameter(
+  version: FhirVersion,
+  scope: readonly string[] | undefined,
+  parsed: ParsedSearch,
+  name: string,
+  value: string,
+  strict: boolean,
+): void {
+  const dot = name.indexOf('.');
+  const head = dot < 0 ? name : name.slice(0, dot);
+  const [code, modifier, ...extra] = head.split(':');
+  const definition = /^[A-Za-z_][A-Za-z0-9_-]*$/.test(code) ? lookup(version, scope, code) : undefined;
+  if (!definition || extra.length > 0) {
+    if (strict) throw new SearchError('not-supported', `Unknown search parameter '${name}'`);
+    parsed.unknown.push(name);
+    return;
+  }
+  if (dot < 0) {
+    const clause = buildClause(version, definition, modifier, value);
+    if (clause) parsed.clauses.push(clause);
+    return;
+  }
+  // Chaining, one level (https://hl7.org/fhir/R4/search.html#chaining).
+  if (definition.type !== 'reference')
+    throw new SearchError('invalid', `'${code}' is not a reference: cannot chain`);
+  const rest = name.slice(dot + 1);
+  if (rest.includes('.'))
+    throw new SearchError('not-supported', `Chains deeper than one level are not supported`);
+  const [chainedCode, chainedModifier, ...chainedExtra] = rest.split(':');
+  const candidates =
+    modifier !== undefined ? [modifier] : definition.targets.filter((target) => target !== 'Resource');
+  if (modifier !== undefined && (!isResourceType(version, modifier) || chainedExtra.length > 0)) {
+    throw new SearchError('invalid', `Invalid chained parameter '${name}'`);
+  }
+  const targetTypes = candidates.filter((target) => searchParamDefinition(version, target, chainedCode));
+  const chained =
+    targetTypes.length > 0 ? searchParamDefinition(version, targetTypes[0], chainedCode) : undefined;
+  if (!chained) {
+    throw new SearchError(
+      'invalid',
+      `Unknown chained parameter '${chainedCode}' on ${candidates.join('/') || 'target'}`,
+    );
+  }
+  const clause = buildClause(version, chained, chainedModifier, value);
+  if (clause) parsed.chains.push({ referenceParam: code, targetTypes, clause });
+}
+
+/** `_has:Type:ref:param[:modifier]=value` (reverse chaining, one level). */
+function parseHas(version: FhirVersion, type: string | undefined, name: string, value: string) {
+  const [, sourceType, referenceParam, code, modifier, ...extra] = name.split(':');
+  if (!type || !sourceType || !referenceParam || !code || extra.length > 0) {
+    throw new SearchError(
+      'invalid',
+      `Invalid _has parameter '${name}' (expected _has:Type:reference:parameter)`,
+    );
+  }
+  if (code === '_has') throw new SearchError('not-supported', 'Nested _has is not supported');
+  if (!isResourceType(version, sourceType))
+    throw new SearchError('invalid', `Unknown type '${sourceType}' in ${name}`);
+  const reference = searchParamDefinition(version, sourceType, referenceParam);
+  if (reference?.type !== 'reference') {
+    throw new SearchError('invalid', `'${referenceParam}' is not a reference parameter of ${sourceType}`);
+  }
+  const definition = searchParamDefinition(version, sourceType, code);
+  if (!definition)
+    throw new SearchError('invalid', `Unknown parameter '${code}' of ${sourceType} in ${name}`);
+  const clause = buildClause(version, definition, modifier, value);
+  if (!clause) throw new SearchError('invalid', `${name} needs a value`);
+  return { sourceType, referenceParam, clause };
+}

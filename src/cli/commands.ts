@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerClientCommands } from '../modules/auth/clients/client.cli';
 
 /**
  * Each feature registers its CLI commands here in one line (e.g. `client create`,
@@ -6,4 +7,4 @@ import type { Command } from 'commander';
  */
 export type CommandRegistrar = (program: Command) => void;
 
-export const COMMAND_REGISTRARS: CommandRegistrar[] = [];
+export const COMMAND_REGISTRARS: CommandRegistrar[] = [registerClientCommands];

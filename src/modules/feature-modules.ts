@@ -1,4 +1,7 @@
 import type { Type } from '@nestjs/common';
+import { TenancyModule } from '../tenancy/tenancy.module';
+import { AuthModule } from './auth/auth.module';
+import { UsersModule } from './users/users.module';
 
 /**
  * The feature modules of the service (DESIGN.md §2). Each feature adds its module here in one
@@ -9,4 +12,4 @@ import type { Type } from '@nestjs/common';
  * `/r4/Patient/$everything`, `/r4/$export`). Modules with specific FHIR paths come first;
  * FhirStoreModule stays LAST.
  */
-export const FEATURE_MODULES: Type[] = [];
+export const FEATURE_MODULES: Type[] = [TenancyModule, AuthModule, UsersModule];

@@ -26,6 +26,19 @@ export function tenantFilter(ctx: TenantContext): TenantFilter {
   return ctx.userId === null ? { c: ctx.clientId } : { c: ctx.clientId, u: ctx.userId };
 }
 
+/**
+ * The client part only, for client-owned records that are not per-user data (the user list, auth
+ * codes). A `TenantContext` is a `ClientScope`; so is the result of authenticating a client.
+ */
+export interface ClientScope {
+  readonly clientId: string;
+}
+
+/** The one builder of the client part of a filter on client-owned collections (field `c`). */
+export function clientFilter(scope: ClientScope): { c: string } {
+  return { c: scope.clientId };
+}
+
 /** True when the context may only read and search (scope `user/*.rs`, `*.read`). */
 export function isReadOnly(ctx: TenantContext): boolean {
   return !ctx.scopes.some((s) => /(^|\/)\*\.(\*|write|[cruds]*[cud][cruds]*)$/.test(s) || s === 'user/*.*');

@@ -1,0 +1,41 @@
+import { Module } from '@nestjs/common';
+import { MongooseModule } from '@nestjs/mongoose';
+import { ClientDoc, ClientSchema } from './clients/client.schema';
+import { ClientsRepository } from './clients/clients.repository';
+import { ClientsService } from './clients/clients.service';
+import { OAuthController, RealmTokenController, WellKnownController } from './oauth/oauth.controller';
+import { OAuthService } from './oauth/oauth.service';
+import { ExpiredRecordsSweeper } from './expired-records.sweeper';
+import { RateLimitRepository } from './rate-limit/rate-limit.repository';
+import { RateLimitDoc, RateLimitSchema } from './rate-limit/rate-limit.schema';
+import { RateLimitService } from './rate-limit/rate-limit.service';
+import { AuthCodeDoc, AuthCodeSchema, RefreshTokenDoc, RefreshTokenSchema } from './tokens/grant.schemas';
+import { GrantService } from './tokens/grant.service';
+import { GrantsRepository } from './tokens/grants.repository';
+import { TokenService } from './tokens/token.service';
+
+/** Client applications, authorization codes, tokens, program realms, discovery, rate limits. */
+@Module({
+  imports: [
+    MongooseModule.forFeature([
+      { name: ClientDoc.name, schema: ClientSchema },
+      { name: AuthCodeDoc.name, schema: AuthCodeSchema },
+      { name: RefreshTokenDoc.name, schema: RefreshTokenSchema },
+      { name: RateLimitDoc.name, schema: RateLimitSchema },
+    ]),
+  ],
+  controllers: [OAuthController, RealmTokenController, WellKnownController],
+  providers: [
+    ClientsRepository,
+    ClientsService,
+    TokenService,
+    GrantsRepository,
+    GrantService,
+    RateLimitRepository,
+    RateLimitService,
+    OAuthService,
+    ExpiredRecordsSweeper,
+  ],
+  exports: [ClientsService, TokenService, GrantService, RateLimitService],
+})
+export class AuthModule {}

@@ -1,0 +1,45 @@
+import { Prop, Schema, SchemaFactory } from '@nestjs/mongoose';
+
+/** Programs a client may enable (DESIGN.md §1; SPEC §5.3). */
+export const PROGRAMS = ['patient-access', 'epa', 'provider-access', 'p2p'] as const;
+export type Program = (typeof PROGRAMS)[number];
+
+/** A client application (SPEC §2.2). `_id` is the client_id: lookups are `_id` equality. */
+@Schema({ collection: 'clients', versionKey: false })
+export class ClientDoc {
+  @Prop({ type: String, required: true })
+  _id!: string;
+
+  /** scrypt hash of the client secret (see secret-hash.ts); the plain secret is shown once. */
+  @Prop({ type: String, required: true })
+  secret_hash!: string;
+
+  @Prop({ type: String, required: true })
+  name!: string;
+
+  /** Slug naming the population-level export path `/v1/<customer>/...`; unique. */
+  @Prop({ type: String, required: true })
+  customer!: string;
+
+  @Prop({ type: [String], default: [] })
+  programs!: Program[];
+
+  @Prop({ type: Boolean, default: false })
+  disabled!: boolean;
+
+  @Prop({ type: Date, required: true })
+  created!: Date;
+}
+
+export const ClientSchema = SchemaFactory.createForClass(ClientDoc);
+ClientSchema.index({ customer: 1 }, { unique: true });
+
+/** What other modules see of a client: never the hash. */
+export interface ClientRecord {
+  clientId: string;
+  name: string;
+  customer: string;
+  programs: Program[];
+  disabled: boolean;
+  created: Date;
+}

@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import type { Model } from 'mongoose';
+import { ClientDoc, ClientRecord } from './client.schema';
+
+/**
+ * The only code touching the `clients` collection. Clients are the tenants themselves, so these
+ * lookups are by client_id (`_id`), not through a TenantContext.
+ */
+@Injectable()
+export class ClientsRepository {
+  constructor(@InjectModel(ClientDoc.name) private readonly model: Model<ClientDoc>) {}
+
+  async insert(doc: ClientDoc): Promise<void> {
+    await this.model.create(doc);
+  }
+
+  async findWithHash(clientId: string): Promise<(ClientRecord & { secretHash: string }) | null> {
+    const doc = await this.model.findOne({ _id: clientId }).lean().exec();
+    return doc ? { ...toRecord(doc), secretHash: doc.secret_hash } : null;
+  }
+
+  async customerTaken(customer: string): Promise<boolean> {
+    return (await this.model.countDocuments({ customer }).exec()) > 0;
+  }
+
+  async findByCustomer(customer: string): Promise<ClientRecord | null> {
+    const doc = await this.model.findOne({ customer }).lean().exec();
+    return doc ? toRecord(doc) : null;
+  }
+
+  async list(): Promise<ClientRecord[]> {
+    const docs = await this.model.find({}).sort({ created: 1 }).lean().exec();
+    return docs.map(toRecord);
+  }
+
+  async setSecretHash(clientId: string, secretHash: string): Promise<boolean> {
+    const r = await this.model.updateOne({ _id: clientId }, { $set: { secret_hash: secretHash } }).exec();
+    return r.matchedCount === 1;
+  }
+
+  async setDisabled(clientId: string, disabled: boolean): Promise<boolean> {
+    const r = await this.model.updateOne({ _id: clientId }, { $set: { disabled } }).exec();
+    return r.matchedCount === 1;
+  }
+}
+
+function toRecord(doc: ClientDoc): ClientRecord {
+  return {
+    clientId: doc._id,
+    name: doc.name,
+    customer: doc.customer,
+    programs: doc.programs ?? [],
+    disabled: doc.disabled === true,
+    created: doc.created,
+  };
+}

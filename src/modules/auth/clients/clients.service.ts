@@ -1,0 +1,165 @@
+import { BadRequestException, ConflictException, Injectable, NotFoundException } from '@nestjs/common';
+import { TtlCache } from '../ttl-cache';
+import { ClientRecord, Program, PROGRAMS } from './client.schema';
+import { ClientsRepository } from './clients.repository';
+import { hashSecret, newClientId, newSecret, sha256, verifySecret } from './secret-hash';
+
+export interface NewClient {
+  name: string;
+  customer?: string;
+  programs?: string[];
+}
+
+/** The result of `client create` / `rotate-secret`: the only time the plain secret is shown. */
+export interface IssuedClientCredentials {
+  client_id: string;
+  client_secret: string;
+  name: string;
+  customer: string;
+  programs: Program[];
+}
+
+const CUSTOMER_SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+/**
+ * Verifications are cached for a short time: the client-header credential form is checked on
+ * every FHIR request and scrypt costs tens of milliseconds. Rotate/disable invalidate this
+ * process's cache at once; other processes within this TTL.
+ */
+const VERIFY_CACHE_TTL_MS = 60_000;
+
+@Injectable()
+export class ClientsService {
+  private readonly verified = new TtlCache<ClientRecord | null>(VERIFY_CACHE_TTL_MS);
+  private readonly byId = new TtlCache<ClientRecord | null>(VERIFY_CACHE_TTL_MS);
+
+  constructor(private readonly repo: ClientsRepository) {}
+
+  async create(input: NewClient): Promise<IssuedClientCredentials> {
+    const name = input.name?.trim();
+    if (!name) throw new BadRequestException('a client needs a name');
+    const programs = parsePrograms(input.programs ?? []);
+    const customer = input.customer
+      ? await this.requireFreeCustomer(input.customer)
+      : await this.freeCustomerFrom(name);
+    const clientId = newClientId();
+    const secret = newSecret();
+    await this.repo.insert({
+      _id: clientId,
+      secret_hash: await hashSecret(secret),
+      name,
+      customer,
+      programs,
+      disabled: false,
+      created: new Date(),
+    });
+    return { client_id: clientId, client_secret: secret, name, customer, programs };
+  }
+
+  /**
+   * The client whose id and secret these are, or null (unknown, wrong secret, disabled). Constant
+   * time in the secret; cached per (client_id, SHA-256 of the presented secret).
+   */
+  async authenticate(clientId: string, secret: string): Promise<ClientRecord | null> {
+    if (!clientId || !secret || clientId.length > 200 || secret.length > 500) return null;
+    const key = `${clientId}\0${sha256(secret)}`;
+    const cached = this.verified.get(key);
+    if (cached !== undefined) return cached;
+    const found = await this.repo.findWithHash(clientId);
+    const ok = await verifySecret(secret, found?.secretHash);
+    const result = ok && found && !found.disabled ? stripHash(found) : null;
+    this.verified.set(key, result);
+    return result;
+  }
+
+  /** The enabled client with this id (cached briefly), for bearer tokens; null if gone/disabled. */
+  async findActive(clientId: string): Promise<ClientRecord | null> {
+    const cached = this.byId.get(clientId);
+    if (cached !== undefined) return cached;
+    const found = await this.repo.findWithHash(clientId);
+    const result = found && !found.disabled ? stripHash(found) : null;
+    this.byId.set(clientId, result);
+    return result;
+  }
+
+  findByCustomer(customer: string): Promise<ClientRecord | null> {
+    return this.repo.findByCustomer(customer);
+  }
+
+  list(): Promise<ClientRecord[]> {
+    return this.repo.list();
+  }
+
+  async rotateSecret(clientId: string): Promise<IssuedClientCredentials> {
+    const secret = newSecret();
+    if (!(await this.repo.setSecretHash(clientId, await hashSecret(secret)))) {
+      throw new NotFoundException(`no client ${clientId}`);
+    }
+    this.invalidate(clientId);
+    const client = (await this.repo.findWithHash(clientId))!;
+    return {
+      client_id: clientId,
+      client_secret: secret,
+      name: client.name,
+      customer: client.customer,
+      programs: client.programs,
+    };
+  }
+
+  async disable(clientId: string): Promise<ClientRecord> {
+    if (!(await this.repo.setDisabled(clientId, true))) throw new NotFoundException(`no client ${clientId}`);
+    this.invalidate(clientId);
+    return stripHash((await this.repo.findWithHash(clientId))!);
+  }
+
+  private invalidate(clientId: string): void {
+    this.verified.deletePrefix(`${clientId}\0`);
+    this.byId.delete(clientId);
+  }
+
+  private async requireFreeCustomer(customer: string): Promise<string> {
+    if (!CUSTOMER_SLUG.test(customer)) {
+      throw new BadRequestException(
+        `customer must be a slug of lowercase letters, digits and dashes (got "${customer}")`,
+      );
+    }
+    if (await this.repo.customerTaken(customer)) {
+      throw new ConflictException(`customer "${customer}" is used by another client`);
+    }
+    return customer;
+  }
+
+  /** A slug from the name, with a numeric suffix when taken (the unique index is the arbiter). */
+  private async freeCustomerFrom(name: string): Promise<string> {
+    const base =
+      name
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-')
+        .replace(/^-+|-+$/g, '')
+        .slice(0, 50)
+        .replace(/-+$/, '') || 'client';
+    for (let i = 1; ; i++) {
+      const candidate = i === 1 ? base : `${base}-${i}`;
+      if (!(await this.repo.customerTaken(candidate))) return candidate;
+    }
+  }
+}
+
+function parsePrograms(programs: string[]): Program[] {
+  const cleaned = programs.map((p) => p.trim()).filter(Boolean);
+  const unknown = cleaned.filter((p) => !(PROGRAMS as readonly string[]).includes(p));
+  if (unknown.length > 0) {
+    throw new BadRequestException(`unknown program(s) ${unknown.join(', ')}; known: ${PROGRAMS.join(', ')}`);
+  }
+  return [...new Set(cleaned)] as Program[];
+}
+
+function stripHash(c: ClientRecord & { secretHash?: string }): ClientRecord {
+  return {
+    clientId: c.clientId,
+    name: c.name,
+    customer: c.customer,
+    programs: c.programs,
+    disabled: c.disabled,
+    created: c.created,
+  };
+}

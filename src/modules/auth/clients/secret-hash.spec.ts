@@ -1,0 +1,24 @@
+import { hashSecret, verifySecret } from './secret-hash';
+
+describe('secret hashing', () => {
+  it('verifies the right secret and rejects others', async () => {
+    const hash = await hashSecret('s3cret');
+    expect(hash).toMatch(/^scrypt\$16384\$8\$1\$[\w-]+\$[\w-]+$/);
+    expect(hash).not.toContain('s3cret');
+    await expect(verifySecret('s3cret', hash)).resolves.toBe(true);
+    await expect(verifySecret('s3cret ', hash)).resolves.toBe(false);
+    await expect(verifySecret('', hash)).resolves.toBe(false);
+  });
+
+  it('salts: the same secret hashes differently', async () => {
+    expect(await hashSecret('x')).not.toEqual(await hashSecret('x'));
+  });
+
+  it('an unknown client (no stored hash) never verifies', async () => {
+    await expect(verifySecret('anything', undefined)).resolves.toBe(false);
+  });
+
+  it('a malformed stored hash never verifies', async () => {
+    await expect(verifySecret('x', 'plain')).resolves.toBe(false);
+  });
+});

@@ -1,0 +1,128 @@
+import { Body, Controller, Get, Header, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiConsumes,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { ClientCredentials } from '../clients/client-credentials';
+import type { PresentedClientCredentials } from '../clients/client-credentials';
+import { Realm, REALM_PROGRAMS } from '../tokens/grant.service';
+import { OAuthService } from './oauth.service';
+import { OAuthErrorView, TokenRequestBody, TokenResponseView } from './token-response.dto';
+
+const CONSUMES = ['application/x-www-form-urlencoded', 'application/json'];
+
+/** SPEC §4.2: `/oauth2/token`. Backend use only (no CORS). */
+@ApiTags('oauth')
+@ApiTooManyRequestsResponse({ description: 'too many failed client authentications this hour (Retry-After)' })
+@Controller()
+export class OAuthController {
+  constructor(private readonly oauth: OAuthService) {}
+
+  @Post('oauth2/token')
+  @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
+  @Header('Pragma', 'no-cache')
+  @ApiOperation({ summary: 'Exchange an authorization code or a refresh token for tokens (RFC 6749)' })
+  @ApiConsumes(...CONSUMES)
+  @ApiBody({ type: TokenRequestBody })
+  @ApiOkResponse({ type: TokenResponseView })
+  @ApiBadRequestResponse({
+    type: OAuthErrorView,
+    description: 'invalid_request, invalid_grant, unsupported_grant_type',
+  })
+  @ApiUnauthorizedResponse({ type: OAuthErrorView, description: 'invalid_client' })
+  token(
+    @Body() body: Record<string, unknown>,
+    @ClientCredentials() creds: PresentedClientCredentials | null,
+  ) {
+    return this.oauth.token(body ?? {}, creds);
+  }
+}
+
+/** SPEC §5.3: program realms. The dev-portal example is a GET with a form body: both are served. */
+@ApiTags('oauth')
+@ApiTooManyRequestsResponse({ description: 'too many failed client authentications this hour (Retry-After)' })
+@Controller('auth/realms/:realm/protocol/openid-connect')
+export class RealmTokenController {
+  constructor(private readonly oauth: OAuthService) {}
+
+  @Post('token')
+  @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
+  @Header('Pragma', 'no-cache')
+  @ApiOperation({
+    summary: 'Program token: client_credentials → client-level token (epa-uat, epa-prod, dev-portal)',
+    description:
+      'epa realms need the `epa` program; dev-portal needs `provider-access` or `p2p` and grants read-only scopes. ' +
+      'authorization_code and refresh_token work as at /oauth2/token (Patient Access).',
+  })
+  @ApiParam({ name: 'realm', enum: Object.keys(REALM_PROGRAMS) })
+  @ApiConsumes(...CONSUMES)
+  @ApiBody({ type: TokenRequestBody })
+  @ApiOkResponse({ type: TokenResponseView })
+  @ApiBadRequestResponse({ type: OAuthErrorView })
+  @ApiUnauthorizedResponse({ type: OAuthErrorView })
+  post(
+    @Param('realm') realm: string,
+    @Body() body: Record<string, unknown>,
+    @ClientCredentials() creds: PresentedClientCredentials | null,
+  ) {
+    return this.oauth.token(body ?? {}, creds, knownRealm(realm));
+  }
+
+  @Get('token')
+  @Header('Cache-Control', 'no-store')
+  @Header('Pragma', 'no-cache')
+  @ApiOperation({ summary: 'Program token, GET with a form body (as SPEC §5.3 shows for dev-portal)' })
+  @ApiParam({ name: 'realm', enum: Object.keys(REALM_PROGRAMS) })
+  @ApiOkResponse({ type: TokenResponseView })
+  @ApiBadRequestResponse({ type: OAuthErrorView })
+  @ApiUnauthorizedResponse({ type: OAuthErrorView })
+  get(
+    @Param('realm') realm: string,
+    @Body() body: Record<string, unknown>,
+    @ClientCredentials() creds: PresentedClientCredentials | null,
+  ) {
+    return this.oauth.token(body ?? {}, creds, knownRealm(realm));
+  }
+}
+
+function knownRealm(realm: string): Realm {
+  if (!Object.hasOwn(REALM_PROGRAMS, realm)) throw new NotFoundException(`no realm "${realm}"`);
+  return realm as Realm;
+}
+
+/** OpenID Connect Discovery 1.0, JWKS (RFC 7517), SMART configuration. */
+@ApiTags('oauth')
+@Controller('.well-known')
+export class WellKnownController {
+  constructor(private readonly oauth: OAuthService) {}
+
+  @Get('openid-configuration')
+  @ApiOperation({ summary: 'OpenID Connect discovery document' })
+  @ApiOkResponse({ description: 'issuer, token_endpoint, jwks_uri, …' })
+  openidConfiguration() {
+    return this.oauth.openidConfiguration();
+  }
+
+  @Get('jwks.json')
+  @ApiOperation({ summary: 'The public keys verifying access and id tokens (RS256)' })
+  @ApiOkResponse({ description: '{ keys: [JWK] }' })
+  jwks() {
+    return this.oauth.jwks();
+  }
+
+  @Get('smart-configuration')
+  @ApiOperation({ summary: 'SMART App Launch configuration' })
+  @ApiOkResponse({ description: 'token_endpoint, scopes_supported, capabilities, …' })
+  smartConfiguration() {
+    return this.oauth.smartConfiguration();
+  }
+}

@@ -1,0 +1,120 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { SETTINGS } from '../../../config/config.module';
+import { Settings } from '../../../config/settings';
+import { ClientsService } from '../clients/clients.service';
+import { PresentedClientCredentials } from '../clients/client-credentials';
+import { RateLimitService } from '../rate-limit/rate-limit.service';
+import { GrantService, Realm, TokenSet } from '../tokens/grant.service';
+import { CLIENT_TOKEN_SCOPES, USER_TOKEN_SCOPES } from '../tokens/scopes';
+import { TokenService } from '../tokens/token.service';
+import { OAuthError } from './oauth-error';
+
+const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+type GrantType = (typeof GRANT_TYPES)[number];
+
+/** The token endpoints (SPEC §4.2, §5.3) and the discovery documents. */
+@Injectable()
+export class OAuthService {
+  constructor(
+    @Inject(SETTINGS) private readonly settings: Settings,
+    private readonly clients: ClientsService,
+    private readonly grants: GrantService,
+    private readonly tokens: TokenService,
+    private readonly rateLimit: RateLimitService,
+  ) {}
+
+  /**
+   * RFC 6749 §3.2 token request. `realm` set = a program realm endpoint (client_credentials
+   * allowed there); unset = `/oauth2/token` (user grants only).
+   */
+  async token(
+    body: Record<string, unknown>,
+    creds: PresentedClientCredentials | null,
+    realm?: Realm,
+  ): Promise<TokenSet> {
+    const grantType = param(body, 'grant_type');
+    if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
+    if (
+      !(GRANT_TYPES as readonly string[]).includes(grantType) ||
+      (grantType === 'client_credentials' && !realm)
+    ) {
+      throw new OAuthError('unsupported_grant_type', `grant_type "${grantType}" is not supported here`);
+    }
+    if (!creds) {
+      throw new OAuthError(
+        'invalid_client',
+        'client_id and client_secret are required (body or HTTP Basic)',
+        401,
+        {
+          'WWW-Authenticate': 'Basic realm="token"',
+        },
+      );
+    }
+    const failureKey = creds.clientId.slice(0, 200);
+    await this.rateLimit.checkAuthFailures(failureKey);
+    const client = await this.clients.authenticate(creds.clientId, creds.secret);
+    if (!client) {
+      await this.rateLimit.recordAuthFailure(failureKey);
+      throw OAuthError.invalidClient(creds.basic);
+    }
+    switch (grantType as GrantType) {
+      case 'authorization_code':
+        return this.grants.exchangeCode(client, required(body, 'code'));
+      case 'refresh_token':
+        return this.grants.refresh(client, required(body, 'refresh_token'));
+      case 'client_credentials':
+        return this.grants.clientCredentials(client, realm!, param(body, 'scope'));
+    }
+  }
+
+  openidConfiguration(): Record<string, unknown> {
+    const auth = this.settings.urls.auth;
+    return {
+      issuer: this.settings.jwt.issuer,
+      token_endpoint: `${auth}/oauth2/token`,
+      jwks_uri: `${auth}/.well-known/jwks.json`,
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['RS256'],
+      token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+      scopes_supported: [...USER_TOKEN_SCOPES],
+      claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'preferred_username'],
+    };
+  }
+
+  /** SMART App Launch 2.x §2.1 discovery (codes are issued by the backend auth-code endpoint). */
+  smartConfiguration(): Record<string, unknown> {
+    const auth = this.settings.urls.auth;
+    return {
+      issuer: this.settings.jwt.issuer,
+      jwks_uri: `${auth}/.well-known/jwks.json`,
+      token_endpoint: `${auth}/oauth2/token`,
+      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+      token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+      scopes_supported: [...new Set([...USER_TOKEN_SCOPES, ...CLIENT_TOKEN_SCOPES])],
+      response_types_supported: ['code'],
+      capabilities: [
+        'client-confidential-symmetric',
+        'permission-user',
+        'permission-offline',
+        'sso-openid-connect',
+      ],
+    };
+  }
+
+  jwks(): { keys: Record<string, string>[] } {
+    return this.tokens.jwks();
+  }
+}
+
+function param(body: Record<string, unknown>, name: string): string | undefined {
+  const v = body[name];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+function required(body: Record<string, unknown>, name: string): string {
+  const v = param(body, name);
+  if (!v) throw new OAuthError('invalid_request', `${name} is required`);
+  return v;
+}

@@ -1,0 +1,42 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import type { Model } from 'mongoose';
+import { RateLimitDoc } from './rate-limit.schema';
+
+/** The only code touching `rate_limits`. Keys already carry the client id. */
+@Injectable()
+export class RateLimitRepository {
+  constructor(@InjectModel(RateLimitDoc.name) private readonly model: Model<RateLimitDoc>) {}
+
+  /** Adds one to the window's counter (creating it) and returns the new count. */
+  async increment(key: string, expiresAt: Date): Promise<number> {
+    try {
+      return await this.incrementOnce(key, expiresAt);
+    } catch (e) {
+      // Two first hits of a window may both try the upsert; the loser retries as an update.
+      if ((e as { code?: number }).code !== 11000) throw e;
+      return this.incrementOnce(key, expiresAt);
+    }
+  }
+
+  async count(key: string): Promise<number> {
+    const doc = await this.model.findOne({ _id: key }).lean().exec();
+    return doc?.n ?? 0;
+  }
+
+  async deleteExpired(now: Date): Promise<number> {
+    return (await this.model.deleteMany({ expiresAt: { $lt: now } }).exec()).deletedCount;
+  }
+
+  private async incrementOnce(key: string, expiresAt: Date): Promise<number> {
+    const doc = await this.model
+      .findOneAndUpdate(
+        { _id: key },
+        { $inc: { n: 1 }, $setOnInsert: { expiresAt } },
+        { upsert: true, new: true },
+      )
+      .lean()
+      .exec();
+    return doc.n;
+  }
+}

@@ -1,0 +1,77 @@
+import { Prop, Schema, SchemaFactory } from '@nestjs/mongoose';
+
+/**
+ * Authorization codes (SPEC §2.3): random, stored only as their SHA-256 (`_id`), bound to client
+ * (`c`), user (`u`) and scope, single use, expiring after AUTH_CODE_TTL.
+ */
+@Schema({ collection: 'auth_codes', versionKey: false })
+export class AuthCodeDoc {
+  @Prop({ type: String, required: true })
+  _id!: string;
+
+  @Prop({ type: String, required: true })
+  c!: string;
+
+  @Prop({ type: Number, required: true })
+  u!: number;
+
+  @Prop({ type: String, required: true })
+  app_user_id!: string;
+
+  @Prop({ type: [String], default: [] })
+  scope!: string[];
+
+  @Prop({ type: Date, required: true })
+  expiresAt!: Date;
+
+  @Prop({ type: Boolean, default: false })
+  used!: boolean;
+
+  /** Refresh-token family issued from this code: revoked if the code is presented again. */
+  @Prop({ type: String, required: false })
+  family?: string;
+}
+
+export const AuthCodeSchema = SchemaFactory.createForClass(AuthCodeDoc);
+// Expired documents are deleted by ExpiredRecordsSweeper (FerretDB 1.x has no TTL indexes);
+// expiry is also checked on every use.
+AuthCodeSchema.index({ expiresAt: 1 });
+
+/**
+ * Refresh tokens, stored as SHA-256 (`_id`). Each exchange marks the presented token used and
+ * issues the next one in the same `family`; presenting a used token again revokes the family
+ * (OAuth 2.0 Security BCP, RFC 9700 §4.14.2).
+ */
+@Schema({ collection: 'refresh_tokens', versionKey: false })
+export class RefreshTokenDoc {
+  @Prop({ type: String, required: true })
+  _id!: string;
+
+  @Prop({ type: String, required: true })
+  c!: string;
+
+  @Prop({ type: Number, required: true })
+  u!: number;
+
+  @Prop({ type: String, required: true })
+  app_user_id!: string;
+
+  @Prop({ type: String, required: true })
+  family!: string;
+
+  @Prop({ type: [String], default: [] })
+  scope!: string[];
+
+  @Prop({ type: Date, required: true })
+  expiresAt!: Date;
+
+  @Prop({ type: Boolean, default: false })
+  used!: boolean;
+
+  @Prop({ type: Boolean, default: false })
+  revoked!: boolean;
+}
+
+export const RefreshTokenSchema = SchemaFactory.createForClass(RefreshTokenDoc);
+RefreshTokenSchema.index({ c: 1, family: 1 });
+RefreshTokenSchema.index({ expiresAt: 1 });

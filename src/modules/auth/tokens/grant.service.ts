@@ -1,0 +1,176 @@
+import { randomBytes, randomUUID } from 'crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { SETTINGS } from '../../../config/config.module';
+import { Settings } from '../../../config/settings';
+import { ClientScope } from '../../../tenancy/tenant-context';
+import { ClientRecord } from '../clients/client.schema';
+import { sha256 } from '../clients/secret-hash';
+import { OAuthError } from '../oauth/oauth-error';
+import { GrantsRepository } from './grants.repository';
+import { CLIENT_TOKEN_SCOPES, parseScope, USER_TOKEN_SCOPES, withDefaultResourceScope } from './scopes';
+import { TokenService } from './token.service';
+
+/** The token response of SPEC §2.4 / RFC 6749 §5.1. */
+export interface TokenSet {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+  id_token?: string;
+}
+
+export interface GrantUser {
+  userId: number;
+  appUserId: string;
+}
+
+/** SPEC §5.1 item 6: the configured scope of an application's user tokens. */
+const DEFAULT_USER_SCOPES = ['user/*.*'];
+
+/** Which realm each program token endpoint serves, and the programs that unlock it (SPEC §5.3). */
+export const REALM_PROGRAMS = {
+  'epa-uat': ['epa'],
+  'epa-prod': ['epa'],
+  'dev-portal': ['provider-access', 'p2p'],
+} as const;
+export type Realm = keyof typeof REALM_PROGRAMS;
+
+/** The OAuth flows: authorization codes, their exchange, refresh rotation, client credentials. */
+@Injectable()
+export class GrantService {
+  constructor(
+    @Inject(SETTINGS) private readonly settings: Settings,
+    private readonly repo: GrantsRepository,
+    private readonly tokens: TokenService,
+  ) {}
+
+  get codeTtlSeconds(): number {
+    return this.settings.authCodeTtlSeconds;
+  }
+
+  /** Scopes a user grant may ask for; throws invalid_scope (400) on unknown ones. */
+  userScopes(raw: string | undefined): string[] {
+    const { scopes, unknown } = parseScope(raw, USER_TOKEN_SCOPES);
+    if (unknown.length > 0) throw new OAuthError('invalid_scope', `unknown scope(s): ${unknown.join(', ')}`);
+    return withDefaultResourceScope(scopes, DEFAULT_USER_SCOPES);
+  }
+
+  /** A new single-use authorization code for this client's user, valid AUTH_CODE_TTL seconds. */
+  async issueCode(scope: ClientScope, user: GrantUser, scopes: string[]): Promise<string> {
+    const code = randomBytes(32).toString('base64url');
+    await this.repo.insertCode(scope, {
+      _id: sha256(code),
+      u: user.userId,
+      app_user_id: user.appUserId,
+      scope: scopes,
+      expiresAt: new Date(Date.now() + this.settings.authCodeTtlSeconds * 1000),
+    });
+    return code;
+  }
+
+  /** Access + refresh (+ id when `openid`) tokens for a user, starting or continuing a family. */
+  async issueUserTokens(
+    scope: ClientScope,
+    user: GrantUser,
+    scopes: string[],
+    family: string = randomUUID(),
+  ): Promise<TokenSet> {
+    const refreshToken = randomBytes(32).toString('base64url');
+    await this.repo.insertRefreshToken(scope, {
+      _id: sha256(refreshToken),
+      u: user.userId,
+      app_user_id: user.appUserId,
+      family,
+      scope: scopes,
+      expiresAt: new Date(Date.now() + this.settings.refreshTokenTtlSeconds * 1000),
+    });
+    const set: TokenSet = {
+      access_token: this.tokens.signUserAccessToken(scope.clientId, user.userId, scopes),
+      token_type: 'Bearer',
+      expires_in: this.settings.accessTokenTtlSeconds,
+      scope: scopes.join(' '),
+      refresh_token: refreshToken,
+    };
+    if (scopes.includes('openid'))
+      set.id_token = this.tokens.signIdToken(scope.clientId, user.userId, user.appUserId);
+    return set;
+  }
+
+  /** grant_type=authorization_code (RFC 6749 §4.1.3). */
+  async exchangeCode(client: ClientRecord, code: string): Promise<TokenSet> {
+    const hash = sha256(code);
+    const record = await this.repo.consumeCode(client, hash);
+    if (!record) {
+      // A second use of a code: revoke what the first use issued (RFC 6749 §4.1.2).
+      const previous = await this.repo.findCode(client, hash);
+      if (previous?.family) await this.repo.revokeFamily(client, previous.family);
+      throw new OAuthError('invalid_grant', 'the code is unknown, already used, or issued to another client');
+    }
+    if (record.expiresAt.getTime() <= Date.now())
+      throw new OAuthError('invalid_grant', 'the code has expired');
+    const family = randomUUID();
+    await this.repo.setCodeFamily(client, hash, family);
+    return this.issueUserTokens(
+      client,
+      { userId: record.u, appUserId: record.app_user_id },
+      record.scope,
+      family,
+    );
+  }
+
+  /** grant_type=refresh_token with rotation and reuse detection (RFC 9700 §4.14.2). */
+  async refresh(client: ClientRecord, refreshToken: string): Promise<TokenSet> {
+    const hash = sha256(refreshToken);
+    const record = await this.repo.consumeRefreshToken(client, hash);
+    if (!record) {
+      const previous = await this.repo.findRefreshToken(client, hash);
+      if (previous?.used) {
+        await this.repo.revokeFamily(client, previous.family);
+        throw new OAuthError(
+          'invalid_grant',
+          'the refresh token was already used; its token family is revoked',
+        );
+      }
+      throw new OAuthError(
+        'invalid_grant',
+        'the refresh token is unknown, revoked, or issued to another client',
+      );
+    }
+    if (record.expiresAt.getTime() <= Date.now())
+      throw new OAuthError('invalid_grant', 'the refresh token has expired');
+    return this.issueUserTokens(
+      client,
+      { userId: record.u, appUserId: record.app_user_id },
+      record.scope,
+      record.family,
+    );
+  }
+
+  /** grant_type=client_credentials at a program realm: a client-level token, no user, no refresh. */
+  clientCredentials(client: ClientRecord, realm: Realm, rawScope: string | undefined): TokenSet {
+    const allowed: readonly string[] = REALM_PROGRAMS[realm];
+    if (!client.programs.some((p) => allowed.includes(p))) {
+      throw new OAuthError(
+        'unauthorized_client',
+        `the client has none of the programs this realm serves (${allowed.join(', ')})`,
+      );
+    }
+    // Provider Access and Payer-to-Payer only read data (SPEC §5.3 `user/*.rs`); ePA also submits it.
+    const known =
+      realm === 'dev-portal' ? CLIENT_TOKEN_SCOPES.filter((s) => !s.endsWith('.*')) : CLIENT_TOKEN_SCOPES;
+    const { scopes, unknown } = parseScope(rawScope, known);
+    if (unknown.length > 0) throw new OAuthError('invalid_scope', `unknown scope(s): ${unknown.join(', ')}`);
+    const fallback = realm === 'dev-portal' ? ['bulk-data', 'user/*.rs'] : ['user/*.*'];
+    const granted = withDefaultResourceScope(scopes, fallback);
+    return {
+      access_token: this.tokens.signClientAccessToken(client.clientId, granted, {
+        customer: client.customer,
+        realm,
+      }),
+      token_type: 'Bearer',
+      expires_in: this.settings.accessTokenTtlSeconds,
+      scope: granted.join(' '),
+    };
+  }
+}

@@ -1,0 +1,127 @@
+import { randomUUID } from 'crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { JwtService } from '@nestjs/jwt';
+import { SETTINGS } from '../../../config/config.module';
+import { Settings } from '../../../config/settings';
+import { loadSigningKey, SigningKey } from './signing-key';
+
+/** `token_use` tells access tokens from id tokens: an id_token is never accepted as access token. */
+type TokenUse = 'access' | 'id';
+
+/** What a valid access token says (SPEC §5.1: a user token; §5.3: a client-level token). */
+export interface VerifiedAccessToken {
+  clientId: string;
+  /** service_user_id, or null for a client-level (program realm) token. */
+  userId: number | null;
+  scopes: string[];
+  customer?: string;
+  realm?: string;
+  jti: string;
+  /** Expiry, seconds since the epoch. */
+  exp: number;
+}
+
+interface AccessClaims {
+  sub: string;
+  client_id: string;
+  scope: string;
+  token_use: TokenUse;
+  sub_type: 'user' | 'client';
+  customer?: string;
+  realm?: string;
+  jti: string;
+  exp: number;
+}
+
+/**
+ * Signs and verifies the service's JWTs (RS256 only; iss, aud and exp checked on verify). The
+ * public key is a parsed KeyObject so that a verification is one RSA operation — cheap enough for
+ * every request. Access tokens are self-contained until expiry: the guard does not look the user
+ * up again (users are never deleted; a disabled client is checked through a short cache).
+ */
+@Injectable()
+export class TokenService {
+  private readonly key: SigningKey;
+  private readonly jwt: JwtService;
+
+  constructor(@Inject(SETTINGS) private readonly settings: Settings) {
+    this.key = loadSigningKey(settings.jwt.privateKeyPem, settings.dataDir, new Logger('Tokens'));
+    this.jwt = new JwtService({
+      privateKey: this.key.privateKey,
+      publicKey: this.key.publicKey,
+      signOptions: { algorithm: 'RS256', keyid: this.key.kid, issuer: settings.jwt.issuer },
+      verifyOptions: { algorithms: ['RS256'], issuer: settings.jwt.issuer },
+    });
+  }
+
+  get accessTokenTtlSeconds(): number {
+    return this.settings.accessTokenTtlSeconds;
+  }
+
+  /** The JSON Web Key Set publishing the verification key. */
+  jwks(): { keys: Record<string, string>[] } {
+    return { keys: [this.key.jwk] };
+  }
+
+  signUserAccessToken(clientId: string, userId: number, scopes: readonly string[]): string {
+    return this.signAccess({ sub: String(userId), client_id: clientId, sub_type: 'user' }, scopes);
+  }
+
+  signClientAccessToken(
+    clientId: string,
+    scopes: readonly string[],
+    extra: { customer: string; realm: string },
+  ): string {
+    return this.signAccess({ sub: clientId, client_id: clientId, sub_type: 'client', ...extra }, scopes);
+  }
+
+  /** OpenID Connect id_token: audience is the client (OIDC Core §2), so it fails `aud` as access. */
+  signIdToken(clientId: string, userId: number, appUserId: string): string {
+    const now = Math.floor(Date.now() / 1000);
+    return this.jwt.sign(
+      { token_use: 'id' satisfies TokenUse, auth_time: now, preferred_username: appUserId },
+      { subject: String(userId), audience: clientId, expiresIn: this.settings.accessTokenTtlSeconds },
+    );
+  }
+
+  /** The claims of a valid access token, or null (bad signature, algorithm, iss, aud, expired, id_token). */
+  verifyAccessToken(token: string): VerifiedAccessToken | null {
+    let claims: AccessClaims;
+    try {
+      claims = this.jwt.verify<AccessClaims>(token, { audience: this.settings.jwt.audience });
+    } catch {
+      return null;
+    }
+    if (claims.token_use !== 'access' || typeof claims.client_id !== 'string') return null;
+    let userId: number | null = null;
+    if (claims.sub_type === 'user') {
+      userId = Number(claims.sub);
+      if (!Number.isSafeInteger(userId) || userId <= 0) return null;
+    } else if (claims.sub_type !== 'client') {
+      return null;
+    }
+    return {
+      clientId: claims.client_id,
+      userId,
+      scopes: typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [],
+      customer: claims.customer,
+      realm: claims.realm,
+      jti: claims.jti,
+      exp: claims.exp,
+    };
+  }
+
+  private signAccess(
+    claims: Omit<AccessClaims, 'jti' | 'exp' | 'scope' | 'token_use'>,
+    scopes: readonly string[],
+  ) {
+    return this.jwt.sign(
+      { ...claims, scope: scopes.join(' '), token_use: 'access' satisfies TokenUse },
+      {
+        audience: this.settings.jwt.audience,
+        expiresIn: this.settings.accessTokenTtlSeconds,
+        jwtid: randomUUID(),
+      },
+    );
+  }
+}

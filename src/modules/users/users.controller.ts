@@ -1,0 +1,102 @@
+import { Body, Controller, Get, HttpCode, Post, Put, Query } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiConflictResponse,
+  ApiConsumes,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiQuery,
+  ApiSecurity,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { SECURITY } from '../../configure-app';
+import { Tenant, UseTenant } from '../../tenancy';
+import type { TenantContext } from '../../tenancy';
+import { ClientCredentials } from '../auth/clients/client-credentials';
+import type { PresentedClientCredentials } from '../auth/clients/client-credentials';
+import {
+  AuthCodeBody,
+  AuthCodeView,
+  CreatedUserView,
+  CreateUserBody,
+  RenameUserBody,
+  UserListView,
+  UserView,
+} from './user.dto';
+import { UsersService } from './users.service';
+
+const CONSUMES = ['application/json', 'application/x-www-form-urlencoded'];
+
+/** SPEC §4.1: user management. Backend use only (no CORS). */
+@ApiTags('user-management')
+@ApiTooManyRequestsResponse({ description: 'over USER_MGMT_RATE_LIMIT calls this hour (Retry-After)' })
+@Controller('user-management/v1/user')
+export class UsersController {
+  constructor(private readonly users: UsersService) {}
+
+  @Post()
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Create a user (or return the existing one with "this user already exists")',
+    description:
+      'Returns a new numeric service_user_id, an access and a refresh token, and an authorization code.',
+  })
+  @ApiConsumes(...CONSUMES)
+  @ApiBody({ type: CreateUserBody })
+  @ApiSecurity({ [SECURITY.clientId]: [], [SECURITY.clientSecret]: [] })
+  @ApiOkResponse({ type: CreatedUserView })
+  @ApiBadRequestResponse({ description: 'app_user_id missing' })
+  @ApiUnauthorizedResponse({ description: 'bad client credentials' })
+  create(@ClientCredentials() creds: PresentedClientCredentials | null, @Body() body: CreateUserBody) {
+    return this.users.createUser(creds, body?.app_user_id);
+  }
+
+  @Get()
+  @UseTenant({ userHeaderOptional: true })
+  @ApiOperation({
+    summary: "List the client's users",
+    description:
+      'Client headers (or a client-level token) list every user of the client; a user token lists only its own user.',
+  })
+  @ApiQuery({ name: 'app_user_id', required: false })
+  @ApiQuery({ name: 'service_user_id', required: false })
+  @ApiQuery({ name: 'limit', required: false, description: '1–500, default 50' })
+  @ApiQuery({ name: 'offset', required: false, description: 'default 0' })
+  @ApiOkResponse({ type: UserListView })
+  list(
+    @Tenant() ctx: TenantContext,
+    @Query() q: { app_user_id?: string; service_user_id?: string; limit?: string; offset?: string },
+  ) {
+    return this.users.listUsers(ctx, q);
+  }
+
+  @Put()
+  @ApiOperation({ summary: 'Rename a user (only app_user_id changes)' })
+  @ApiConsumes(...CONSUMES)
+  @ApiBody({ type: RenameUserBody })
+  @ApiSecurity({ [SECURITY.clientId]: [], [SECURITY.clientSecret]: [] })
+  @ApiOkResponse({ type: UserView })
+  @ApiNotFoundResponse({ description: 'no such user in this client' })
+  @ApiConflictResponse({ description: 'the new app_user_id is taken in this client' })
+  @ApiUnauthorizedResponse({ description: 'bad client credentials' })
+  rename(@ClientCredentials() creds: PresentedClientCredentials | null, @Body() body: RenameUserBody) {
+    return this.users.renameUser(creds, body ?? {});
+  }
+
+  @Post('auth-code')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Issue an authorization code for a user (backend use only)' })
+  @ApiConsumes(...CONSUMES)
+  @ApiBody({ type: AuthCodeBody })
+  @ApiSecurity({ [SECURITY.clientId]: [], [SECURITY.clientSecret]: [] })
+  @ApiOkResponse({ type: AuthCodeView })
+  @ApiNotFoundResponse({ description: 'no such user in this client' })
+  @ApiUnauthorizedResponse({ description: 'bad client credentials' })
+  authCode(@ClientCredentials() creds: PresentedClientCredentials | null, @Body() body: AuthCodeBody) {
+    return this.users.issueAuthCode(creds, body?.app_user_id, body?.scope);
+  }
+}

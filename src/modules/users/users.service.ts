@@ -1,0 +1,205 @@
+import {
+  BadRequestException,
+  ConflictException,
+  HttpException,
+  Injectable,
+  NotFoundException,
+} from '@nestjs/common';
+import { ClientScope, TenantContext } from '../../tenancy/tenant-context';
+import { ClientRecord } from '../auth/clients/client.schema';
+import { PresentedClientCredentials } from '../auth/clients/client-credentials';
+import { ClientsService } from '../auth/clients/clients.service';
+import { RateLimitService } from '../auth/rate-limit/rate-limit.service';
+import { GrantService } from '../auth/tokens/grant.service';
+import { UserRecord } from './user.schema';
+import { UsersRepository } from './users.repository';
+
+export const USER_EXISTS_MESSAGE = 'this user already exists';
+const MAX_PAGE = 500;
+
+export interface CreatedUser {
+  service_user_id: number;
+  app_user_id: string;
+  active: boolean;
+  access_token?: string;
+  refresh_token?: string;
+  code?: string;
+  message?: string;
+}
+
+export interface UserListPage {
+  users: Array<Omit<UserRecord, 'client_id'>>;
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+/** SPEC §4.1 user management and §5.1 step 2 (authorization codes). */
+@Injectable()
+export class UsersService {
+  constructor(
+    private readonly repo: UsersRepository,
+    private readonly clients: ClientsService,
+    private readonly grants: GrantService,
+    private readonly rateLimit: RateLimitService,
+  ) {}
+
+  /** For other modules: this client's user with this service_user_id, or null. */
+  findUser(clientId: string, serviceUserId: number): Promise<UserRecord | null> {
+    return this.repo.findById({ clientId }, serviceUserId);
+  }
+
+  findUserByAppUserId(clientId: string, appUserId: string): Promise<UserRecord | null> {
+    return this.repo.findByAppUserId({ clientId }, appUserId);
+  }
+
+  async createUser(creds: PresentedClientCredentials | null, rawAppUserId: unknown): Promise<CreatedUser> {
+    const client = await this.authenticate(creds);
+    const appUserId = requireAppUserId(rawAppUserId, 'app_user_id');
+    const existing = await this.repo.findByAppUserId(client, appUserId);
+    if (existing) return existingUser(existing);
+    const { user, created } = await this.insertWithNewId(client, appUserId);
+    if (!created) return existingUser(user);
+    const grantUser = { userId: user.service_user_id, appUserId };
+    const scopes = this.grants.userScopes(undefined);
+    const [tokens, code] = await Promise.all([
+      this.grants.issueUserTokens(client, grantUser, scopes),
+      this.grants.issueCode(client, grantUser, scopes),
+    ]);
+    return {
+      service_user_id: user.service_user_id,
+      app_user_id: appUserId,
+      access_token: tokens.access_token,
+      refresh_token: tokens.refresh_token,
+      code,
+      active: user.active,
+    };
+  }
+
+  async listUsers(
+    ctx: TenantContext,
+    q: { app_user_id?: string; service_user_id?: string; limit?: string; offset?: string },
+  ): Promise<UserListPage> {
+    await this.rateLimit.hitUserManagement(ctx.clientId);
+    const limit = intParam(q.limit, 'limit', 50, 1, MAX_PAGE);
+    const offset = intParam(q.offset, 'offset', 0, 0, 1_000_000);
+    const serviceUserId =
+      q.service_user_id === undefined
+        ? undefined
+        : intParam(q.service_user_id, 'service_user_id', 0, 1, 2 ** 53 - 1);
+    const appUserId =
+      q.app_user_id === undefined ? undefined : requireAppUserId(q.app_user_id, 'app_user_id');
+    const { users, total } = await this.repo.list(ctx, { appUserId, serviceUserId, limit, offset });
+    return { users: users.map(({ client_id: _omit, ...u }) => u), total, limit, offset };
+  }
+
+  /** PUT: only the name changes (SPEC §4.1); `app_id_user` is the reference's name for the field. */
+  async renameUser(
+    creds: PresentedClientCredentials | null,
+    body: { app_user_id?: unknown; app_id_user?: unknown; service_user_id?: unknown },
+  ): Promise<Omit<UserRecord, 'client_id'>> {
+    const client = await this.authenticate(creds);
+    const newName = requireAppUserId(body.app_user_id ?? body.app_id_user, 'app_user_id');
+    const serviceUserId = requireServiceUserId(body.service_user_id);
+    let found: boolean;
+    try {
+      found = await this.repo.rename(client, serviceUserId, newName);
+    } catch (e) {
+      if ((e as { code?: number }).code === 11000) {
+        throw new ConflictException(
+          `app_user_id "${newName}" is already used by another user of this client`,
+        );
+      }
+      throw e;
+    }
+    if (!found) throw new NotFoundException(`no user ${serviceUserId} in this client`);
+    const { client_id: _omit, ...user } = (await this.repo.findById(client, serviceUserId))!;
+    return user;
+  }
+
+  async issueAuthCode(
+    creds: PresentedClientCredentials | null,
+    rawAppUserId: unknown,
+    rawScope: unknown,
+  ): Promise<{ code: string; expires_in: number; scope: string }> {
+    const client = await this.authenticate(creds);
+    const appUserId = requireAppUserId(rawAppUserId, 'app_user_id');
+    if (rawScope !== undefined && typeof rawScope !== 'string')
+      throw new BadRequestException('scope must be a string');
+    const scopes = this.grants.userScopes(rawScope);
+    const user = await this.repo.findByAppUserId(client, appUserId);
+    if (!user) throw new NotFoundException(`no user "${appUserId}" in this client`);
+    const code = await this.grants.issueCode(client, { userId: user.service_user_id, appUserId }, scopes);
+    return { code, expires_in: this.grants.codeTtlSeconds, scope: scopes.join(' ') };
+  }
+
+  /**
+   * Inserts under a fresh service_user_id. A duplicate key is either the (client, app_user_id)
+   * index — a concurrent request created this user: answer "already exists" — or the `_id`, when
+   * the engine's `$inc` is not atomic under concurrency (FerretDB 1.x): take the next id.
+   */
+  private async insertWithNewId(
+    client: ClientScope,
+    appUserId: string,
+  ): Promise<{ user: UserRecord; created: boolean }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const serviceUserId = await this.repo.nextServiceUserId();
+        return { user: await this.repo.insert(client, { serviceUserId, appUserId }), created: true };
+      } catch (e) {
+        if ((e as { code?: number }).code !== 11000 || attempt >= 10) throw e;
+        const winner = await this.repo.findByAppUserId(client, appUserId);
+        if (winner) return { user: winner, created: false };
+      }
+    }
+  }
+
+  /** Client authentication for the user-management routes, counted against the hourly limit. */
+  private async authenticate(creds: PresentedClientCredentials | null): Promise<ClientRecord & ClientScope> {
+    if (!creds) throw unauthorized('client_id and client_secret are required (body or headers)');
+    const client = await this.clients.authenticate(creds.clientId, creds.secret);
+    if (!client) throw unauthorized('unknown client, wrong secret, or disabled client');
+    await this.rateLimit.hitUserManagement(client.clientId);
+    return client;
+  }
+}
+
+function unauthorized(message: string): HttpException {
+  const e = new HttpException({ error: 'unauthorized', message }, 401);
+  (e as HttpException & { headers: Record<string, string> }).headers = {
+    'WWW-Authenticate': 'Bearer realm="user-management"',
+  };
+  return e;
+}
+
+function existingUser(user: UserRecord): CreatedUser {
+  return {
+    service_user_id: user.service_user_id,
+    app_user_id: user.app_user_id,
+    active: user.active,
+    message: USER_EXISTS_MESSAGE,
+  };
+}
+
+function requireAppUserId(raw: unknown, field: string): string {
+  const value = typeof raw === 'number' ? String(raw) : raw;
+  if (typeof value !== 'string' || value.trim() === '') throw new BadRequestException(`${field} is required`);
+  if (value.length > 256) throw new BadRequestException(`${field} is longer than 256 characters`);
+  return value;
+}
+
+function requireServiceUserId(raw: unknown): number {
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new BadRequestException('service_user_id must be a positive integer');
+  return n;
+}
+
+function intParam(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < min || n > max) {
+    throw new BadRequestException(`${name} must be an integer from ${min} to ${max}`);
+  }
+  return n;
+}

@@ -1,0 +1,12 @@
+export * from './tenant-context';
+export { TenantGuard, TENANT_OPTIONS } from './tenant.guard';
+export type { TenantRequest } from './tenant.guard';
+export { TenantResolver } from './tenant-resolver';
+export type { TenantOptions } from './tenant-resolver';
+export { UseTenant, Tenant } from './use-tenant.decorator';
+export { TenancyModule } from './tenancy.module';
+export { ClientsService } from '../modules/auth/clients/clients.service';
+export type { ClientRecord } from '../modules/auth/clients/client.schema';
+export { TokenService } from '../modules/auth/tokens/token.service';
+export type { VerifiedAccessToken } from '../modules/auth/tokens/token.service';
+export { UsersService } from '../modules/users/users.service';

@@ -1,0 +1,161 @@
+import { Injectable } from '@nestjs/common';
+import type { Request } from 'express';
+import { OperationOutcomeError } from '@app/fhir';
+import { ClientRecord } from '../modules/auth/clients/client.schema';
+import { ClientsService } from '../modules/auth/clients/clients.service';
+import { TokenService } from '../modules/auth/tokens/token.service';
+import { UsersService } from '../modules/users/users.service';
+import { isReadOnly, TenantContext } from './tenant-context';
+
+/** What a route asks of the tenant guard (see `UseTenant`). */
+export interface TenantOptions {
+  /** Client-wide contexts (`x-service-user-id: client`, client-level token without a user):
+   * 'get-only' (default) allows them on reads only; 'never' refuses them on this route. */
+  clientWide?: 'get-only' | 'never';
+  /** A POST that only reads (e.g. `_search`): treated as a read for scope and client-wide checks. */
+  readRoute?: boolean;
+  /** Only `Authorization: Bearer` is accepted. */
+  bearerOnly?: boolean;
+  /** The route acts on one user: client-wide contexts are refused (400). */
+  userRequired?: boolean;
+  /** Client headers without a user header mean the whole client (user-management list). */
+  userHeaderOptional?: boolean;
+}
+
+/** SPEC §4.3 form 1/2/3: full access to the one user or, on reads, to the client's users. */
+const CLIENT_HEADER_SCOPES = ['user/*.*'] as const;
+const READ_METHODS = new Set(['GET', 'HEAD']);
+
+/**
+ * Turns the credentials of a request into a `TenantContext` — the one place that does (SPEC §4.3,
+ * §5). Every failure is an `OperationOutcomeError`, which the global filter answers as an
+ * OperationOutcome on FHIR routes and as `{ error, message }` elsewhere.
+ */
+@Injectable()
+export class TenantResolver {
+  constructor(
+    private readonly clients: ClientsService,
+    private readonly tokens: TokenService,
+    private readonly users: UsersService,
+  ) {}
+
+  async resolve(req: Request, opts: TenantOptions = {}): Promise<TenantContext> {
+    const isWrite = !READ_METHODS.has(req.method.toUpperCase()) && !opts.readRoute;
+    const authorization = req.headers.authorization;
+    const ctx = authorization
+      ? await this.fromBearer(req, authorization)
+      : await this.fromClientHeaders(req, opts);
+    if (isWrite && isReadOnly(ctx)) {
+      throw new OperationOutcomeError(
+        'forbidden',
+        `the scope "${ctx.scopes.join(' ')}" allows reading only`,
+        {
+          status: 403,
+          headers: { 'WWW-Authenticate': 'Bearer error="insufficient_scope"' },
+        },
+      );
+    }
+    if (ctx.userId === null) {
+      if (opts.userRequired || opts.clientWide === 'never') {
+        throw OperationOutcomeError.invalid(
+          'this request acts on one user: use a user token or x-service-user-id / x-app-user-id with a user id',
+        );
+      }
+      if (isWrite) {
+        throw OperationOutcomeError.invalid(
+          'client-wide access (x-service-user-id: client, or a client-level token without a user) is for reads ' +
+            'only: name one user with x-service-user-id or x-app-user-id',
+        );
+      }
+    }
+    return ctx;
+  }
+
+  private async fromBearer(req: Request, authorization: string): Promise<TenantContext> {
+    const match = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(authorization);
+    if (!match)
+      throw unauthorized('the Authorization header must be "Bearer <access token>"', 'invalid_request');
+    const claims = this.tokens.verifyAccessToken(match[1]);
+    if (!claims) throw unauthorized('the access token is invalid or expired', 'invalid_token');
+    const client = await this.clients.findActive(claims.clientId);
+    if (!client) throw unauthorized('the client of this token is unknown or disabled', 'invalid_token');
+    if (claims.userId !== null) {
+      return { clientId: client.clientId, userId: claims.userId, scopes: claims.scopes, form: 'user-token' };
+    }
+    // A client-level (program realm) token may narrow itself to one user with the user headers.
+    const userId = await this.userFromHeaders(req, client, true);
+    return {
+      clientId: client.clientId,
+      userId,
+      scopes: claims.scopes,
+      form: 'client-token',
+      customer: client.customer,
+    };
+  }
+
+  private async fromClientHeaders(req: Request, opts: TenantOptions): Promise<TenantContext> {
+    const clientId = header(req, 'client_id');
+    const secret = header(req, 'client_secret');
+    if (!clientId || !secret) {
+      const hint =
+        'access_token' in (req.query ?? {}) ? ' (tokens are not accepted in the query string)' : '';
+      throw unauthorized(
+        `credentials required: Authorization: Bearer <token>, or headers client_id + client_secret${hint}`,
+      );
+    }
+    if (opts.bearerOnly) throw unauthorized('this request takes Authorization: Bearer <token>');
+    const client = await this.clients.authenticate(clientId, secret);
+    if (!client) throw unauthorized('unknown client, wrong secret, or disabled client');
+    const userId = await this.userFromHeaders(req, client, opts.userHeaderOptional === true);
+    return {
+      clientId: client.clientId,
+      userId,
+      scopes: [...CLIENT_HEADER_SCOPES],
+      form: 'client-headers',
+      customer: client.customer,
+    };
+  }
+
+  /** `x-service-user-id` (numeric or `client`) or `x-app-user-id`; a user of another client → 404. */
+  private async userFromHeaders(
+    req: Request,
+    client: ClientRecord,
+    optional: boolean,
+  ): Promise<number | null> {
+    const serviceUserId = header(req, 'x-service-user-id');
+    const appUserId = header(req, 'x-app-user-id');
+    if (serviceUserId !== undefined) {
+      if (serviceUserId.toLowerCase() === 'client') return null;
+      if (!/^\d{1,15}$/.test(serviceUserId) || Number(serviceUserId) <= 0) {
+        throw OperationOutcomeError.invalid(
+          'x-service-user-id must be a numeric service_user_id or "client"',
+        );
+      }
+      const user = await this.users.findUser(client.clientId, Number(serviceUserId));
+      if (!user) throw OperationOutcomeError.notFound(`no user ${serviceUserId}`);
+      return user.service_user_id;
+    }
+    if (appUserId !== undefined) {
+      const user = await this.users.findUserByAppUserId(client.clientId, appUserId);
+      if (!user) throw OperationOutcomeError.notFound(`no user "${appUserId}"`);
+      return user.service_user_id;
+    }
+    if (optional) return null;
+    throw OperationOutcomeError.invalid('the header x-service-user-id or x-app-user-id is required');
+  }
+}
+
+function header(req: Request, name: string): string | undefined {
+  const v = req.headers[name];
+  const s = Array.isArray(v) ? v[0] : v;
+  return s === undefined || s.trim() === '' ? undefined : s.trim();
+}
+
+/** 401 with a Bearer challenge (RFC 6750 §3). */
+function unauthorized(message: string, error?: 'invalid_request' | 'invalid_token'): OperationOutcomeError {
+  const challenge = error ? `Bearer realm="fhir", error="${error}"` : 'Bearer realm="fhir"';
+  return new OperationOutcomeError('login', message, {
+    status: 401,
+    headers: { 'WWW-Authenticate': challenge },
+  });
+}

@@ -12,6 +12,7 @@ import type { Connection } from 'mongoose';
 import { Settings } from '../config/settings';
 import { SETTINGS } from '../config/config.module';
 import { DatabaseHandle } from './embedded-database';
+import { indexPlugin, ttlIndexesOf } from './index-plugin';
 
 export const DATABASE_HANDLE = Symbol('DATABASE_HANDLE');
 
@@ -23,6 +24,8 @@ class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown
     @InjectConnection() private readonly connection: Connection,
   ) {}
 
+  private sweeper?: NodeJS.Timeout;
+
   async onApplicationBootstrap(): Promise<void> {
     const info = await this.connection.db!.admin().command({ buildInfo: 1 });
     const engine = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`;
@@ -30,10 +33,45 @@ class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown
       `database engine: ${this.handle.engine} (${engine}, wire ${info.version}), db ${this.connection.name}`,
     );
     // Indexes are created at start-up, before the first request is served.
-    await Promise.all(Object.values(this.connection.models).map((m) => m.init()));
+    for (const model of Object.values(this.connection.models)) {
+      await model.init();
+      await model.createIndexes();
+    }
+    await this.ensureTtl(Boolean(info.ferretdbVersion));
+  }
+
+  /** Real TTL indexes on MongoDB; on FerretDB 1.x (no TTL) a sweeper deletes expired documents. */
+  private async ensureTtl(ferret: boolean): Promise<void> {
+    const db = this.connection.db!;
+    const ttl = Object.values(this.connection.models).flatMap((m) =>
+      ttlIndexesOf(m.schema).map((t) => ({ ...t, collection: m.collection.collectionName })),
+    );
+    if (!ferret) {
+      // createIndexes made a plain index on the field; collMod turns it into a TTL index (MongoDB ≥ 5.1)
+      for (const t of ttl) {
+        await db.command({
+          collMod: t.collection,
+          index: { keyPattern: { [t.field]: 1 }, expireAfterSeconds: t.expireAfterSeconds },
+        });
+      }
+      return;
+    }
+    if (ttl.length === 0) return;
+    const sweep = async () => {
+      for (const t of ttl) {
+        const cutoff = new Date(Date.now() - t.expireAfterSeconds * 1000);
+        await db
+          .collection(t.collection)
+          .deleteMany({ [t.field]: { $lt: cutoff } })
+          .catch(() => undefined);
+      }
+    };
+    this.sweeper = setInterval(() => void sweep(), 60_000);
+    this.sweeper.unref();
   }
 
   async onApplicationShutdown(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
     await this.connection.close().catch(() => undefined);
     await this.handle.stop();
   }
@@ -62,6 +100,10 @@ export class DatabaseModule {
             maxPoolSize: 50,
             // command events feed the /metrics database latency histogram
             monitorCommands: settings.metricsEnabled,
+            connectionFactory: (connection: Connection) => {
+              connection.plugin(indexPlugin);
+              return connection;
+            },
           }),
         }),
       ],

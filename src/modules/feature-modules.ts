@@ -2,6 +2,7 @@ import type { Type } from '@nestjs/common';
 import { TenancyModule } from '../tenancy/tenancy.module';
 import { AuthModule } from './auth/auth.module';
 import { UsersModule } from './users/users.module';
+import { FhirOperationsModule } from './fhir-operations/fhir-operations.module';
 
 /**
  * The feature modules of the service (DESIGN.md §2). Each feature adds its module here in one
@@ -12,4 +13,4 @@ import { UsersModule } from './users/users.module';
  * `/r4/Patient/$everything`, `/r4/$export`). Modules with specific FHIR paths come first;
  * FhirStoreModule stays LAST.
  */
-export const FEATURE_MODULES: Type[] = [TenancyModule, AuthModule, UsersModule];
+export const FEATURE_MODULES: Type[] = [TenancyModule, AuthModule, UsersModule, FhirOperationsModule];

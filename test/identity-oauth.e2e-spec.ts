@@ -1,0 +1,236 @@
+import { createPublicKey, createVerify } from 'crypto';
+import request from 'supertest';
+import {
+  createClient,
+  createTestApp,
+  createUser,
+  IDENTITY_TEST_ENV,
+  TestApp,
+  TestClient,
+} from '@app/testing';
+
+const TOKEN = '/oauth2/token';
+const AUTH_CODE = '/user-management/v1/user/auth-code';
+
+function decode(jwt: string): { header: Record<string, unknown>; payload: Record<string, unknown> } {
+  const [h, p] = jwt.split('.');
+  return {
+    header: JSON.parse(Buffer.from(h, 'base64url').toString()),
+    payload: JSON.parse(Buffer.from(p, 'base64url').toString()),
+  };
+}
+
+describe('identity: authorization codes and /oauth2/token (e2e)', () => {
+  let t: TestApp;
+  let a: TestClient;
+  let b: TestClient;
+  beforeAll(async () => {
+    t = await createTestApp({ ...IDENTITY_TEST_ENV, AUTH_CODE_TTL: '2' });
+    a = await createClient(t);
+    b = await createClient(t);
+  });
+  afterAll(async () => t?.close());
+
+  const creds = (c: TestClient) => ({ client_id: c.client_id, client_secret: c.client_secret });
+  const codeFor = async (c: TestClient, appUserId: string, scope?: string) =>
+    (
+      await request(t.server)
+        .post(AUTH_CODE)
+        .send({ app_user_id: appUserId, ...creds(c), ...(scope ? { scope } : {}) })
+        .expect(200)
+    ).body.code as string;
+  const exchange = (c: Record<string, string>, code: string) =>
+    request(t.server)
+      .post(TOKEN)
+      .type('form')
+      .send({ grant_type: 'authorization_code', code, ...c });
+
+  it('auth-code → token: access (RS256 JWT with sub, client_id, scope, jti, exp) and refresh', async () => {
+    const user = await createUser(t, a);
+    const res = await exchange(creds(a), await codeFor(a, user.app_user_id)).expect(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.body).toEqual({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      expires_in: 7200,
+      scope: 'user/*.*',
+      refresh_token: expect.any(String),
+    });
+    const { header, payload } = decode(res.body.access_token);
+    expect(header.alg).toBe('RS256');
+    expect(payload).toMatchObject({
+      sub: String(user.service_user_id),
+      client_id: a.client_id,
+      scope: 'user/*.*',
+      token_use: 'access',
+      jti: expect.any(String),
+    });
+    expect((payload.exp as number) - (payload.iat as number)).toBe(7200);
+  });
+
+  it('scope openid adds an id_token verifiable with the published JWKS; it is no access token', async () => {
+    const user = await createUser(t, a);
+    const res = await exchange(creds(a), await codeFor(a, user.app_user_id, 'openid')).expect(200);
+    expect(res.body.scope).toBe('openid user/*.*');
+    const jwks = await request(t.server).get('/.well-known/jwks.json').expect(200);
+    const { header, payload } = decode(res.body.id_token);
+    const jwk = jwks.body.keys.find((k: { kid: string }) => k.kid === header.kid);
+    expect(jwk).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig' });
+    const [h, p, s] = res.body.id_token.split('.');
+    const ok = createVerify('RSA-SHA256')
+      .update(`${h}.${p}`)
+      .verify(createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(s, 'base64url'));
+    expect(ok).toBe(true);
+    expect(payload).toMatchObject({ sub: String(user.service_user_id), aud: a.client_id, token_use: 'id' });
+    await request(t.server)
+      .get('/user-management/v1/user')
+      .set('Authorization', `Bearer ${res.body.id_token}`)
+      .expect(401);
+  });
+
+  it('accepts JSON, the `secret` field, and HTTP Basic', async () => {
+    const user = await createUser(t, a);
+    await request(t.server)
+      .post(TOKEN)
+      .send({ grant_type: 'authorization_code', code: await codeFor(a, user.app_user_id), ...creds(a) })
+      .expect(200);
+    await exchange(
+      { client_id: a.client_id, secret: a.client_secret },
+      await codeFor(a, user.app_user_id),
+    ).expect(200);
+    await request(t.server)
+      .post(TOKEN)
+      .auth(a.client_id, a.client_secret)
+      .type('form')
+      .send({ grant_type: 'authorization_code', code: await codeFor(a, user.app_user_id) })
+      .expect(200);
+  });
+
+  it('a code works once', async () => {
+    const user = await createUser(t, a);
+    const code = await codeFor(a, user.app_user_id);
+    const first = await exchange(creds(a), code).expect(200);
+    const again = await exchange(creds(a), code).expect(400);
+    expect(again.body).toEqual({ error: 'invalid_grant', error_description: expect.any(String) });
+    // RFC 6749 §4.1.2: the refresh token issued from the reused code is revoked.
+    const refresh = await request(t.server)
+      .post(TOKEN)
+      .type('form')
+      .send({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token, ...creds(a) });
+    expect(refresh.status).toBe(400);
+  });
+
+  it("another client's code → invalid_grant, and the code still works for its client", async () => {
+    const user = await createUser(t, a);
+    const code = await codeFor(a, user.app_user_id);
+    const res = await exchange(creds(b), code).expect(400);
+    expect(res.body.error).toBe('invalid_grant');
+    await exchange(creds(a), code).expect(200);
+  });
+
+  it('an expired code → invalid_grant (AUTH_CODE_TTL=2)', async () => {
+    const user = await createUser(t, a);
+    const code = await codeFor(a, user.app_user_id);
+    await new Promise((r) => setTimeout(r, 2100));
+    const res = await exchange(creds(a), code).expect(400);
+    expect(res.body).toEqual({ error: 'invalid_grant', error_description: 'the code has expired' });
+  });
+
+  it('refresh rotates; reusing a rotated refresh token revokes the whole family', async () => {
+    const user = await createUser(t, a);
+    const refresh = (token: string) =>
+      request(t.server)
+        .post(TOKEN)
+        .type('form')
+        .send({ grant_type: 'refresh_token', refresh_token: token, ...creds(a) });
+    const r1 = await refresh(user.refresh_token).expect(200);
+    expect(r1.body.refresh_token).not.toBe(user.refresh_token);
+    expect(decode(r1.body.access_token).payload.sub).toBe(String(user.service_user_id));
+    const r2 = await refresh(r1.body.refresh_token).expect(200);
+    const reuse = await refresh(user.refresh_token).expect(400);
+    expect(reuse.body.error).toBe('invalid_grant');
+    expect(reuse.body.error_description).toMatch(/revoked/);
+    // the newest token of the family is dead too
+    expect((await refresh(r2.body.refresh_token)).body.error).toBe('invalid_grant');
+  });
+
+  it("another client's refresh token → invalid_grant", async () => {
+    const user = await createUser(t, a);
+    const res = await request(t.server)
+      .post(TOKEN)
+      .type('form')
+      .send({ grant_type: 'refresh_token', refresh_token: user.refresh_token, ...creds(b) })
+      .expect(400);
+    expect(res.body.error).toBe('invalid_grant');
+  });
+
+  it('RFC 6749 §5.2 errors', async () => {
+    const noGrant = await request(t.server).post(TOKEN).type('form').send(creds(a)).expect(400);
+    expect(noGrant.body.error).toBe('invalid_request');
+    const badGrant = await request(t.server)
+      .post(TOKEN)
+      .type('form')
+      .send({ grant_type: 'password', ...creds(a) });
+    expect([badGrant.status, badGrant.body.error]).toEqual([400, 'unsupported_grant_type']);
+    const cc = await request(t.server)
+      .post(TOKEN)
+      .type('form')
+      .send({ grant_type: 'client_credentials', ...creds(a) });
+    expect(cc.body.error).toBe('unsupported_grant_type');
+    const noCode = await request(t.server)
+      .post(TOKEN)
+      .type('form')
+      .send({ grant_type: 'authorization_code', ...creds(a) });
+    expect([noCode.status, noCode.body.error]).toEqual([400, 'invalid_request']);
+    const unknownCode = await exchange(creds(a), 'nope').expect(400);
+    expect(unknownCode.body.error).toBe('invalid_grant');
+    const badSecret = await exchange({ client_id: a.client_id, client_secret: 'wrong' }, 'x').expect(401);
+    expect(badSecret.body.error).toBe('invalid_client');
+    expect(badSecret.headers['www-authenticate']).toMatch(/^Bearer/);
+    const badBasic = await request(t.server)
+      .post(TOKEN)
+      .auth(a.client_id, 'wrong')
+      .type('form')
+      .send({ grant_type: 'authorization_code', code: 'x' })
+      .expect(401);
+    expect(badBasic.headers['www-authenticate']).toMatch(/^Basic/);
+    const noClient = await request(t.server).post(TOKEN).type('form').send({ grant_type: 'refresh_token' });
+    expect([noClient.status, noClient.body.error]).toEqual([401, 'invalid_client']);
+  });
+
+  it('auth-code: unknown user 404, bad scope 400, bad credentials 401', async () => {
+    const unknown = await request(t.server)
+      .post(AUTH_CODE)
+      .send({ app_user_id: 'nobody', ...creds(a) })
+      .expect(404);
+    expect(unknown.body.error).toBe('not_found');
+    const user = await createUser(t, a);
+    // a user of client a is unknown to client b
+    await request(t.server)
+      .post(AUTH_CODE)
+      .send({ app_user_id: user.app_user_id, ...creds(b) })
+      .expect(404);
+    const scope = await request(t.server)
+      .post(AUTH_CODE)
+      .send({ app_user_id: user.app_user_id, scope: 'admin', ...creds(a) })
+      .expect(400);
+    expect(scope.body.error).toBe('invalid_scope');
+    await request(t.server)
+      .post(AUTH_CODE)
+      .send({ app_user_id: user.app_user_id, client_id: a.client_id, client_secret: 'x' })
+      .expect(401);
+  });
+
+  it('discovery documents point at the token endpoint and JWKS', async () => {
+    const oidc = await request(t.server).get('/.well-known/openid-configuration').expect(200);
+    expect(oidc.body).toMatchObject({
+      issuer: t.settings.jwt.issuer,
+      token_endpoint: `${t.settings.urls.auth}/oauth2/token`,
+      jwks_uri: `${t.settings.urls.auth}/.well-known/jwks.json`,
+      id_token_signing_alg_values_supported: ['RS256'],
+    });
+    const smart = await request(t.server).get('/.well-known/smart-configuration').expect(200);
+    expect(smart.body.token_endpoint).toBe(oidc.body.token_endpoint);
+    expect(smart.body.capabilities).toContain('client-confidential-symmetric');
+  });
+});

@@ -8,10 +8,11 @@ import {
   OnApplicationShutdown,
 } from '@nestjs/common';
 import { InjectConnection, MongooseModule } from '@nestjs/mongoose';
-import type { Connection } from 'mongoose';
+import type { Connection, mongo } from 'mongoose';
 import { Settings } from '../config/settings';
 import { SETTINGS } from '../config/config.module';
 import { DatabaseHandle } from './embedded-database';
+import { ensureIndexes } from './ensure-indexes';
 import { indexPlugin, ttlIndexesOf } from './index-plugin';
 
 export const DATABASE_HANDLE = Symbol('DATABASE_HANDLE');
@@ -35,7 +36,10 @@ class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown
     // Indexes are created at start-up, before the first request is served.
     for (const model of Object.values(this.connection.models)) {
       await model.init();
-      await model.createIndexes();
+      const specs = model.schema
+        .indexes()
+        .map(([key, options]) => ({ key, ...options }) as mongo.IndexDescription);
+      await ensureIndexes(this.connection.db!.collection(model.collection.collectionName), specs);
     }
     await this.ensureTtl(Boolean(info.ferretdbVersion));
   }

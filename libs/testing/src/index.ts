@@ -1,2 +1,3 @@
 export * from './test-app';
 export * from './factories';
+export * from './server-process';

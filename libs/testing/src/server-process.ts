@@ -1,0 +1,89 @@
+import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { join } from 'path';
+import { freePort } from '../../../src/database/ferretdb-process';
+
+const root = join(__dirname, '..', '..', '..');
+
+/** Builds dist/ when the sources are newer (the same script `npm start` uses). */
+export function buildIfNeeded(): void {
+  execFileSync(process.execPath, [join(root, 'scripts', 'build-if-needed.js')], {
+    cwd: root,
+    stdio: 'ignore',
+  });
+}
+
+/** Runs the CLI (`node dist/src/cli/cli.js …`) and parses the JSON it prints on stdout. */
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): { status: number; json: any; stdout: string } {
+  try {
+    const stdout = execFileSync(process.execPath, [join(root, 'dist', 'src', 'cli', 'cli.js'), ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return { status: 0, json: safeJson(stdout), stdout };
+  } catch (e) {
+    const err = e as { status?: number; stdout?: string };
+    return { status: err.status ?? 1, json: safeJson(err.stdout ?? ''), stdout: err.stdout ?? '' };
+  }
+}
+
+function safeJson(text: string): any {
+  try {
+    return JSON.parse(text.trim());
+  } catch {
+    return undefined;
+  }
+}
+
+/** The real server as a child process (`node dist/src/main.js`), for crash and CLI tests. */
+export class ServerProcess {
+  child?: ChildProcess;
+  port = 0;
+  output = '';
+
+  constructor(private readonly env: NodeJS.ProcessEnv) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    this.port = this.port || (await freePort());
+    this.child = spawn(process.execPath, [join(root, 'dist', 'src', 'main.js')], {
+      cwd: root,
+      env: { ...process.env, ...this.env, PORT: String(this.port), HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (b: Buffer) => (this.output = (this.output + b.toString()).slice(-20000));
+    this.child.stdout?.on('data', keep);
+    this.child.stderr?.on('data', keep);
+    const deadline = Date.now() + 30000;
+    while (Date.now() < deadline) {
+      if (this.child.exitCode !== null) throw new Error(`server exited: ${this.output.slice(-2000)}`);
+      const ok = await fetch(`${this.url}/health`)
+        .then((r) => r.status === 200)
+        .catch(() => false);
+      if (ok) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`server did not become healthy: ${this.output.slice(-2000)}`);
+  }
+
+  /** SIGKILL: no shutdown hook runs, in-flight requests die mid-write. */
+  async kill9(): Promise<void> {
+    await this.stop('SIGKILL');
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    });
+  }
+}

@@ -101,15 +101,15 @@ export class UsersService {
     const client = await this.authenticate(creds);
     const newName = requireAppUserId(body.app_user_id ?? body.app_id_user, 'app_user_id');
     const serviceUserId = requireServiceUserId(body.service_user_id);
+    const taken = () => this.nameTakenByOther(client, newName, serviceUserId);
+    if (await taken()) throw nameConflict(newName);
     let found: boolean;
     try {
       found = await this.repo.rename(client, serviceUserId, newName);
     } catch (e) {
-      if ((e as { code?: number }).code === 11000) {
-        throw new ConflictException(
-          `app_user_id "${newName}" is already used by another user of this client`,
-        );
-      }
+      // A concurrent rename took the name. MongoDB says E11000; FerretDB 1.x reports a unique
+      // violation on update with another code, so ask the data rather than the error.
+      if (await taken()) throw nameConflict(newName);
       throw e;
     }
     if (!found) throw new NotFoundException(`no user ${serviceUserId} in this client`);
@@ -131,6 +131,15 @@ export class UsersService {
     if (!user) throw new NotFoundException(`no user "${appUserId}" in this client`);
     const code = await this.grants.issueCode(client, { userId: user.service_user_id, appUserId }, scopes);
     return { code, expires_in: this.grants.codeTtlSeconds, scope: scopes.join(' ') };
+  }
+
+  private async nameTakenByOther(
+    client: ClientScope,
+    appUserId: string,
+    serviceUserId: number,
+  ): Promise<boolean> {
+    const holder = await this.repo.findByAppUserId(client, appUserId);
+    return holder !== null && holder.service_user_id !== serviceUserId;
   }
 
   /**
@@ -170,6 +179,10 @@ function unauthorized(message: string): HttpException {
     'WWW-Authenticate': 'Bearer realm="user-management"',
   };
   return e;
+}
+
+function nameConflict(appUserId: string): ConflictException {
+  return new ConflictException(`app_user_id "${appUserId}" is already used by another user of this client`);
 }
 
 function existingUser(user: UserRecord): CreatedUser {

@@ -41,17 +41,27 @@ interface AccessClaims {
  */
 @Injectable()
 export class TokenService {
-  private readonly key: SigningKey;
-  private readonly jwt: JwtService;
+  private loaded?: { key: SigningKey; jwt: JwtService };
 
-  constructor(@Inject(SETTINGS) private readonly settings: Settings) {
-    this.key = loadSigningKey(settings.jwt.privateKeyPem, settings.dataDir, new Logger('Tokens'));
-    this.jwt = new JwtService({
-      privateKey: this.key.privateKey,
-      publicKey: this.key.publicKey,
-      signOptions: { algorithm: 'RS256', keyid: this.key.kid, issuer: settings.jwt.issuer },
-      verifyOptions: { algorithms: ['RS256'], issuer: settings.jwt.issuer },
-    });
+  constructor(@Inject(SETTINGS) private readonly settings: Settings) {}
+
+  /**
+   * Loaded on first use, not at construction: CLI commands that never touch tokens then neither
+   * create the development key nor log its warning (CLI stdout carries results only).
+   */
+  private get signer(): { key: SigningKey; jwt: JwtService } {
+    if (!this.loaded) {
+      const { jwt: cfg, dataDir } = this.settings;
+      const key = loadSigningKey(cfg.privateKeyPem, dataDir, new Logger('Tokens'));
+      const jwt = new JwtService({
+        privateKey: key.privateKey,
+        publicKey: key.publicKey,
+        signOptions: { algorithm: 'RS256', keyid: key.kid, issuer: cfg.issuer },
+        verifyOptions: { algorithms: ['RS256'], issuer: cfg.issuer },
+      });
+      this.loaded = { key, jwt };
+    }
+    return this.loaded;
   }
 
   get accessTokenTtlSeconds(): number {
@@ -60,7 +70,7 @@ export class TokenService {
 
   /** The JSON Web Key Set publishing the verification key. */
   jwks(): { keys: Record<string, string>[] } {
-    return { keys: [this.key.jwk] };
+    return { keys: [this.signer.key.jwk] };
   }
 
   signUserAccessToken(clientId: string, userId: number, scopes: readonly string[]): string {
@@ -78,7 +88,7 @@ export class TokenService {
   /** OpenID Connect id_token: audience is the client (OIDC Core §2), so it fails `aud` as access. */
   signIdToken(clientId: string, userId: number, appUserId: string): string {
     const now = Math.floor(Date.now() / 1000);
-    return this.jwt.sign(
+    return this.signer.jwt.sign(
       { token_use: 'id' satisfies TokenUse, auth_time: now, preferred_username: appUserId },
       { subject: String(userId), audience: clientId, expiresIn: this.settings.accessTokenTtlSeconds },
     );
@@ -88,7 +98,7 @@ export class TokenService {
   verifyAccessToken(token: string): VerifiedAccessToken | null {
     let claims: AccessClaims;
     try {
-      claims = this.jwt.verify<AccessClaims>(token, { audience: this.settings.jwt.audience });
+      claims = this.signer.jwt.verify<AccessClaims>(token, { audience: this.settings.jwt.audience });
     } catch {
       return null;
     }
@@ -115,7 +125,7 @@ export class TokenService {
     claims: Omit<AccessClaims, 'jti' | 'exp' | 'scope' | 'token_use'>,
     scopes: readonly string[],
   ) {
-    return this.jwt.sign(
+    return this.signer.jwt.sign(
       { ...claims, scope: scopes.join(' '), token_use: 'access' satisfies TokenUse },
       {
         audience: this.settings.jwt.audience,

@@ -15,6 +15,8 @@ const common = {
   moduleNameMapper,
 };
 module.exports = {
+  // a global option: jest ignores it inside a project
+  testTimeout: 60000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/{src,libs}/**/*.spec.ts'] },
     {
@@ -23,7 +25,6 @@ module.exports = {
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/global-setup.ts',
       globalTeardown: '<rootDir>/test/global-teardown.ts',
-      testTimeout: 60000,
     },
   ],
 };

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerClientCommands } from '../modules/auth/clients/client.cli';
+import { registerDirectoryCommands } from '../modules/directory/directory.cli';
 
 /**
  * Each feature registers its CLI commands here in one line (e.g. `client create`,
@@ -7,4 +8,4 @@ import { registerClientCommands } from '../modules/auth/clients/client.cli';
  */
 export type CommandRegistrar = (program: Command) => void;
 
-export const COMMAND_REGISTRARS: CommandRegistrar[] = [registerClientCommands];
+export const COMMAND_REGISTRARS: CommandRegistrar[] = [registerClientCommands, registerDirectoryCommands];

@@ -2,6 +2,7 @@ import type { Type } from '@nestjs/common';
 import { TenancyModule } from '../tenancy/tenancy.module';
 import { AuthModule } from './auth/auth.module';
 import { UsersModule } from './users/users.module';
+import { DirectoryModule } from './directory/directory.module';
 import { FhirOperationsModule } from './fhir-operations/fhir-operations.module';
 
 /**
@@ -13,4 +14,10 @@ import { FhirOperationsModule } from './fhir-operations/fhir-operations.module';
  * `/r4/Patient/$everything`, `/r4/$export`). Modules with specific FHIR paths come first;
  * FhirStoreModule stays LAST.
  */
-export const FEATURE_MODULES: Type[] = [TenancyModule, AuthModule, UsersModule, FhirOperationsModule];
+export const FEATURE_MODULES: Type[] = [
+  TenancyModule,
+  AuthModule,
+  UsersModule,
+  DirectoryModule,
+  FhirOperationsModule,
+];

@@ -1,0 +1,79 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ENTRY_STATUSES, SYSTEM_TYPES } from './directory-entry';
+import type { DirectoryAddress, DirectoryEntry, EntryStatus, SystemType } from './directory-entry';
+
+/** Swagger shapes of the directory (the spec leaves the record fields open, SPEC §2.9). */
+export class DirectoryAddressDto implements DirectoryAddress {
+  @ApiProperty({ type: [String], example: ['60 HOSPITAL ROAD'] })
+  line!: string[];
+  @ApiProperty({ type: String, nullable: true, example: 'LEOMINSTER' })
+  city!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: 'MA' })
+  state!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: '01453' })
+  postalCode!: string | null;
+}
+
+export class DirectoryEntryDto implements DirectoryEntry {
+  @ApiProperty({ description: 'Stable id (the import key)', example: 'ef58ea08-d883-3957-8300-150554edc8fb' })
+  id!: string;
+  @ApiProperty({ example: 'HEALTHALLIANCE HOSPITALS, INC' })
+  name!: string;
+  @ApiProperty({ enum: SYSTEM_TYPES })
+  system_type!: SystemType;
+  @ApiProperty({ type: DirectoryAddressDto })
+  address!: DirectoryAddressDto;
+  @ApiProperty({ type: String, nullable: true, description: 'EHR or platform vendor name', example: 'Epic' })
+  ehr!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'FHIR R4 base URL to connect to',
+    example: 'https://fhir.example.org/r4',
+  })
+  fhir_base_url!: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Logo image URL' })
+  logo!: string | null;
+  @ApiProperty({ enum: ENTRY_STATUSES, description: 'Searches return active entries only' })
+  status!: EntryStatus;
+  @ApiProperty({ format: 'date-time' })
+  created_at!: string;
+  @ApiProperty({ format: 'date-time' })
+  updated_at!: string;
+}
+
+export class DirectorySearchResponseDto {
+  @ApiProperty({ description: 'Number of matching entries (all pages)', example: 42 })
+  total!: number;
+  @ApiProperty({ description: 'Start of this page in the result set', example: 0 })
+  offset!: number;
+  @ApiProperty({ type: [DirectoryEntryDto], description: 'At most 20 entries, ordered by name then id' })
+  results!: DirectoryEntryDto[];
+}
+
+export class DirectorySearchBodyDto {
+  @ApiPropertyOptional({ description: 'Words; each must start a word of name, address.line or address.city' })
+  query?: string;
+  @ApiPropertyOptional({ description: 'Start of the result set (non-negative integer)', example: '0' })
+  offset?: string;
+  @ApiPropertyOptional({ enum: SYSTEM_TYPES })
+  system_type?: string;
+}
+
+export class ClinicalListFormDto {
+  @ApiProperty()
+  client_id!: string;
+  @ApiProperty()
+  client_secret!: string;
+  @ApiPropertyOptional({ enum: SYSTEM_TYPES, default: 'HealthSystem' })
+  systemType?: string;
+  @ApiPropertyOptional({ description: 'Name filter (same word-prefix matching as /api/search)' })
+  query?: string;
+}
+
+export class ErrorBodyDto {
+  @ApiProperty({ example: 'bad_request' })
+  error!: string;
+  @ApiProperty({ example: 'offset must be a non-negative integer (got "-1")' })
+  message!: string;
+}

@@ -1,0 +1,26 @@
+import { Module } from '@nestjs/common';
+import { MongooseModule } from '@nestjs/mongoose';
+import { ClinicalSystemsController } from './clinical-systems.controller';
+import { ClinicalSystemsService } from './clinical-systems.service';
+import { DIRECTORY_ENTRY_MODEL, DirectoryEntrySchema } from './directory-entry.schema';
+import { DirectoryFhirController } from './directory-fhir.controller';
+import { DirectoryFhirService } from './directory-fhir.service';
+import { DirectorySearchController } from './directory-search.controller';
+import { DirectorySeeder } from './directory-seeder';
+import { DirectoryRepository } from './directory.repository';
+import { DirectoryService } from './directory.service';
+
+/** Provider/health-system directory: /api/search, /connect/system/clinical, /directory/r4, import, seed. */
+@Module({
+  imports: [MongooseModule.forFeature([{ name: DIRECTORY_ENTRY_MODEL, schema: DirectoryEntrySchema }])],
+  controllers: [DirectorySearchController, ClinicalSystemsController, DirectoryFhirController],
+  providers: [
+    DirectoryRepository,
+    DirectoryService,
+    DirectoryFhirService,
+    ClinicalSystemsService,
+    DirectorySeeder,
+  ],
+  exports: [DirectoryService],
+})
+export class DirectoryModule {}

@@ -1,0 +1,142 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import type { FilterQuery, Model } from 'mongoose';
+import {
+  DirectoryEntry,
+  DirectoryEntryInput,
+  entryWords,
+  escapeRegex,
+  MAX_PREFIX_LENGTH,
+  searchPrefixes,
+  sortName,
+  SystemType,
+} from './directory-entry';
+import { DIRECTORY_ENTRY_MODEL, DirectoryEntryDocument } from './directory-entry.schema';
+
+/** What the search matches: every word as a word prefix, optionally one system type, active only. */
+export interface DirectoryCriteria {
+  words: string[];
+  systemType?: SystemType;
+}
+
+export interface DirectoryPage {
+  total: number;
+  entries: DirectoryEntry[];
+}
+
+export interface UpsertCounts {
+  inserted: number;
+  updated: number;
+}
+
+/** The only code that touches the directory collection. The directory is global (not tenant data). */
+@Injectable()
+export class DirectoryRepository {
+  constructor(@InjectModel(DIRECTORY_ENTRY_MODEL) private readonly model: Model<DirectoryEntryDocument>) {}
+
+  /**
+   * Idempotent upsert by id (import, seed). One bulkWrite per batch; `created_at` is kept on
+   * update. Words and prefixes are recomputed from the stored fields so they never drift.
+   */
+  async upsertMany(inputs: readonly DirectoryEntryInput[], now = new Date()): Promise<UpsertCounts> {
+    if (inputs.length === 0) return { inserted: 0, updated: 0 };
+    const result = await this.model.bulkWrite(
+      inputs.map((input) => {
+        const words = entryWords(input);
+        const { id, ...fields } = input;
+        return {
+          updateOne: {
+            filter: { _id: id },
+            update: {
+              $set: {
+                ...fields,
+                sort_name: sortName(input.name),
+                words,
+                prefixes: searchPrefixes(words),
+                updated_at: now,
+              },
+              $setOnInsert: { created_at: now },
+            },
+            upsert: true,
+          },
+        };
+      }),
+      { ordered: false },
+    );
+    return { inserted: result.upsertedCount, updated: result.matchedCount };
+  }
+
+  async search(criteria: DirectoryCriteria, offset: number, limit: number): Promise<DirectoryPage> {
+    const filter = this.filterFor(criteria);
+    const [total, docs] = await Promise.all([
+      this.model.countDocuments(filter),
+      this.model
+        .find(filter)
+        .sort({ sort_name: 1, _id: 1 })
+        .skip(offset)
+        .limit(limit)
+        .lean<DirectoryEntryDocument[]>(),
+    ]);
+    return { total, entries: docs.map(toEntry) };
+  }
+
+  async findById(id: string): Promise<DirectoryEntry | null> {
+    const doc = await this.model.findById(id).lean<DirectoryEntryDocument>();
+    return doc ? toEntry(doc) : null;
+  }
+
+  async count(): Promise<number> {
+    return this.model.estimatedDocumentCount();
+  }
+
+  /** Every entry (any status) in id order, read in batches: `directory export`. */
+  async *streamAll(batchSize = 500): AsyncGenerator<DirectoryEntry> {
+    let after: string | null = null;
+    for (;;) {
+      const filter: FilterQuery<DirectoryEntryDocument> = after === null ? {} : { _id: { $gt: after } };
+      const docs = await this.model
+        .find(filter)
+        .sort({ _id: 1 })
+        .limit(batchSize)
+        .lean<DirectoryEntryDocument[]>();
+      for (const doc of docs) yield toEntry(doc);
+      if (docs.length < batchSize) return;
+      after = docs[docs.length - 1]._id;
+    }
+  }
+
+  private filterFor(criteria: DirectoryCriteria): FilterQuery<DirectoryEntryDocument> {
+    const filter: FilterQuery<DirectoryEntryDocument> = { status: 'active' };
+    if (criteria.systemType) filter.system_type = criteria.systemType;
+    if (criteria.words.length === 0) return filter;
+    // Values are compared by equality on stored prefixes: no operator or regex comes from input.
+    const keys = criteria.words.map((w) => w.slice(0, MAX_PREFIX_LENGTH));
+    filter.prefixes = keys.length === 1 ? keys[0] : { $all: keys };
+    const long = criteria.words.filter((w) => w.length > MAX_PREFIX_LENGTH);
+    if (long.length > 0) {
+      // Rare (a query word over 15 characters): the prefix narrows, an anchored literal regex confirms.
+      filter.$and = long.map((w) => ({ words: { $regex: `^${escapeRegex(w)}` } }));
+    }
+    return filter;
+  }
+}
+
+function toEntry(doc: DirectoryEntryDocument): DirectoryEntry {
+  return {
+    id: doc._id,
+    name: doc.name,
+    system_type: doc.system_type as SystemType,
+    address: {
+      line: doc.address?.line ?? [],
+      city: doc.address?.city ?? null,
+      state: doc.address?.state ?? null,
+      postalCode: doc.address?.postalCode ?? null,
+    },
+    ehr: doc.ehr ?? null,
+    fhir_base_url: doc.fhir_base_url ?? null,
+    logo: doc.logo ?? null,
+    status: doc.status as DirectoryEntry['status'],
+    created_at: new Date(doc.created_at).toISOString(),
+    updated_at: new Date(doc.updated_at).toISOString(),
+  };
+}

@@ -1,0 +1,159 @@
+import { BadRequestException, Inject, Injectable } from '@nestjs/common';
+import { SETTINGS } from '../../config/config.module';
+import { Settings } from '../../config/settings';
+import {
+  DirectoryEntry,
+  DirectoryEntryInput,
+  parseQueryWords,
+  SYSTEM_TYPES,
+  SystemType,
+  validateEntry,
+} from './directory-entry';
+import { ParsedRecord } from './directory-import-parser';
+import { DirectoryPage, DirectoryRepository } from './directory.repository';
+
+/** Results per page of `/api/search` (issue 8 item 2). */
+export const SEARCH_PAGE_SIZE = 20;
+/** Most entries one clinical-list answer holds; `X-Total-Count` tells the full count. */
+export const CLINICAL_LIST_MAX = 500;
+const IMPORT_BATCH = 500;
+
+/** Raw inputs of `/api/search` (query string, or body fields on POST). */
+export interface SearchInput {
+  query?: unknown;
+  offset?: unknown;
+  system_type?: unknown;
+}
+
+export interface SearchResult {
+  total: number;
+  offset: number;
+  results: DirectoryEntry[];
+}
+
+export interface ImportSummary {
+  inserted: number;
+  updated: number;
+  rejected: { line: number; reason: string }[];
+}
+
+export interface ImportProgress {
+  /** Line of the record just read (the parsers yield in file order). */
+  line: number;
+}
+
+function optionalString(value: unknown, name: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new BadRequestException(`${name} must be a single string`);
+  return value;
+}
+
+/** Parses a system type (`system_type` on search, `systemType` on the clinical list): exact names. */
+export function parseSystemType(value: unknown, name: string): SystemType | undefined {
+  const raw = optionalString(value, name);
+  if (raw === undefined || raw === '') return undefined;
+  if (!SYSTEM_TYPES.includes(raw as SystemType)) {
+    throw new BadRequestException(`${name} must be one of ${SYSTEM_TYPES.join(', ')} (got "${raw}")`);
+  }
+  return raw as SystemType;
+}
+
+@Injectable()
+export class DirectoryService {
+  constructor(
+    private readonly repository: DirectoryRepository,
+    @Inject(SETTINGS) private readonly settings: Settings,
+  ) {}
+
+  /** `/api/search`: every query word must start some word of name, address.line or address.city. */
+  async search(input: SearchInput): Promise<SearchResult> {
+    const query = optionalString(input.query, 'query');
+    const systemType = parseSystemType(input.system_type, 'system_type');
+    const offset = this.parseOffset(input.offset);
+    const page = await this.find(query, systemType, offset, SEARCH_PAGE_SIZE);
+    return { total: page.total, offset, results: page.entries };
+  }
+
+  /** `/connect/system/clinical`: the supported systems of one type (default HealthSystem), by name. */
+  async clinicalList(systemTypeInput: unknown, queryInput: unknown): Promise<DirectoryPage> {
+    const systemType = parseSystemType(systemTypeInput, 'systemType') ?? 'HealthSystem';
+    const query = optionalString(queryInput, 'query');
+    return this.find(query, systemType, 0, CLINICAL_LIST_MAX);
+  }
+
+  /** Search shared by the FHIR view (which parses its own parameters). */
+  async find(query: string | undefined, systemType: SystemType | undefined, offset: number, limit: number) {
+    const parsed = parseQueryWords(query);
+    if (parsed.matchesNothing) return { total: 0, entries: [] };
+    return this.repository.search({ words: parsed.words, systemType }, offset, limit);
+  }
+
+  async findById(id: string): Promise<DirectoryEntry | null> {
+    return this.repository.findById(id);
+  }
+
+  /** The deepest offset served: SEARCH_MAX_SKIP (a deeper page is a scan, not a picker). */
+  get maxOffset(): number {
+    return this.settings.searchMaxSkip;
+  }
+
+  private parseOffset(value: unknown): number {
+    // A JSON body may carry the offset as a number; the query string always as text.
+    const raw = typeof value === 'number' ? String(value) : optionalString(value, 'offset');
+    if (raw === undefined || raw.trim() === '') return 0;
+    if (!/^\d+$/.test(raw.trim())) {
+      throw new BadRequestException(`offset must be a non-negative integer (got "${raw}")`);
+    }
+    const offset = Number(raw.trim());
+    if (!Number.isSafeInteger(offset) || offset > this.maxOffset) {
+      throw new BadRequestException(`offset must be at most ${this.maxOffset}`);
+    }
+    return offset;
+  }
+
+  /**
+   * Idempotent upsert of parsed records by id. Bad records are collected with their line and
+   * reason; the rest load in batches. A repeated id inside one batch flushes the batch first,
+   * so the later line wins, as it would line by line.
+   */
+  async importRecords(
+    records: Iterable<ParsedRecord>,
+    onProgress?: (p: ImportProgress) => void,
+  ): Promise<ImportSummary> {
+    const summary: ImportSummary = { inserted: 0, updated: 0, rejected: [] };
+    let batch = new Map<string, DirectoryEntryInput>();
+    const flush = async () => {
+      if (batch.size === 0) return;
+      const counts = await this.repository.upsertMany([...batch.values()]);
+      summary.inserted += counts.inserted;
+      summary.updated += counts.updated;
+      batch = new Map();
+    };
+    for (const item of records) {
+      onProgress?.({ line: item.line });
+      if ('error' in item) {
+        summary.rejected.push({ line: item.line, reason: item.error });
+        continue;
+      }
+      const checked = validateEntry(item.record);
+      if (!checked.ok) {
+        summary.rejected.push({ line: item.line, reason: checked.reason });
+        continue;
+      }
+      if (batch.has(checked.entry.id)) await flush();
+      batch.set(checked.entry.id, checked.entry);
+      if (batch.size >= IMPORT_BATCH) await flush();
+    }
+    await flush();
+    return summary;
+  }
+
+  /** Every entry as NDJSON lines, in id order (re-importable as is). */
+  async *exportNdjson(): AsyncGenerator<string> {
+    for await (const entry of this.repository.streamAll()) yield `${JSON.stringify(entry)}\n`;
+  }
+
+  async count(): Promise<number> {
+    return this.repository.count();
+  }
+}

@@ -1,7 +1,7 @@
 import { Prop, Schema, SchemaFactory } from '@nestjs/mongoose';
 
 /**
- * Authorization codes (SPEC §2.3): random, stored only as their SHA-256 (`_id`), bound to client
+ * Authorization codes (SPEC §2.3): random, stored only as their SHA-256 (`_id`, prefixed by the client id), bound to client
  * (`c`), user (`u`) and scope, single use, expiring after AUTH_CODE_TTL.
  */
 @Schema({ collection: 'auth_codes', versionKey: false })
@@ -38,7 +38,7 @@ export const AuthCodeSchema = SchemaFactory.createForClass(AuthCodeDoc);
 AuthCodeSchema.index({ expiresAt: 1 });
 
 /**
- * Refresh tokens, stored as SHA-256 (`_id`). Each exchange marks the presented token used and
+ * Refresh tokens, stored as `${client_id}|SHA-256` (`_id`). Each exchange marks the presented token used and
  * issues the next one in the same `family`; presenting a used token again revokes the family
  * (OAuth 2.0 Security BCP, RFC 9700 §4.14.2).
  */

@@ -100,7 +100,8 @@ export class GrantService {
   /** grant_type=authorization_code (RFC 6749 §4.1.3). */
   async exchangeCode(client: ClientRecord, code: string): Promise<TokenSet> {
     const hash = sha256(code);
-    const record = await this.repo.consumeCode(client, hash);
+    const family = randomUUID();
+    const record = await this.repo.consumeCode(client, hash, family);
     if (!record) {
       // A second use of a code: revoke what the first use issued (RFC 6749 §4.1.2).
       const previous = await this.repo.findCode(client, hash);
@@ -109,8 +110,6 @@ export class GrantService {
     }
     if (record.expiresAt.getTime() <= Date.now())
       throw new OAuthError('invalid_grant', 'the code has expired');
-    const family = randomUUID();
-    await this.repo.setCodeFamily(client, hash, family);
     return this.issueUserTokens(
       client,
       { userId: record.u, appUserId: record.app_user_id },

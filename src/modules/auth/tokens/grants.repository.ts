@@ -4,6 +4,15 @@ import type { Model } from 'mongoose';
 import { ClientScope, clientFilter } from '../../../tenancy/tenant-context';
 import { AuthCodeDoc, RefreshTokenDoc } from './grant.schemas';
 
+/**
+ * `_id` = `${client_id}|${sha256}`: the client is part of the key, so every lookup is one `_id`
+ * equality (the filter FerretDB's SQLite backend pushes down) and another client's code or
+ * token simply does not exist under this client's key.
+ */
+function grantKey(scope: ClientScope, hash: string): string {
+  return `${clientFilter(scope).c}|${hash}`;
+}
+
 export type NewAuthCode = Omit<AuthCodeDoc, 'c' | 'used' | 'family'>;
 export type NewRefreshToken = Omit<RefreshTokenDoc, 'c' | 'used' | 'revoked'>;
 
@@ -16,49 +25,48 @@ export class GrantsRepository {
   ) {}
 
   async insertCode(scope: ClientScope, code: NewAuthCode): Promise<void> {
-    await this.codes.create({ ...code, ...clientFilter(scope), used: false });
+    await this.codes.create({ ...code, _id: grantKey(scope, code._id), ...clientFilter(scope), used: false });
   }
 
   /**
-   * Marks the code used in one atomic update and returns it as it was, or null when no unused
+   * Marks the code used (recording the token family it starts) in one atomic update and returns it as it was, or null when no unused
    * code of this client has this hash (unknown, another client's, or already used).
    */
-  async consumeCode(scope: ClientScope, hash: string): Promise<AuthCodeDoc | null> {
+  async consumeCode(scope: ClientScope, hash: string, family: string): Promise<AuthCodeDoc | null> {
     return this.codes
-      .findOneAndUpdate({ _id: hash, ...clientFilter(scope), used: false }, { $set: { used: true } })
+      .findOneAndUpdate({ _id: grantKey(scope, hash), used: false }, { $set: { used: true, family } })
       .lean()
       .exec();
   }
 
   async findCode(scope: ClientScope, hash: string): Promise<AuthCodeDoc | null> {
     return this.codes
-      .findOne({ _id: hash, ...clientFilter(scope) })
+      .findOne({ _id: grantKey(scope, hash) })
       .lean()
       .exec();
   }
 
-  async setCodeFamily(scope: ClientScope, hash: string, family: string): Promise<void> {
-    await this.codes.updateOne({ _id: hash, ...clientFilter(scope) }, { $set: { family } }).exec();
-  }
-
   async insertRefreshToken(scope: ClientScope, token: NewRefreshToken): Promise<void> {
-    await this.refreshTokens.create({ ...token, ...clientFilter(scope), used: false, revoked: false });
+    await this.refreshTokens.create({
+      ...token,
+      _id: grantKey(scope, token._id),
+      ...clientFilter(scope),
+      used: false,
+      revoked: false,
+    });
   }
 
   /** Atomically marks a live refresh token used; returns it as it was, or null. */
   async consumeRefreshToken(scope: ClientScope, hash: string): Promise<RefreshTokenDoc | null> {
     return this.refreshTokens
-      .findOneAndUpdate(
-        { _id: hash, ...clientFilter(scope), used: false, revoked: false },
-        { $set: { used: true } },
-      )
+      .findOneAndUpdate({ _id: grantKey(scope, hash), used: false, revoked: false }, { $set: { used: true } })
       .lean()
       .exec();
   }
 
   async findRefreshToken(scope: ClientScope, hash: string): Promise<RefreshTokenDoc | null> {
     return this.refreshTokens
-      .findOne({ _id: hash, ...clientFilter(scope) })
+      .findOne({ _id: grantKey(scope, hash) })
       .lean()
       .exec();
   }

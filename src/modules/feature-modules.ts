@@ -4,6 +4,7 @@ import { AuthModule } from './auth/auth.module';
 import { UsersModule } from './users/users.module';
 import { DirectoryModule } from './directory/directory.module';
 import { FhirOperationsModule } from './fhir-operations/fhir-operations.module';
+import { PurgeModule } from './purge/purge.module';
 
 /**
  * The feature modules of the service (DESIGN.md §2). Each feature adds its module here in one
@@ -20,4 +21,5 @@ export const FEATURE_MODULES: Type[] = [
   UsersModule,
   DirectoryModule,
   FhirOperationsModule,
+  PurgeModule,
 ];

@@ -90,20 +90,29 @@ export class PurgeRepository {
     return result.deletedCount;
   }
 
-  /** Counts per type of what a purge would remove: resources and their versions (dry-run). */
+  /**
+   * Counts per type of what a purge would remove: resources and their versions (dry-run). Summed
+   * here from a key-only scan: FerretDB 1.x answers 0 for `$sum` over a field in `$group`.
+   */
   async countMatchingByType(
     ctx: TenantContext,
     selection: PurgeSelection,
     maxTimeMs: number,
   ): Promise<TypeCount[]> {
-    const groups = await this.resources
-      .aggregate<{ _id: string; resources: number; versions: number }>([
-        { $match: this.currentFilter(ctx, selection) },
-        { $group: { _id: '$t', resources: { $sum: 1 }, versions: { $sum: '$vid' } } },
-      ])
-      .option({ maxTimeMS: maxTimeMs })
-      .exec();
-    return groups.map((g) => ({ type: g._id, resources: g.resources, versions: g.versions }));
+    const counts = new Map<string, TypeCount>();
+    const cursor = this.resources
+      .find(this.currentFilter(ctx, selection), { _id: 0, t: 1, vid: 1 })
+      .maxTimeMS(maxTimeMs)
+      .batchSize(5000)
+      .lean<Pick<PurgeResourceDoc, 't' | 'vid'>>()
+      .cursor();
+    for await (const doc of cursor) {
+      const count = counts.get(doc.t) ?? { type: doc.t, resources: 0, versions: 0 };
+      count.resources += 1;
+      count.versions += doc.vid;
+      counts.set(doc.t, count);
+    }
+    return [...counts.values()];
   }
 
   async countMatching(ctx: TenantContext, selection: PurgeSelection, maxTimeMs: number): Promise<number> {

@@ -1,0 +1,373 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  entryIdSource,
+  issue,
+  newResourceId,
+  operationOutcome,
+  OperationOutcomeError,
+  parseRequestUrl,
+  parseVersionEtag,
+  rewritePlaceholders,
+  transactionResponseJson,
+  versionEtag,
+  type EntryMethod,
+  type FhirVersion,
+  type TransactionResponseEntry,
+} from '@app/fhir';
+import { mapError } from '../../common/error-mapping';
+import { SETTINGS } from '../../config/config.module';
+import type { Settings } from '../../config/settings';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import { idParam, typeParam, type FhirReply } from './fhir-reply';
+import { assertValid, FhirStoreService, type QueryParams } from './fhir-store.service';
+import type { ResourceDoc } from './resource-documents';
+import { ResourceRepository } from './resource.repository';
+import { ResourceWriter, type WrittenVersion } from './resource-writer';
+
+/** SPEC §8: resources per posted bundle. */
+export const MAX_BUNDLE_ENTRIES = 20;
+
+const METHODS = new Set<EntryMethod>(['GET', 'POST', 'PUT', 'DELETE']);
+/** https://hl7.org/fhir/R4/http.html#trules: deletes, then creates and updates, then reads. */
+const PROCESSING_ORDER: Record<EntryMethod, number> = { DELETE: 0, POST: 1, PUT: 1, GET: 2 };
+
+const REASON: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  400: 'Bad Request',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  410: 'Gone',
+  412: 'Precondition Failed',
+  422: 'Unprocessable Entity',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+interface RequestEntry {
+  index: number;
+  method: EntryMethod;
+  url: string;
+  fullUrl?: string;
+  ifMatch?: string;
+  resource?: Record<string, unknown>;
+}
+
+/** A POST/PUT entry once its type and id are known. */
+interface WritePlan {
+  entry: RequestEntry;
+  type: string;
+  id: string;
+  resource: Record<string, unknown>;
+  ifMatch?: number;
+}
+
+const statusLine = (status: number) => `${status} ${REASON[status] ?? ''}`.trim();
+
+/**
+ * `POST /{v}` with a `transaction` or `batch` Bundle (SPEC §4.4, §8): at most 20 entries, each
+ * validated and stored independently (valid entries stored, invalid ones not), `urn:uuid:`
+ * placeholders resolved everywhere first. New resources go to the database in one bulk insert
+ * with their history rows and Provenances in one more; existing ids fall back to the per-entry
+ * compare-and-set path.
+ */
+@Injectable()
+export class BundleService {
+  constructor(
+    private readonly repository: ResourceRepository,
+    private readonly writer: ResourceWriter,
+    private readonly store: FhirStoreService,
+    @Inject(SETTINGS) private readonly settings: Settings,
+  ) {}
+
+  async process(
+    ctx: TenantContext,
+    version: FhirVersion,
+    body: Record<string, unknown>,
+    prefer?: string,
+  ): Promise<FhirReply> {
+    const { kind, entries } = readBundle(body);
+    const responses: TransactionResponseEntry[] = new Array<TransactionResponseEntry>(entries.length);
+    const fail = (index: number, error: unknown) => (responses[index] = failureEntry(error));
+    const plans = this.plan(version, entries, fail);
+    const ordered = [...entries].sort((a, b) => PROCESSING_ORDER[a.method] - PROCESSING_ORDER[b.method]);
+    for (const entry of ordered.filter((e) => e.method === 'DELETE')) {
+      await this.settle(entry.index, responses, () => this.deleteEntry(ctx, version, entry));
+    }
+    await this.writeAll(ctx, version, plans, responses, prefer === 'return=representation');
+    for (const entry of ordered.filter((e) => e.method === 'GET')) {
+      await this.settle(entry.index, responses, () => this.readEntry(ctx, version, entry));
+    }
+    return { status: 200, body: transactionResponseJson(`${kind}-response`, responses) };
+  }
+
+  /** Types, ids and placeholder replacements of every POST/PUT entry; invalid entries fail here. */
+  private plan(
+    version: FhirVersion,
+    entries: RequestEntry[],
+    fail: (index: number, error: unknown) => void,
+  ): WritePlan[] {
+    const replacements = new Map<string, string>();
+    const plans: WritePlan[] = [];
+    for (const entry of entries) {
+      if (entry.method !== 'POST' && entry.method !== 'PUT') continue;
+      try {
+        const plan = planWrite(version, entry);
+        if (entry.fullUrl?.startsWith('urn:')) replacements.set(entry.fullUrl, `${plan.type}/${plan.id}`);
+        plans.push(plan);
+      } catch (error) {
+        fail(entry.index, error);
+      }
+    }
+    const valid: WritePlan[] = [];
+    for (const plan of plans) {
+      plan.resource = rewritePlaceholders(plan.resource, replacements);
+      try {
+        assertValid(version, plan.resource, plan.type);
+        valid.push(plan);
+      } catch (error) {
+        fail(plan.entry.index, error);
+      }
+    }
+    return valid;
+  }
+
+  /**
+   * Fast path: one look-up of every key, one bulk insert of the new resources, one bulk write of
+   * their history rows and Provenances. Existing ids, repeated ids and conditional updates go
+   * through the per-entry compare-and-set path, in bundle order.
+   */
+  private async writeAll(
+    ctx: TenantContext,
+    version: FhirVersion,
+    plans: WritePlan[],
+    responses: TransactionResponseEntry[],
+    representation: boolean,
+  ): Promise<void> {
+    const keyOf = (plan: WritePlan) => this.repository.key(ctx, version, plan.type, plan.id);
+    const seen = new Set<string>();
+    const bulk: WritePlan[] = [];
+    const single: WritePlan[] = [];
+    for (const plan of plans) {
+      const key = keyOf(plan);
+      (seen.has(key) || plan.ifMatch !== undefined ? single : bulk).push(plan);
+      seen.add(key);
+    }
+    const existing = await this.repository.findManyInClient(ctx, bulk.map(keyOf));
+    const lastUpdated = new Date();
+    const fresh: Array<[WritePlan, ResourceDoc]> = [];
+    const known = new Map<WritePlan, ResourceDoc | undefined>();
+    for (const plan of bulk) {
+      const current = existing.get(keyOf(plan));
+      if (current) known.set(plan, current);
+      else {
+        try {
+          fresh.push([
+            plan,
+            this.writer.buildDoc(ctx, version, plan.type, plan.id, 1, lastUpdated, plan.resource),
+          ]);
+        } catch (error) {
+          responses[plan.entry.index] = failureEntry(error);
+        }
+      }
+    }
+    const conflicts = await this.repository.insertCurrentMany(fresh.map(([, doc]) => doc));
+    const inserted = fresh.filter(([, doc]) => !conflicts.has(doc._id));
+    for (const [plan, doc] of fresh) if (conflicts.has(doc._id)) known.set(plan, undefined);
+    await this.writer.complete(
+      ctx,
+      version,
+      inserted.map(([, doc]) => ({ previous: null, doc })),
+    );
+    for (const [plan, doc] of inserted)
+      responses[plan.entry.index] = this.writtenEntry(version, { doc, created: true }, representation);
+    const slow = plans.filter((plan) => known.has(plan) || single.includes(plan));
+    for (const plan of slow) {
+      await this.settle(plan.entry.index, responses, async () => {
+        const current = known.get(plan);
+        const written = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
+          ifMatch: plan.ifMatch,
+          ...(current ? { known: current } : {}),
+        });
+        return this.writtenEntry(version, written, representation);
+      });
+    }
+  }
+
+  private writtenEntry(
+    version: FhirVersion,
+    written: WrittenVersion,
+    representation: boolean,
+  ): TransactionResponseEntry {
+    const { doc } = written;
+    const entry: TransactionResponseEntry = {
+      fullUrl: `${this.settings.urls.base}/${version}/${doc.t}/${doc.id}`,
+      response: {
+        status: statusLine(written.created ? 201 : 200),
+        location: `${doc.t}/${doc.id}/_history/${doc.vid}`,
+        etag: versionEtag(doc.vid),
+        lastModified: doc.lu.toISOString(),
+      },
+    };
+    if (representation && doc.json) entry.resourceJson = doc.json;
+    return entry;
+  }
+
+  private async deleteEntry(
+    ctx: TenantContext,
+    version: FhirVersion,
+    entry: RequestEntry,
+  ): Promise<TransactionResponseEntry> {
+    const target = parseRequestUrl(entry.url);
+    if (!target?.id || target.versionId || target.query) {
+      throw OperationOutcomeError.invalid(`DELETE needs a url Type/id (got "${entry.url}")`);
+    }
+    const reply = await this.store.delete(ctx, version, typeParam(version, target.type), idParam(target.id));
+    return {
+      response: { status: statusLine(reply.status), outcome: reply.body as never, etag: reply.headers?.ETag },
+    };
+  }
+
+  private async readEntry(
+    ctx: TenantContext,
+    version: FhirVersion,
+    entry: RequestEntry,
+  ): Promise<TransactionResponseEntry> {
+    const target = parseRequestUrl(entry.url);
+    if (!target) throw OperationOutcomeError.invalid(`cannot read url "${entry.url}"`);
+    const type = typeParam(version, target.type);
+    let reply: FhirReply;
+    if (target.id === undefined) {
+      const query: QueryParams = {};
+      for (const [name, value] of new URLSearchParams(target.query ?? '')) query[name] = value;
+      reply = await this.store.search(ctx, version, type, query);
+    } else if (target.versionId !== undefined) {
+      reply = await this.store.vread(ctx, version, type, idParam(target.id), target.versionId);
+    } else {
+      reply = await this.store.read(ctx, version, type, idParam(target.id));
+    }
+    const body = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
+    return {
+      resourceJson: body,
+      response: { status: statusLine(reply.status), etag: reply.headers?.ETag },
+    };
+  }
+
+  /** Runs one entry; its failure becomes that entry's response, never the bundle's. */
+  private async settle(
+    index: number,
+    responses: TransactionResponseEntry[],
+    run: () => Promise<TransactionResponseEntry>,
+  ): Promise<void> {
+    try {
+      responses[index] = await run();
+    } catch (error) {
+      responses[index] = failureEntry(error);
+    }
+  }
+}
+
+/** Whole-bundle checks (nothing is stored when one fails): type, size, every entry's request. */
+function readBundle(body: Record<string, unknown>): {
+  kind: 'transaction' | 'batch';
+  entries: RequestEntry[];
+} {
+  if (body.resourceType !== 'Bundle') {
+    throw OperationOutcomeError.invalid(
+      `POST /{version} takes a Bundle (got resourceType ${JSON.stringify(body.resourceType)})`,
+      'resourceType',
+    );
+  }
+  if (body.type !== 'transaction' && body.type !== 'batch') {
+    throw OperationOutcomeError.invalid(
+      `Bundle.type must be transaction or batch (got ${JSON.stringify(body.type)})`,
+      'Bundle.type',
+    );
+  }
+  const rawEntries = body.entry ?? [];
+  if (!Array.isArray(rawEntries))
+    throw OperationOutcomeError.invalid('Bundle.entry must be an array', 'Bundle.entry');
+  if (rawEntries.length > MAX_BUNDLE_ENTRIES) {
+    throw OperationOutcomeError.invalid(
+      `a posted Bundle holds at most ${MAX_BUNDLE_ENTRIES} entries (got ${rawEntries.length}); nothing was stored`,
+      'Bundle.entry',
+    );
+  }
+  const problems: string[] = [];
+  const entries = rawEntries.map((raw: unknown, index): RequestEntry => {
+    const path = `Bundle.entry[${index}]`;
+    const entry = (raw ?? {}) as Record<string, unknown>;
+    const request = entry.request as Record<string, unknown> | undefined;
+    const method = typeof request?.method === 'string' ? request.method.toUpperCase() : undefined;
+    if (typeof raw !== 'object' || raw === null || !request || typeof request !== 'object') {
+      problems.push(`${path} has no request`);
+    } else if (!method || !METHODS.has(method as EntryMethod)) {
+      problems.push(`${path}.request.method must be GET, POST, PUT or DELETE`);
+    } else if (typeof request.url !== 'string' || request.url.trim() === '') {
+      problems.push(`${path}.request.url is missing`);
+    }
+    const resource = entry.resource;
+    return {
+      index,
+      method: (method ?? 'GET') as EntryMethod,
+      url: typeof request?.url === 'string' ? request.url : '',
+      fullUrl: typeof entry.fullUrl === 'string' ? entry.fullUrl : undefined,
+      ifMatch: typeof request?.ifMatch === 'string' ? request.ifMatch : undefined,
+      resource:
+        resource && typeof resource === 'object' && !Array.isArray(resource)
+          ? (resource as Record<string, unknown>)
+          : undefined,
+    };
+  });
+  if (problems.length > 0) {
+    throw new OperationOutcomeError('invalid', problems.join('; '), {
+      status: 400,
+      issues: problems.map((p) => issue('required', `${p}; nothing was stored`, { path: p.split(' ')[0] })),
+    });
+  }
+  return { kind: body.type, entries };
+}
+
+/** Type and id of a POST/PUT entry (SPEC §4.4 id rules). */
+function planWrite(version: FhirVersion, entry: RequestEntry): WritePlan {
+  const target = parseRequestUrl(entry.url);
+  if (!entry.resource) throw OperationOutcomeError.invalid(`${entry.method} entry has no resource`);
+  if (!target) throw OperationOutcomeError.invalid(`cannot read request.url "${entry.url}"`);
+  const type = typeParam(version, target.type);
+  let ifMatch: number | undefined;
+  if (entry.ifMatch !== undefined) {
+    ifMatch = parseVersionEtag(entry.ifMatch);
+    if (ifMatch === undefined)
+      throw new OperationOutcomeError('conflict', `ifMatch "${entry.ifMatch}" is not a version ETag`, {
+        status: 412,
+      });
+  }
+  if (entry.method === 'PUT') {
+    if (target.id === undefined)
+      throw OperationOutcomeError.invalid(`PUT needs a url Type/id (got "${entry.url}")`);
+    const id = idParam(target.id);
+    if (entry.resource.id !== undefined && entry.resource.id !== id) {
+      throw OperationOutcomeError.invalid(
+        `resource.id ${JSON.stringify(entry.resource.id)} differs from the id in request.url (${id})`,
+        'id',
+      );
+    }
+    return { entry, type, id, resource: { ...entry.resource, id }, ifMatch };
+  }
+  if (target.id !== undefined)
+    throw OperationOutcomeError.invalid(`POST url must be a resource type (got "${entry.url}")`);
+  const source = entryIdSource(type, entry.fullUrl, entry.resource.id);
+  if (source.kind === 'invalid') throw OperationOutcomeError.invalid(source.message, 'id');
+  const id = source.kind === 'chosen' ? source.id : newResourceId();
+  return { entry, type, id, resource: { ...entry.resource, id }, ifMatch };
+}
+
+function failureEntry(error: unknown): TransactionResponseEntry {
+  const mapped = mapError(error);
+  const outcome =
+    error instanceof OperationOutcomeError
+      ? error.outcome
+      : operationOutcome([issue(mapped.code, mapped.message)]);
+  return { response: { status: statusLine(mapped.status), outcome } };
+}

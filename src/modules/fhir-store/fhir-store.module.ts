@@ -1,0 +1,28 @@
+import { Module } from '@nestjs/common';
+import { BundleService } from './bundle.service';
+import { FhirRouteGuard } from './fhir-route.guard';
+import { FhirStoreController } from './fhir-store.controller';
+import { FhirStoreService } from './fhir-store.service';
+import { ResourceRepository } from './resource.repository';
+import { ResourceWriter } from './resource-writer';
+import { StoreCheckService } from './store-check.service';
+import { StoreMaintenanceRepository } from './store-maintenance.repository';
+
+/**
+ * The FHIR store (issue 4): versions, CRUD, history, deletes, transaction/batch bundles, basic
+ * search. Exports the repository and services the search, export and purge modules build on.
+ */
+@Module({
+  controllers: [FhirStoreController],
+  providers: [
+    ResourceRepository,
+    ResourceWriter,
+    FhirStoreService,
+    BundleService,
+    FhirRouteGuard,
+    StoreCheckService,
+    StoreMaintenanceRepository,
+  ],
+  exports: [ResourceRepository, ResourceWriter, FhirStoreService],
+})
+export class FhirStoreModule {}

@@ -1,0 +1,330 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  deletedOutcome,
+  deletedVersionOutcome,
+  issue,
+  OperationOutcomeError,
+  pagingLinks,
+  parseVersionEtag,
+  searchsetBundleJson,
+  validateResource,
+  versionEtag,
+  type FhirVersion,
+  type SearchsetEntry,
+} from '@app/fhir';
+import { SETTINGS } from '../../config/config.module';
+import type { Settings } from '../../config/settings';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import type { FhirReply } from './fhir-reply';
+import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
+import { ResourceRepository } from './resource.repository';
+import { ResourceWriter, type WrittenVersion } from './resource-writer';
+
+export type QueryParams = Record<string, string | string[] | undefined>;
+
+/** Default and largest page size of searches and history (SPEC §8: 10 per bundle by default). */
+export const DEFAULT_PAGE_SIZE = 10;
+export const MAX_PAGE_SIZE = 100;
+
+/** Parameters about the answer, not the match (https://hl7.org/fhir/R4/http.html#parameters). */
+const RESULT_PARAMS = new Set(['_count', '_skip', '_format', '_pretty']);
+
+/** Throws the validation issues of a resource as one OperationOutcome (400), all issues at once. */
+export function assertValid(version: FhirVersion, resource: unknown, expectedType: string): void {
+  const issues = validateResource(version, resource, expectedType);
+  const errors = issues.filter((i) => i.severity === 'error');
+  if (errors.length === 0) return;
+  throw new OperationOutcomeError('invalid', `${errors.length} validation error(s)`, {
+    status: 400,
+    issues: issues.map((i) => issue(i.code, i.message, { severity: i.severity, path: i.path })),
+  });
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[value.length - 1] : value;
+}
+
+/** The versions' behaviour: create, read, versioned read, history, update, deletes, basic search. */
+@Injectable()
+export class FhirStoreService {
+  constructor(
+    private readonly repository: ResourceRepository,
+    private readonly writer: ResourceWriter,
+    @Inject(SETTINGS) private readonly settings: Settings,
+  ) {}
+
+  private resourceUrl(version: FhirVersion, type: string, id: string): string {
+    return `${this.settings.urls.base}/${version}/${type}/${id}`;
+  }
+
+  /** 201/200 with the stored resource, Location and ETag (SPEC §4.4). */
+  writeReply(version: FhirVersion, written: WrittenVersion): FhirReply {
+    const { doc } = written;
+    return {
+      status: written.created ? 201 : 200,
+      body: doc.json ?? '{}',
+      headers: {
+        Location: `${this.resourceUrl(version, doc.t, doc.id)}/_history/${doc.vid}`,
+        ETag: versionEtag(doc.vid),
+        'Last-Modified': doc.lu.toUTCString(),
+      },
+    };
+  }
+
+  /** `POST /{v}/{type}`: a client-supplied id adds a version to the caller's own resource (§4.4). */
+  async create(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    resource: Record<string, unknown>,
+  ): Promise<FhirReply> {
+    assertValid(version, resource, type);
+    const written =
+      typeof resource.id === 'string'
+        ? await this.writer.upsert(ctx, version, type, resource.id, resource)
+        : await this.writer.createWithNewId(ctx, version, type, resource);
+    return this.writeReply(version, written);
+  }
+
+  /** `PUT /{v}/{type}/{id}`: update or create-on-update; `If-Match` must name the current version. */
+  async update(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+    resource: Record<string, unknown>,
+    ifMatchHeader?: string,
+  ): Promise<FhirReply> {
+    if (resource.id === undefined) {
+      throw OperationOutcomeError.invalid(
+        'the resource must carry its id on update (https://hl7.org/fhir/R4/http.html#update)',
+        'id',
+      );
+    }
+    if (resource.id !== id) {
+      throw OperationOutcomeError.invalid(
+        `the id in the body (${JSON.stringify(resource.id)}) differs from the id in the URL (${id})`,
+        'id',
+      );
+    }
+    assertValid(version, resource, type);
+    let ifMatch: number | undefined;
+    if (ifMatchHeader !== undefined) {
+      ifMatch = parseVersionEtag(ifMatchHeader);
+      if (ifMatch === undefined) {
+        throw new OperationOutcomeError(
+          'conflict',
+          `If-Match "${ifMatchHeader}" is not a version ETag such as W/"1"`,
+          { status: 412 },
+        );
+      }
+    }
+    return this.writeReply(version, await this.writer.upsert(ctx, version, type, id, resource, { ifMatch }));
+  }
+
+  async read(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<FhirReply> {
+    const doc = await this.repository.findCurrent(ctx, this.repository.key(ctx, version, type, id));
+    if (!doc) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
+    const headers = { ETag: versionEtag(doc.vid), 'Last-Modified': doc.lu.toUTCString() };
+    if (doc.del || doc.json === null) {
+      // SPEC §3.1: 410 with an OperationOutcome; earlier versions stay readable by versioned read.
+      throw new OperationOutcomeError('deleted', `${type}/${id} was deleted (version ${doc.vid})`, {
+        status: 410,
+        headers,
+      });
+    }
+    return { status: 200, body: doc.json, headers };
+  }
+
+  async vread(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+    vidParam: string,
+  ): Promise<FhirReply> {
+    const { key, current, vid } = await this.versionOf(ctx, version, type, id, vidParam);
+    // The current version's row may be missing after a crash (write protocol step 3): use the current doc.
+    const row =
+      (await this.repository.findHistoryRow(ctx, key, vid)) ??
+      (vid === current.vid ? historyOf(current) : null);
+    if (!row || row.gone)
+      throw OperationOutcomeError.notFound(`version ${vid} of ${type}/${id} has been deleted`);
+    const headers = { ETag: versionEtag(row.vid), 'Last-Modified': row.lu.toUTCString() };
+    if (row.del || row.json === null) {
+      throw new OperationOutcomeError('deleted', `${type}/${id} was deleted in version ${vid}`, {
+        status: 410,
+        headers,
+      });
+    }
+    return { status: 200, body: row.json, headers };
+  }
+
+  /** The current document and a version number of it that exists (1 … current), else 404. */
+  private async versionOf(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+    vidParam: string,
+  ): Promise<{ key: string; current: ResourceDoc; vid: number }> {
+    const key = this.repository.key(ctx, version, type, id);
+    const current = await this.repository.findCurrent(ctx, key);
+    const vid = /^\d{1,15}$/.test(vidParam) ? Number(vidParam) : NaN;
+    if (!current || !(vid >= 1 && vid <= current.vid)) {
+      throw OperationOutcomeError.notFound(`${type}/${id}/_history/${vidParam} is not known`);
+    }
+    return { key, current, vid };
+  }
+
+  /** Every version, newest first, deleted ones as OperationOutcome entries (SPEC §3.1, §4.5). */
+  async history(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+    query: QueryParams,
+  ): Promise<FhirReply> {
+    const key = this.repository.key(ctx, version, type, id);
+    const { count, skip } = this.paging(query);
+    const current = await this.repository.findCurrent(ctx, key);
+    if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
+    const rows = mergeCurrent(await this.repository.historyRows(ctx, key), current);
+    const page = rows.slice(skip, skip + count);
+    const url = this.resourceUrl(version, type, id);
+    const entries = page.map((row): SearchsetEntry => {
+      const request = { method: row.vid === 1 ? 'POST' : row.del ? 'DELETE' : 'PUT', url: `${type}/${id}` };
+      if (row.gone || row.del || row.json === null) {
+        return {
+          fullUrl: `${url}/_history/${row.vid}`,
+          resource: deletedVersionOutcome(type, id, row.vid, row.gone ? 'removed' : 'deleted'),
+          request,
+          response: {
+            status: row.gone ? '404 Not Found' : '410 Gone',
+            etag: versionEtag(row.vid),
+            lastModified: row.lu.toISOString(),
+          },
+        };
+      }
+      return {
+        fullUrl: `${url}/_history/${row.vid}`,
+        resourceJson: row.json,
+        request,
+        response: {
+          status: row.vid === 1 ? '201 Created' : '200 OK',
+          etag: versionEtag(row.vid),
+          lastModified: row.lu.toISOString(),
+        },
+      };
+    });
+    const links = pagingLinks(`${url}/_history`, [], { skip, count, total: rows.length });
+    return { status: 200, body: searchsetBundleJson({ total: rows.length, links, entries }) };
+  }
+
+  /** `DELETE /{v}/{type}/{id}`: 200 with the OperationOutcome of SPEC §2.7. */
+  async delete(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<FhirReply> {
+    const { versionId } = await this.writer.delete(ctx, version, type, id);
+    return {
+      status: 200,
+      body: deletedOutcome(type, id, versionId),
+      headers: { ETag: versionEtag(versionId) },
+    };
+  }
+
+  /**
+   * `DELETE /{v}/{type}/{id}/_history/{vid}` (SPEC §3.1): the version is removed and history shows it
+   * as an OperationOutcome; once no version is left the resource is removed and reads 404 for good.
+   * The current version of a live resource cannot be removed this way: delete the resource first.
+   */
+  async deleteVersion(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+    vidParam: string,
+  ): Promise<FhirReply> {
+    const { key, current, vid } = await this.versionOf(ctx, version, type, id, vidParam);
+    if (vid === current.vid && !current.del) {
+      throw new OperationOutcomeError(
+        'conflict',
+        `version ${vid} is the current version of ${type}/${id}: delete the resource first (DELETE ${type}/${id})`,
+        { status: 409 },
+      );
+    }
+    const rows = mergeCurrent(await this.repository.historyRows(ctx, key), current);
+    const row = rows.find((r) => r.vid === vid);
+    if (!row || row.gone)
+      throw OperationOutcomeError.notFound(`version ${vid} of ${type}/${id} has already been deleted`);
+    await this.repository.markVersionGone(ctx, row);
+    const left = rows.filter((r) => r.vid !== vid && !r.gone);
+    if (left.length === 0) await this.repository.removeResource(ctx, key);
+    return { status: 200, body: deletedOutcome(type, id, vid) };
+  }
+
+  /** Basic search (`_id`, `_count`, `_skip`; newest first). The search module extends this route. */
+  async search(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    query: QueryParams,
+  ): Promise<FhirReply> {
+    const { count, skip } = this.paging(query);
+    const filter: Record<string, unknown> = {};
+    const ids = single(query._id);
+    if (ids !== undefined)
+      filter.id = {
+        $in: ids
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      };
+    const result = await this.repository.search(ctx, version, {
+      type,
+      filter,
+      skip,
+      limit: count,
+      count: true,
+    });
+    const total = result.total ?? 0;
+    const kept = Object.entries(query)
+      .filter(([name]) => !RESULT_PARAMS.has(name))
+      .flatMap(([name, value]) =>
+        (Array.isArray(value) ? value : value === undefined ? [] : [value]).map((v): [string, string] => [
+          name,
+          v,
+        ]),
+      );
+    const links = pagingLinks(`${this.settings.urls.base}/${version}/${type}`, kept, { skip, count, total });
+    const entries = result.docs.map((doc: ResourceDoc): SearchsetEntry => ({
+      fullUrl: this.resourceUrl(version, doc.t, doc.id),
+      resourceJson: doc.json ?? '{}',
+      mode: 'match',
+    }));
+    return { status: 200, body: searchsetBundleJson({ total, links, entries }) };
+  }
+
+  /** `_count` (default 10, at most 100) and `_skip` (at most SEARCH_MAX_SKIP); bad values → 400. */
+  paging(query: QueryParams): { count: number; skip: number } {
+    const count = this.intParam('_count', single(query._count), DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
+    const skip = this.intParam('_skip', single(query._skip), 0, this.settings.searchMaxSkip);
+    return { count, skip };
+  }
+
+  private intParam(name: string, raw: string | undefined, fallback: number, max: number): number {
+    if (raw === undefined || raw === '') return fallback;
+    if (!/^\d{1,9}$/.test(raw))
+      throw OperationOutcomeError.invalid(`${name} must be a whole number from 0 to ${max}`);
+    const value = Number(raw);
+    if (value > max) {
+      if (name === '_count') return max; // a larger page than served is a hint, not an error
+      throw new OperationOutcomeError('too-costly', `${name} may be at most ${max}`, { status: 400 });
+    }
+    return value;
+  }
+}
+
+/** History rows plus the current version when its row is missing (crash between steps 1 and 2), newest first. */
+export function mergeCurrent(rows: HistoryDoc[], current: ResourceDoc): HistoryDoc[] {
+  const merged = rows.some((r) => r.vid === current.vid) ? rows : [historyOf(current), ...rows];
+  return merged.filter((r) => r.vid <= current.vid).sort((a, b) => b.vid - a.vid);
+}

@@ -1,0 +1,286 @@
+import { Injectable } from '@nestjs/common';
+import {
+  buildProvenance,
+  newResourceId,
+  OperationOutcomeError,
+  provenanceIdFor,
+  stampResource,
+  type FhirVersion,
+} from '@app/fhir';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
+import { ResourceRepository } from './resource.repository';
+import { searchIndexOf } from './search-indexing';
+
+/** One version written: what the response needs. */
+export interface WrittenVersion {
+  doc: ResourceDoc;
+  /** True when this write made the resource exist (version 1, or a write after a delete). */
+  created: boolean;
+}
+
+/** A version just stored in `resources`, and the one it replaced (for its history row). */
+export interface CompletedWrite {
+  previous: ResourceDoc | null;
+  doc: ResourceDoc;
+  /** The version's history row is in already (it was claimed before the current document moved). */
+  historyWritten?: boolean;
+}
+
+/** A claimed version whose current document has not moved for this long is taken as abandoned. */
+const STALE_CLAIM_MS = 10_000;
+
+/** How long one write keeps retrying against concurrent writers of the same resource. */
+const CAS_DEADLINE_MS = 60_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Backoff with jitter between compare-and-set attempts, so that N racing writers spread out. */
+function backoff(attempt: number): Promise<unknown> {
+  return sleep(Math.random() * Math.min(5 + attempt * 5, 100));
+}
+
+export function writerUserId(ctx: TenantContext): number {
+  // The tenant guard refuses writes without one user (SPEC §4.3: `client` is for GET only).
+  if (ctx.userId === null) {
+    throw new OperationOutcomeError(
+      'forbidden',
+      'writes need one user: x-service-user-id "client" is for reads only',
+    );
+  }
+  return ctx.userId;
+}
+
+/**
+ * The write protocol of docs/storage.md: compare-and-set on `resources`, then the history row(s),
+ * then the Provenance (SPEC §1.5). Each step is idempotent under retry; a crash between steps leaves
+ * what readers cannot see and `store check --repair` mends.
+ */
+@Injectable()
+export class ResourceWriter {
+  constructor(private readonly repository: ResourceRepository) {}
+
+  /** The document of one version: meta stamped into the served JSON, search index extracted. */
+  buildDoc(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+    versionId: number,
+    lastUpdated: Date,
+    resource: Record<string, unknown>,
+  ): ResourceDoc {
+    const stamped = stampResource(resource, id, versionId, lastUpdated);
+    const doc: ResourceDoc = {
+      _id: this.repository.key(ctx, version, type, id),
+      v: version,
+      c: ctx.clientId,
+      u: writerUserId(ctx),
+      t: type,
+      id,
+      vid: versionId,
+      lu: lastUpdated,
+      del: false,
+      json: JSON.stringify(stamped),
+    };
+    const idx = searchIndexOf(version, stamped);
+    if (idx !== undefined) doc.idx = idx;
+    return doc;
+  }
+
+  /** Create with a server-assigned id (`POST /{v}/{type}` without id). */
+  async createWithNewId(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    resource: Record<string, unknown>,
+  ): Promise<WrittenVersion> {
+    for (;;) {
+      const doc = this.buildDoc(ctx, version, type, newResourceId(), 1, new Date(), resource);
+      if (await this.repository.insertCurrent(doc)) {
+        await this.complete(ctx, version, [{ previous: null, doc }]);
+        return { doc, created: true };
+      }
+    }
+  }
+
+  /**
+   * Create-or-update of a chosen id (PUT, or POST with a client-supplied id, SPEC §4.4): a new
+   * version of the caller's resource; 409 when another user of the client owns the id; 412 when
+   * `ifMatch` names another version. Retries against concurrent writers until it lands.
+   * `known` is a current document the caller already read (bundle ingest), `null` = known absent.
+   */
+  async upsert(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+    resource: Record<string, unknown>,
+    options: { ifMatch?: number; known?: ResourceDoc | null } = {},
+  ): Promise<WrittenVersion> {
+    const key = this.repository.key(ctx, version, type, id);
+    const userId = writerUserId(ctx);
+    const deadline = Date.now() + CAS_DEADLINE_MS;
+    let known = options.known;
+    for (let attempt = 0; ; attempt++) {
+      const current = known !== undefined ? known : await this.repository.findCurrentInClient(ctx, key);
+      known = undefined;
+      if (current && current.u !== userId) {
+        throw new OperationOutcomeError('conflict', `${type}/${id} belongs to another user of this client`, {
+          status: 409,
+        });
+      }
+      if (options.ifMatch !== undefined && options.ifMatch !== current?.vid) {
+        throw new OperationOutcomeError(
+          'conflict',
+          `If-Match W/"${options.ifMatch}" does not match the current version of ${type}/${id}` +
+            (current ? ` (W/"${current.vid}")` : ' (it does not exist)'),
+          { status: 412 },
+        );
+      }
+      const doc = this.buildDoc(ctx, version, type, id, (current?.vid ?? 0) + 1, new Date(), resource);
+      const landed = current
+        ? await this.replaceVersion(ctx, version, current, doc, attempt)
+        : await this.repository.insertCurrent(doc);
+      if (landed) {
+        await this.complete(ctx, version, [{ previous: current, doc, historyWritten: current !== null }]);
+        return { doc, created: !current || current.del };
+      }
+      if (Date.now() > deadline) {
+        throw new OperationOutcomeError('transient', `too many concurrent writes to ${type}/${id}; retry`, {
+          status: 503,
+          headers: { 'Retry-After': '1' },
+        });
+      }
+      await backoff(attempt);
+    }
+  }
+
+  /**
+   * `DELETE /{v}/{type}/{id}`: a tombstone version (SPEC §3.1). Deleting a deleted resource changes
+   * nothing and answers its tombstone again. 404 when the caller has no such resource.
+   */
+  async delete(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+  ): Promise<{ versionId: number; alreadyDeleted: boolean }> {
+    const key = this.repository.key(ctx, version, type, id);
+    writerUserId(ctx);
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.repository.findCurrent(ctx, key);
+      if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
+      if (current.del) return { versionId: current.vid, alreadyDeleted: true };
+      const tombstone: ResourceDoc = {
+        ...current,
+        vid: current.vid + 1,
+        lu: new Date(),
+        del: true,
+        json: null,
+      };
+      delete tombstone.idx;
+      if (await this.replaceVersion(ctx, version, current, tombstone, attempt)) {
+        return { versionId: tombstone.vid, alreadyDeleted: false };
+      }
+      await backoff(attempt);
+    }
+  }
+
+  /**
+   * A new version of an existing resource: first claim the version by inserting its history row
+   * (atomic on every engine: exactly one of concurrent writers gets version n), then move the
+   * current document to it. False when another writer holds version n (re-read and retry).
+   * A claim whose writer died before moving the current document (older than STALE_CLAIM_MS)
+   * is rolled forward, so that the resource never stays blocked.
+   */
+  private async replaceVersion(
+    ctx: TenantContext,
+    version: FhirVersion,
+    current: ResourceDoc,
+    next: ResourceDoc,
+    attempt: number,
+  ): Promise<boolean> {
+    const row = historyOf(next);
+    if (!(await this.repository.claimVersion(historyOf(current), row))) {
+      // Most misses are a concurrent writer that is about to finish: look at the holder only
+      // when the miss persists (an orphan row or an abandoned claim).
+      if (attempt < 3) return false;
+      const holder = await this.repository.findHistoryRowByKey(row._id);
+      if (!holder) return false;
+      if (holder.lu < current.lu) {
+        // An orphan of an earlier life of this id (interrupted removal): the version is free.
+        if (!(await this.repository.replaceHistoryRow(row, holder.lu))) return false;
+      } else {
+        if (Date.now() - holder.lu.getTime() > STALE_CLAIM_MS)
+          await this.rollForward(ctx, version, current, holder);
+        return false;
+      }
+    }
+    // Only the claimant of version n moves the current document from n-1 to n. A miss means the
+    // claim was rolled forward by another writer meanwhile: the version landed all the same.
+    await this.repository.compareAndSet(ctx, current._id, current.vid, next);
+    return true;
+  }
+
+  /** Completes a claimed version whose writer died between its two steps. */
+  private async rollForward(
+    ctx: TenantContext,
+    version: FhirVersion,
+    current: ResourceDoc,
+    holder: HistoryDoc,
+  ): Promise<void> {
+    const next: ResourceDoc = {
+      ...current,
+      vid: holder.vid,
+      lu: holder.lu,
+      del: holder.del,
+      json: holder.json,
+    };
+    delete next.idx;
+    if (holder.json !== null) {
+      const idx = searchIndexOf(version, JSON.parse(holder.json) as Record<string, unknown>);
+      if (idx !== undefined) next.idx = idx;
+    }
+    if (await this.repository.compareAndSet(ctx, current._id, current.vid, next)) {
+      await this.complete(ctx, version, [{ previous: current, doc: next, historyWritten: true }]);
+    }
+  }
+
+  /**
+   * Steps 2–3 for writes already in `resources`: history rows of the new versions (and of the
+   * versions they replaced, in case a crash had left those missing), then one Provenance per
+   * create/update of a non-Provenance resource. All in two bulk calls.
+   */
+  async complete(ctx: TenantContext, version: FhirVersion, writes: readonly CompletedWrite[]): Promise<void> {
+    const rows = writes.filter((w) => !w.historyWritten).map(({ doc }) => historyOf(doc));
+    const provenances = writes
+      .filter(({ doc }) => !doc.del && doc.t !== 'Provenance')
+      .map(({ previous, doc }) =>
+        this.provenanceFor(ctx, version, doc, previous && !previous.del ? 'update' : 'create'),
+      );
+    await Promise.all([
+      this.repository.insertHistory([...rows, ...provenances.map(historyOf)]),
+      this.repository.insertCurrentIgnoringExisting(provenances),
+    ]);
+  }
+
+  /** The Provenance of one version, under the writer's user, with its deterministic id. */
+  provenanceFor(
+    ctx: TenantContext,
+    version: FhirVersion,
+    target: ResourceDoc,
+    activity: 'create' | 'update',
+  ): ResourceDoc {
+    const id = provenanceIdFor(target._id, target.vid);
+    const provenance = buildProvenance({
+      version,
+      id,
+      target: `${target.t}/${target.id}/_history/${target.vid}`,
+      recorded: target.lu.toISOString(),
+      activity,
+      clientId: ctx.clientId,
+    });
+    return this.buildDoc({ ...ctx, userId: target.u }, version, 'Provenance', id, 1, target.lu, provenance);
+  }
+}

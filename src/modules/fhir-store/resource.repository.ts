@@ -1,0 +1,345 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { InjectConnection } from '@nestjs/mongoose';
+import type { Connection, mongo } from 'mongoose';
+import { historyKey, indexSpecs, resourceKey, type FhirVersion } from '@app/fhir';
+import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
+import { HISTORY_COLLECTION, HistoryDoc, RESOURCES_COLLECTION, ResourceDoc } from './resource-documents';
+import { ensureIndexes } from '../../database/ensure-indexes';
+
+/** Options of `search`: the search lib builds `filter`/`sort`; the repository adds tenant and version. */
+export interface StoreSearchOptions {
+  type?: string | readonly string[];
+  filter?: Filter<ResourceDoc>;
+  sort?: Sort;
+  skip?: number;
+  limit: number;
+  /** Also count every match (Bundle.total). */
+  count?: boolean;
+  /** Leave `idx` out of the returned documents (default true: it is large and never served). */
+  withoutIndex?: boolean;
+}
+
+export interface StoreSearchResult {
+  docs: ResourceDoc[];
+  total?: number;
+}
+
+export interface ResourceRef {
+  type: string;
+  id: string;
+}
+
+// The driver types of the driver Mongoose runs (it may differ from a top-level `mongodb`).
+type Collection<T extends mongo.Document> = mongo.Collection<T>;
+export type Filter<T> = mongo.Filter<T>;
+type Sort = mongo.Sort;
+type MongoBulkWriteError = mongo.MongoBulkWriteError;
+
+const DUPLICATE_KEY = 11000;
+const WITHOUT_INDEX = { idx: 0 } as const;
+
+/** The whole client: a user's writer must see other users' ids to answer 409 (SPEC §4.4). */
+function clientWide(ctx: TenantContext): TenantContext {
+  return ctx.userId === null ? ctx : { ...ctx, userId: null };
+}
+
+function isDuplicateKey(error: unknown): boolean {
+  return (error as { code?: number })?.code === DUPLICATE_KEY;
+}
+
+/**
+ * The only code that touches the FHIR resource collections (docs/storage.md). Every method takes
+ * the `TenantContext` first and builds the tenant part of its filter with `tenantFilter`.
+ * Raw driver collections: reads return the stored JSON text untouched (the hot path).
+ */
+@Injectable()
+export class ResourceRepository implements OnModuleInit {
+  constructor(@InjectConnection() private readonly connection: Connection) {}
+
+  get resources(): Collection<ResourceDoc> {
+    return this.connection.db!.collection<ResourceDoc>(RESOURCES_COLLECTION);
+  }
+
+  get history(): Collection<HistoryDoc> {
+    return this.connection.db!.collection<HistoryDoc>(HISTORY_COLLECTION);
+  }
+
+  /** Indexes are created at start-up, before the first request (DESIGN.md §3). */
+  async onModuleInit(): Promise<void> {
+    await ensureIndexes(this.resources, [
+      { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: 'type_lastUpdated' },
+      { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: 'user_type' },
+      ...this.searchIndexSpecs(),
+    ]);
+    await ensureIndexes(this.history, [{ key: { rk: 1, vid: -1 }, name: 'resource_versions' }]);
+  }
+
+  /** Multikey `idx.*` indexes declared by the search lib (libs/fhir/src/search/search-index.ts). */
+  protected searchIndexSpecs(): Array<{ key: Record<string, 1 | -1>; name: string }> {
+    return indexSpecs();
+  }
+
+  key(ctx: TenantContext, version: FhirVersion, type: string, id: string): string {
+    return resourceKey(version, ctx.clientId, type, id);
+  }
+
+  // ---- reads --------------------------------------------------------------------------------
+
+  /** The current document of one resource in the caller's scope (tombstones included), or null. */
+  findCurrent(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
+    return this.resources.findOne({ _id: key, ...tenantFilter(ctx) }, { projection: WITHOUT_INDEX });
+  }
+
+  /** The current document whoever of the client owns it: writers decide 409 on it. */
+  findCurrentInClient(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
+    return this.findCurrent(clientWide(ctx), key);
+  }
+
+  /** Current documents of many keys of the client (bundle ingest's one look-up). */
+  async findManyInClient(ctx: TenantContext, keys: readonly string[]): Promise<Map<string, ResourceDoc>> {
+    if (keys.length === 0) return new Map();
+    const docs = await this.resources
+      .find({ _id: { $in: [...keys] }, ...tenantFilter(clientWide(ctx)) }, { projection: WITHOUT_INDEX })
+      .toArray();
+    return new Map(docs.map((d) => [d._id, d]));
+  }
+
+  /** Current, non-deleted resources by reference (`_include`, `$everything`, reference checks). */
+  async findByKeys(
+    ctx: TenantContext,
+    version: FhirVersion,
+    refs: readonly ResourceRef[],
+  ): Promise<ResourceDoc[]> {
+    if (refs.length === 0) return [];
+    const keys = refs.map((r) => resourceKey(version, ctx.clientId, r.type, r.id));
+    return this.resources
+      .find({ _id: { $in: keys }, ...tenantFilter(ctx), del: false }, { projection: WITHOUT_INDEX })
+      .toArray();
+  }
+
+  /**
+   * Current non-deleted resources of a version matching `filter` (built by the search lib), in
+   * `sort` order (default: lastUpdated descending, then id). The tenant and version part is added here.
+   */
+  async search(
+    ctx: TenantContext,
+    version: FhirVersion,
+    options: StoreSearchOptions,
+  ): Promise<StoreSearchResult> {
+    const filter = this.searchFilter(ctx, version, options);
+    const projection = options.withoutIndex === false ? undefined : WITHOUT_INDEX;
+    const cursor = this.resources
+      .find(filter, { projection })
+      .sort(options.sort ?? { lu: -1, id: 1 })
+      .skip(options.skip ?? 0)
+      .limit(options.limit);
+    const [docs, total] = await Promise.all([
+      options.limit > 0 ? cursor.toArray() : Promise.resolve([]),
+      options.count ? this.resources.countDocuments(filter) : Promise.resolve(undefined),
+    ]);
+    return total === undefined ? { docs } : { docs, total };
+  }
+
+  /** Number of current non-deleted resources matching (Bundle.total, `_summary=count`). */
+  countBy(
+    ctx: TenantContext,
+    version: FhirVersion,
+    options: Pick<StoreSearchOptions, 'type' | 'filter'>,
+  ): Promise<number> {
+    return this.resources.countDocuments(this.searchFilter(ctx, version, { ...options, limit: 0 }));
+  }
+
+  private searchFilter(
+    ctx: TenantContext,
+    version: FhirVersion,
+    options: StoreSearchOptions,
+  ): Filter<ResourceDoc> {
+    const filter: Filter<ResourceDoc> = {
+      ...(options.filter ?? {}),
+      ...tenantFilter(ctx),
+      v: version,
+      del: false,
+    };
+    if (typeof options.type === 'string') filter.t = options.type;
+    else if (options.type) filter.t = { $in: [...options.type] };
+    return filter;
+  }
+
+  // ---- search support (issue 5: chains, `_has`, includes, `$everything`) ---------------------
+
+  /**
+   * Chosen fields (`t`, `id`, `idx.ref` …) of current non-deleted resources matching a search-lib
+   * filter, in `_id` order, at most `limit`: the sub-queries of chains, `_has` and includes.
+   */
+  findFields(
+    ctx: TenantContext,
+    version: FhirVersion,
+    filter: Filter<ResourceDoc>,
+    projection: Record<string, 1>,
+    limit: number,
+  ): Promise<Array<Partial<ResourceDoc> & Pick<ResourceDoc, '_id' | 't' | 'id'>>> {
+    return this.resources
+      .find(this.searchFilter(ctx, version, { filter, limit }), {
+        projection: { ...projection, t: 1, id: 1 },
+      })
+      .sort({ _id: 1 })
+      .limit(limit)
+      .toArray();
+  }
+
+  /**
+   * Removes many resources for good (`$everything` DELETE), in the order of `removeResource`:
+   * the current documents first, then their history rows. Returns how many current documents went.
+   */
+  async removeResources(ctx: TenantContext, keys: readonly string[]): Promise<number> {
+    if (keys.length === 0) return 0;
+    const removed = await this.resources.deleteMany({ _id: { $in: [...keys] }, ...tenantFilter(ctx) });
+    await this.history.deleteMany({ rk: { $in: [...keys] }, ...tenantFilter(ctx) });
+    return removed.deletedCount;
+  }
+
+  /** History rows of one resource, newest first, in the caller's scope. */
+  historyRows(ctx: TenantContext, key: string): Promise<HistoryDoc[]> {
+    return this.history
+      .find({ rk: key, ...tenantFilter(ctx) })
+      .sort({ vid: -1 })
+      .toArray();
+  }
+
+  findHistoryRow(ctx: TenantContext, key: string, versionId: number): Promise<HistoryDoc | null> {
+    return this.history.findOne({ _id: historyKey(key, versionId), ...tenantFilter(ctx) });
+  }
+
+  // ---- writes (write protocol, docs/storage.md) ---------------------------------------------
+
+  /** Step 1 for a new resource. False when the key exists already (someone created it first). */
+  async insertCurrent(doc: ResourceDoc): Promise<boolean> {
+    try {
+      await this.resources.insertOne(doc);
+      return true;
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Step 1 for many new resources at once (bundle ingest). Returns the keys that already existed;
+   * every other document was inserted.
+   */
+  async insertCurrentMany(docs: readonly ResourceDoc[]): Promise<Set<string>> {
+    if (docs.length === 0) return new Set();
+    const existing = await this.insertIgnoringDuplicates(this.resources, docs);
+    return new Set(existing.map((index) => docs[index]._id));
+  }
+
+  /**
+   * Step 1 for a new version: compare-and-set from version `expectedVid` of the caller's resource.
+   * False when another writer got there first (the caller re-reads and retries).
+   */
+  async compareAndSet(
+    ctx: TenantContext,
+    key: string,
+    expectedVid: number,
+    next: Pick<ResourceDoc, 'vid' | 'lu' | 'del' | 'json'> & { idx?: object },
+  ): Promise<boolean> {
+    const update =
+      next.idx === undefined
+        ? {
+            $set: { vid: next.vid, lu: next.lu, del: next.del, json: next.json },
+            $unset: { idx: '' as const },
+          }
+        : { $set: { vid: next.vid, lu: next.lu, del: next.del, json: next.json, idx: next.idx } };
+    const result = await this.resources.updateOne(
+      { _id: key, ...tenantFilter(ctx), vid: expectedVid },
+      update,
+    );
+    return result.matchedCount === 1;
+  }
+
+  /**
+   * History rows; rows already there (a retry, a repair) are left as they are, except a row older
+   * than the one offered (`lu` earlier): an orphan of an earlier life of the same id, left by an
+   * interrupted removal, which the new version replaces. Returns the indexes of rows that were
+   * already there and kept.
+   */
+  async insertHistory(rows: readonly HistoryDoc[]): Promise<Set<number>> {
+    const kept = new Set<number>();
+    if (rows.length === 0) return kept;
+    for (const index of await this.insertIgnoringDuplicates(this.history, rows)) {
+      const row = rows[index];
+      const replaced = await this.history.replaceOne({ _id: row._id, lu: { $lt: row.lu } }, row);
+      if (replaced.matchedCount === 0) kept.add(index);
+    }
+    return kept;
+  }
+
+  /** Indexes of the documents whose `_id` existed already; every other one was inserted. */
+  private async insertIgnoringDuplicates<T extends { _id: string }>(
+    collection: Collection<T>,
+    docs: readonly T[],
+  ): Promise<number[]> {
+    try {
+      await collection.insertMany([...docs] as never[], { ordered: false });
+      return [];
+    } catch (error) {
+      const writeErrors = (error as MongoBulkWriteError).writeErrors;
+      const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
+      if (list.length === 0 || list.some((e) => e.code !== DUPLICATE_KEY)) throw error;
+      return list.map((e) => e.index);
+    }
+  }
+
+  /**
+   * Claims version `next.vid` of a resource by inserting its history row: the insert of a unique
+   * `_id` is atomic on every engine (FerretDB 1.x does not make a filtered update atomic), so of
+   * concurrent writers of the same version exactly one succeeds. `previous` (the version being
+   * replaced) is inserted in the same call in case a crash had left its row missing.
+   * Returns false when another writer holds that version.
+   */
+  async claimVersion(previous: HistoryDoc, next: HistoryDoc): Promise<boolean> {
+    const existing = await this.insertIgnoringDuplicates(this.history, [previous, next]);
+    return !existing.includes(1);
+  }
+
+  findHistoryRowByKey(rowKey: string): Promise<HistoryDoc | null> {
+    return this.history.findOne({ _id: rowKey });
+  }
+
+  /** Replaces a history row still holding `expectedLu` (an orphan of an earlier life of the id). */
+  async replaceHistoryRow(row: HistoryDoc, expectedLu: Date): Promise<boolean> {
+    return (await this.history.replaceOne({ _id: row._id, lu: expectedLu }, row)).matchedCount === 1;
+  }
+
+  /** Inserts current documents that may exist already (Provenances with deterministic ids). */
+  async insertCurrentIgnoringExisting(docs: readonly ResourceDoc[]): Promise<void> {
+    if (docs.length > 0) await this.insertIgnoringDuplicates(this.resources, docs);
+  }
+
+  /**
+   * `DELETE …/_history/{vid}`: the version's row becomes `gone` (json dropped). Upserted from
+   * `fallback` when a crash had left the row missing, so the removal is never lost.
+   */
+  async markVersionGone(ctx: TenantContext, row: HistoryDoc): Promise<void> {
+    const scope = tenantFilter(ctx);
+    // Fields of the filter are copied into an upserted row by the engine; setting them again
+    // in $setOnInsert is refused by some engines, so only the others are listed.
+    const { _id, json: _json, gone: _gone, c: _c, u, ...identity } = row;
+    const onInsert = scope.u === undefined ? { ...identity, u } : identity;
+    await this.history.updateOne(
+      { _id, ...scope },
+      { $set: { gone: true, json: null }, $setOnInsert: onInsert },
+      { upsert: true },
+    );
+  }
+
+  /**
+   * Removes a resource for good: the current document first (every reader sees 404 at once), then
+   * its history rows (a crash in between leaves orphan rows no reader sees; `store check` deletes them).
+   */
+  async removeResource(ctx: TenantContext, key: string): Promise<boolean> {
+    const removed = await this.resources.deleteOne({ _id: key, ...tenantFilter(ctx) });
+    await this.history.deleteMany({ rk: key, ...tenantFilter(ctx) });
+    return removed.deletedCount === 1;
+  }
+}

@@ -1,0 +1,19 @@
+import { Logger } from '@nestjs/common';
+import type { FhirVersion } from '@app/fhir';
+import { extractIndex } from '@app/fhir/search/index-extraction';
+
+const logger = new Logger('SearchIndexing');
+
+/**
+ * The `idx` stored on each current document (docs/storage.md), extracted at write time by the
+ * search lib. An extraction fault must not lose a valid write: the resource is stored without
+ * index entries (logged; `store reindex` rebuilds them) rather than answering 500.
+ */
+export function searchIndexOf(version: FhirVersion, resource: Record<string, unknown>): object | undefined {
+  try {
+    return extractIndex(version, resource);
+  } catch (error) {
+    logger.error({ err: error, type: resource.resourceType }, 'search index extraction failed');
+    return undefined;
+  }
+}

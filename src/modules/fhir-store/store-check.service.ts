@@ -1,0 +1,95 @@
+import { Injectable } from '@nestjs/common';
+import { historyKey, provenanceIdFor, resourceKey } from '@app/fhir';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
+import { ResourceRepository } from './resource.repository';
+import { ResourceWriter } from './resource-writer';
+import { StoreMaintenanceRepository } from './store-maintenance.repository';
+
+export interface StoreCheckReport {
+  resources: number;
+  historyRows: number;
+  /** Current versions without their history row (crash between write steps 1 and 2). */
+  missingHistory: number;
+  /** History rows of resources that no longer exist (crash during a removal). */
+  orphanHistory: number;
+  /** Stored versions of non-Provenance resources without their Provenance (crash before step 3). */
+  missingProvenance: number;
+  repaired: boolean;
+}
+
+/** The writer's context for repairs: the owner of the document, as when it was written. */
+function ownerContext(doc: Pick<ResourceDoc, 'c' | 'u'>): TenantContext {
+  return { clientId: doc.c, userId: doc.u, scopes: [], form: 'client-headers' };
+}
+
+/**
+ * `store check [--repair]` (issue 4 §11): finds and mends what a process killed between the steps
+ * of the write protocol (docs/storage.md) left behind. Safe to run while the service runs: every
+ * repair is an idempotent insert with a deterministic key, or a removal of unreachable rows.
+ */
+@Injectable()
+export class StoreCheckService {
+  constructor(
+    private readonly maintenance: StoreMaintenanceRepository,
+    private readonly repository: ResourceRepository,
+    private readonly writer: ResourceWriter,
+  ) {}
+
+  async check(repair: boolean, progress?: (message: string) => void): Promise<StoreCheckReport> {
+    const report: StoreCheckReport = {
+      resources: 0,
+      historyRows: 0,
+      missingHistory: 0,
+      orphanHistory: 0,
+      missingProvenance: 0,
+      repaired: repair,
+    };
+    for await (const batch of this.maintenance.currentBatches()) {
+      report.resources += batch.length;
+      const present = await this.maintenance.existingHistoryKeys(batch.map((d) => historyKey(d._id, d.vid)));
+      const missing = batch.filter((d) => !present.has(historyKey(d._id, d.vid)));
+      report.missingHistory += missing.length;
+      if (repair) await this.repository.insertHistory(missing.map(historyOf));
+      report.missingProvenance += await this.checkProvenances(batch, repair);
+      progress?.(`checked ${report.resources} resources`);
+    }
+    for await (const batch of this.maintenance.historyBatches()) {
+      report.historyRows += batch.length;
+      const keys = [...new Set(batch.map((r) => r.rk))];
+      const existing = await this.maintenance.existingCurrentKeys(keys);
+      const orphans = keys.filter((k) => !existing.has(k));
+      report.orphanHistory += batch.filter((r) => !existing.has(r.rk)).length;
+      if (repair) await this.maintenance.deleteHistoryOf(orphans);
+      report.missingProvenance += await this.checkProvenances(
+        batch.filter((r) => existing.has(r.rk)),
+        repair,
+      );
+      progress?.(`checked ${report.historyRows} history rows`);
+    }
+    return report;
+  }
+
+  /** Versions (current or history) that should have a Provenance and do not. */
+  private async checkProvenances(
+    versions: ReadonlyArray<ResourceDoc | HistoryDoc>,
+    repair: boolean,
+  ): Promise<number> {
+    const needing = versions.filter(
+      (d) => !d.del && d.json !== null && d.t !== 'Provenance' && !('gone' in d && d.gone),
+    );
+    const keyOf = (d: ResourceDoc | HistoryDoc) =>
+      resourceKey(d.v, d.c, 'Provenance', provenanceIdFor('rk' in d ? d.rk : d._id, d.vid));
+    const present = await this.maintenance.existingCurrentKeys(needing.map(keyOf));
+    const missing = needing.filter((d) => !present.has(keyOf(d)));
+    if (repair && missing.length > 0) {
+      const provenances = missing.map((d) => {
+        const target: ResourceDoc = { ...d, _id: 'rk' in d ? d.rk : d._id };
+        return this.writer.provenanceFor(ownerContext(d), d.v, target, d.vid === 1 ? 'create' : 'update');
+      });
+      await this.repository.insertCurrentIgnoringExisting(provenances);
+      await this.repository.insertHistory(provenances.map(historyOf));
+    }
+    return missing.length;
+  }
+}

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerClientCommands } from '../modules/auth/clients/client.cli';
 import { registerDirectoryCommands } from '../modules/directory/directory.cli';
+import { registerStoreCommands } from '../modules/fhir-store/store.command';
 
 /**
  * Each feature registers its CLI commands here in one line (e.g. `client create`,
@@ -8,4 +9,8 @@ import { registerDirectoryCommands } from '../modules/directory/directory.cli';
  */
 export type CommandRegistrar = (program: Command) => void;
 
-export const COMMAND_REGISTRARS: CommandRegistrar[] = [registerClientCommands, registerDirectoryCommands];
+export const COMMAND_REGISTRARS: CommandRegistrar[] = [
+  registerClientCommands,
+  registerDirectoryCommands,
+  registerStoreCommands,
+];

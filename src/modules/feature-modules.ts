@@ -4,6 +4,8 @@ import { AuthModule } from './auth/auth.module';
 import { UsersModule } from './users/users.module';
 import { DirectoryModule } from './directory/directory.module';
 import { FhirOperationsModule } from './fhir-operations/fhir-operations.module';
+import { FhirStoreModule } from './fhir-store/fhir-store.module';
+import { FhirCapabilityModule } from './fhir-store/fhir-capability.module';
 import { PurgeModule } from './purge/purge.module';
 
 /**
@@ -20,6 +22,8 @@ export const FEATURE_MODULES: Type[] = [
   AuthModule,
   UsersModule,
   DirectoryModule,
+  FhirCapabilityModule,
   FhirOperationsModule,
   PurgeModule,
+  FhirStoreModule,
 ];

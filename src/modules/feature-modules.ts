@@ -1,4 +1,5 @@
 import type { Type } from '@nestjs/common';
+import { BulkExportModule } from './bulk-export/bulk-export.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
 import { AuthModule } from './auth/auth.module';
 import { UsersModule } from './users/users.module';

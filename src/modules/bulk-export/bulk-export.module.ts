@@ -1,0 +1,37 @@
+import { Module } from '@nestjs/common';
+import { MongooseModule } from '@nestjs/mongoose';
+import { SETTINGS } from '../../config/config.module';
+import { Settings } from '../../config/settings';
+import { BulkExportController } from './bulk-export.controller';
+import { BulkExportService } from './bulk-export.service';
+import { EXPORT_JOB_MODEL, ExportJobSchema, ExportJobsRepository } from './export-jobs.repository';
+import { ExportPlanner } from './export-planner';
+import {
+  EXPORT_RESOURCE_MODEL,
+  ExportResourceSchema,
+  ExportResourcesRepository,
+} from './export-resources.repository';
+import { EXPORT_SIGNING_KEY, exportSigningKey } from './export-signing-key';
+
+/** Bulk export (issue 6): sync manifests, async jobs, signed NDJSON file links. */
+@Module({
+  imports: [
+    MongooseModule.forFeature([
+      { name: EXPORT_RESOURCE_MODEL, schema: ExportResourceSchema },
+      { name: EXPORT_JOB_MODEL, schema: ExportJobSchema },
+    ]),
+  ],
+  controllers: [BulkExportController],
+  providers: [
+    {
+      provide: EXPORT_SIGNING_KEY,
+      inject: [SETTINGS],
+      useFactory: (settings: Settings) => exportSigningKey(settings),
+    },
+    ExportResourcesRepository,
+    ExportJobsRepository,
+    ExportPlanner,
+    BulkExportService,
+  ],
+})
+export class BulkExportModule {}

@@ -1,0 +1,142 @@
+import { Injectable } from '@nestjs/common';
+import { InjectModel } from '@nestjs/mongoose';
+import { Model, Schema } from 'mongoose';
+import type { Collection } from 'mongodb';
+import type { FhirVersion } from '@app/fhir';
+import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
+
+/**
+ * One asynchronous kick-off (Bulk Data IG async flow). The job holds the request and, once computed,
+ * the file plan (type + key range + count); file URLs are signed afresh on each status read, so the
+ * job never stores a credential. Jobs expire (`exp`: a TTL index on MongoDB, the DatabaseLifecycle
+ * sweeper on FerretDB 1.x; reads ignore expired jobs in between).
+ */
+export type ExportKind = 'system' | 'patient' | 'group';
+export type JobState = 'in-progress' | 'complete' | 'failed';
+
+export interface PlannedFile {
+  type: string;
+  from: string | null;
+  to: string | null;
+  count: number;
+}
+
+export interface ExportJobDoc {
+  _id: string;
+  c: string;
+  /** null = every user of the client. */
+  u: number | null;
+  v: FhirVersion;
+  kind: ExportKind;
+  groupId: string | null;
+  types: string[] | null;
+  since: Date | null;
+  /** Absolute export URL (file links hang below it) and the kick-off request URL. */
+  exportUrl: string;
+  request: string;
+  transactionTime: Date;
+  state: JobState;
+  startedAt: Date;
+  files: PlannedFile[];
+  group: { id: string; vid: number } | null;
+  error: string | null;
+  exp: Date;
+}
+
+export const EXPORT_JOB_MODEL = 'ExportJob';
+
+export const ExportJobSchema = new Schema<ExportJobDoc>(
+  {
+    _id: String,
+    c: { type: String, required: true },
+    u: { type: Number, default: null },
+    v: { type: String, required: true },
+    kind: { type: String, required: true },
+    groupId: { type: String, default: null },
+    types: { type: [String], default: null },
+    since: { type: Date, default: null },
+    exportUrl: { type: String, required: true },
+    request: { type: String, required: true },
+    transactionTime: { type: Date, required: true },
+    state: { type: String, required: true },
+    startedAt: { type: Date, required: true },
+    files: { type: [{ _id: false, type: String, from: String, to: String, count: Number }], default: [] },
+    group: { type: new Schema({ id: String, vid: Number }, { _id: false }), default: null },
+    error: { type: String, default: null },
+    exp: { type: Date, required: true },
+  },
+  { collection: 'export_jobs', versionKey: false },
+);
+ExportJobSchema.index({ exp: 1 }, { name: 'export_job_expiry', expireAfterSeconds: 0 });
+
+export type NewExportJob = Omit<ExportJobDoc, 'c' | 'u' | 'state' | 'files' | 'group' | 'error'>;
+
+@Injectable()
+export class ExportJobsRepository {
+  private readonly collection: Collection<ExportJobDoc>;
+
+  constructor(@InjectModel(EXPORT_JOB_MODEL) model: Model<ExportJobDoc>) {
+    this.collection = model.collection as unknown as Collection<ExportJobDoc>;
+  }
+
+  async create(ctx: TenantContext, job: NewExportJob): Promise<ExportJobDoc> {
+    const doc: ExportJobDoc = {
+      ...job,
+      c: ctx.clientId,
+      u: ctx.userId,
+      state: 'in-progress',
+      files: [],
+      group: null,
+      error: null,
+    };
+    await this.collection.insertOne(doc);
+    return doc;
+  }
+
+  /**
+   * The tenant's unexpired job: another client's (or, for a user credential, another user's) job is
+   * not found. A client-wide credential sees its users' jobs, as it sees their data.
+   */
+  async find(ctx: TenantContext, id: string): Promise<ExportJobDoc | null> {
+    return this.collection.findOne({ _id: id, ...tenantFilter(ctx), exp: { $gt: new Date() } });
+  }
+
+  /** Records the plan unless the job was cancelled or re-claimed meanwhile (`startedAt` is the claim). */
+  async complete(
+    id: string,
+    startedAt: Date,
+    files: PlannedFile[],
+    group: ExportJobDoc['group'],
+  ): Promise<void> {
+    await this.collection.updateOne(
+      { _id: id, state: 'in-progress', startedAt },
+      { $set: { state: 'complete', files, group } },
+    );
+  }
+
+  async fail(id: string, startedAt: Date, error: string): Promise<void> {
+    await this.collection.updateOne(
+      { _id: id, state: 'in-progress', startedAt },
+      { $set: { state: 'failed', error } },
+    );
+  }
+
+  /**
+   * Takes over a job whose computing instance went silent (compare-and-set on `startedAt`, so one
+   * poller wins). Returns the new claim time, or null when someone else took it.
+   */
+  async reclaim(id: string, previous: Date): Promise<Date | null> {
+    const now = new Date();
+    const res = await this.collection.updateOne(
+      { _id: id, state: 'in-progress', startedAt: previous },
+      { $set: { startedAt: now } },
+    );
+    return res.modifiedCount === 1 ? now : null;
+  }
+
+  /** DELETE on the status URL: the job is gone for every later poll. */
+  async remove(ctx: TenantContext, id: string): Promise<boolean> {
+    const res = await this.collection.deleteOne({ _id: id, ...tenantFilter(ctx) });
+    return res.deletedCount === 1;
+  }
+}

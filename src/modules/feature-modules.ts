@@ -25,6 +25,7 @@ export const FEATURE_MODULES: Type[] = [
   DirectoryModule,
   FhirCapabilityModule,
   FhirOperationsModule,
+  BulkExportModule,
   PurgeModule,
   FhirStoreModule,
 ];

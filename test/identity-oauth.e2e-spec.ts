@@ -233,4 +233,25 @@ describe('identity: authorization codes and /oauth2/token (e2e)', () => {
     expect(smart.body.token_endpoint).toBe(oidc.body.token_endpoint);
     expect(smart.body.capabilities).toContain('client-confidential-symmetric');
   });
+
+  it('/docs-json documents the identity endpoints with their security schemes', async () => {
+    const doc = (await request(t.server).get('/docs-json').expect(200)).body;
+    for (const path of [
+      '/user-management/v1/user',
+      '/user-management/v1/user/auth-code',
+      '/oauth2/token',
+      '/auth/realms/{realm}/protocol/openid-connect/token',
+      '/.well-known/jwks.json',
+    ]) {
+      expect([path, doc.paths[path] !== undefined]).toEqual([path, true]);
+    }
+    const list = doc.paths['/user-management/v1/user'].get;
+    expect(list.security).toEqual(
+      expect.arrayContaining([
+        { bearer: [] },
+        { client_id: [], client_secret: [], 'x-service-user-id': [] },
+        { client_id: [], client_secret: [], 'x-app-user-id': [] },
+      ]),
+    );
+  });
 });

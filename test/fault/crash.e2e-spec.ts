@@ -36,7 +36,7 @@ describe('crash under load (fault)', () => {
         client_secret: created.json.client_secret,
       }),
     });
-    token = (await res.json()).access_token;
+    token = ((await res.json()) as { access_token: string }).access_token;
     expect(token).toBeTruthy();
   }, 180000);
 
@@ -80,7 +80,7 @@ describe('crash under load (fault)', () => {
             body: JSON.stringify(b),
           });
           if (res.status !== 200) continue;
-          const out = await res.json();
+          const out = (await res.json()) as any;
           out.entry.forEach((e: any, i: number) => {
             if (/^20[01]/.test(e.response?.status ?? '')) {
               const r = b.entry[i].resource;
@@ -109,13 +109,13 @@ describe('crash under load (fault)', () => {
     for (const [ref, sent] of acked) {
       const res = await fetch(`${server.url}/r4/${ref}`, { headers: { authorization: `Bearer ${token}` } });
       expect({ ref, status: res.status }).toEqual({ ref, status: 200 });
-      const got = await res.json();
+      const got = (await res.json()) as any;
       const { meta, ...content } = got;
       expect(content).toEqual(sent);
       const hist = await fetch(`${server.url}/r4/${ref}/_history`, {
         headers: { authorization: `Bearer ${token}` },
       });
-      const h = await hist.json();
+      const h = (await hist.json()) as any;
       expect(h.total).toBe(Number(meta.versionId));
     }
   }, 180000);

@@ -87,7 +87,6 @@ function exportDocs(summary: string): MethodDecorator {
  * `{base_url}/{v}`. Registered before the FHIR store, whose generic routes would swallow these.
  */
 @ApiTags('Bulk export')
-@UseTenant()
 @Controller()
 export class BulkExportController {
   constructor(
@@ -95,6 +94,7 @@ export class BulkExportController {
     private readonly metrics: MetricsService,
   ) {}
 
+  @UseTenant()
   @Get(['bulk-data/:version/$export', ':version/$export', 'v1/:customer/bulk-export/bulk-data/r4/$export'])
   @exportDocs('System-level export: every resource of the tenant (the user, or every user of the client)')
   async systemExport(
@@ -106,6 +106,7 @@ export class BulkExportController {
     return answerKickOff(res, await this.exports.kickOff(ctx, kickOffRequest(req, params, 'system')));
   }
 
+  @UseTenant()
   @Get(['bulk-data/:version/Patient/$export', ':version/Patient/$export'])
   @exportDocs('Patient-level export: resources of the types in the Patient compartment')
   async patientExport(
@@ -117,6 +118,7 @@ export class BulkExportController {
     return answerKickOff(res, await this.exports.kickOff(ctx, kickOffRequest(req, params, 'patient')));
   }
 
+  @UseTenant()
   @Get([
     'bulk-data/:version/Group/:groupId/$export',
     ':version/Group/:groupId/$export',
@@ -133,6 +135,7 @@ export class BulkExportController {
     return answerKickOff(res, await this.exports.kickOff(ctx, kickOffRequest(req, params, 'group')));
   }
 
+  @UseTenant()
   @Get([
     'bulk-data/:version/$export-status/:jobId',
     ':version/$export-status/:jobId',
@@ -159,6 +162,8 @@ export class BulkExportController {
     return undefined;
   }
 
+  // Cancelling a job changes no FHIR data: allowed to read-only and client-wide credentials.
+  @UseTenant({ readRoute: true })
   @Delete([
     'bulk-data/:version/$export-status/:jobId',
     ':version/$export-status/:jobId',
@@ -175,6 +180,7 @@ export class BulkExportController {
     await this.exports.cancel(ctx, exportRoute(req, params), params.jobId);
   }
 
+  @UseTenant()
   @Get([
     'bulk-data/:version/$export/:type/:token.ndjson',
     'bulk-data/:version/Patient/$export/:type/:token.ndjson',

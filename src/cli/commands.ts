@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { registerClientCommands } from '../modules/auth/clients/client.cli';
 import { registerDirectoryCommands } from '../modules/directory/directory.cli';
 import { registerStoreCommands } from '../modules/fhir-store/store.command';
+import { registerReindexCommand } from '../modules/fhir-store/search/reindex.command';
 
 /**
  * Each feature registers its CLI commands here in one line (e.g. `client create`,
@@ -13,4 +14,5 @@ export const COMMAND_REGISTRARS: CommandRegistrar[] = [
   registerClientCommands,
   registerDirectoryCommands,
   registerStoreCommands,
+  registerReindexCommand,
 ];

@@ -7,6 +7,7 @@ import { DirectoryModule } from './directory/directory.module';
 import { FhirOperationsModule } from './fhir-operations/fhir-operations.module';
 import { FhirStoreModule } from './fhir-store/fhir-store.module';
 import { FhirCapabilityModule } from './fhir-store/fhir-capability.module';
+import { FhirSearchModule } from './fhir-store/search/search.module';
 import { PurgeModule } from './purge/purge.module';
 
 /**
@@ -27,5 +28,6 @@ export const FEATURE_MODULES: Type[] = [
   FhirOperationsModule,
   BulkExportModule,
   PurgeModule,
+  FhirSearchModule,
   FhirStoreModule,
 ];

@@ -21,7 +21,8 @@ export function syntheaAvailable(version: SyntheaArchiveVersion): boolean {
   return existsSync(syntheaArchivePath(version));
 }
 
-function unpackedDirectory(version: SyntheaArchiveVersion): string {
+/** The folder of the version's unpacked bundle files (unpacked on first use). */
+export function unpackedDirectory(version: SyntheaArchiveVersion): string {
   const target = join(tmpdir(), `fhir-search-synthea-${version}`);
   if (!existsSync(join(target, version))) {
     const staging = `${target}.${process.pid}`;

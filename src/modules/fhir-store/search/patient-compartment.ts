@@ -1,0 +1,159 @@
+import {
+  OperationOutcomeError,
+  parseFhirDateRange,
+  patientCompartmentParams,
+  resourceTypes,
+  type FhirVersion,
+  type Filter,
+} from '@app/fhir';
+import { rangePattern } from '@app/fhir/search/range-regex';
+
+/**
+ * The Patient compartment as queries on the `resources` documents (CompartmentDefinition-patient of
+ * the version, https://hl7.org/fhir/R4/compartmentdefinition-patient.html): a resource is in the
+ * compartment of Patient/x when one of its type's compartment parameters references Patient/x,
+ * i.e. its `idx.ref` holds `${param}|Patient/x`. One `$in` over the `{v, c, idx.ref}` index.
+ */
+
+export interface CompartmentTypes {
+  /** Types with at least one compartment parameter. */
+  types: string[];
+  /** `${param}|` prefixes of every compartment parameter of any type. */
+  params: string[];
+}
+
+const compartmentCache = new Map<FhirVersion, CompartmentTypes>();
+
+export function compartmentTypes(version: FhirVersion): CompartmentTypes {
+  let cached = compartmentCache.get(version);
+  if (!cached) {
+    const types: string[] = [];
+    const params = new Set<string>();
+    for (const type of resourceTypes(version)) {
+      const codes = patientCompartmentParams(version, type);
+      if (codes.length === 0) continue;
+      types.push(type);
+      for (const code of codes) params.add(code);
+    }
+    cached = { types, params: [...params] };
+    compartmentCache.set(version, cached);
+  }
+  return cached;
+}
+
+/**
+ * Resources in the compartment of Patient/{id}, the Patient itself excluded. References written
+ * with this server's base URL count too. The union of parameters over all types is a superset for
+ * a type whose own list is shorter; `t` restricted to compartment types keeps strangers out.
+ */
+export function compartmentFilter(version: FhirVersion, patientId: string, serviceBase: string): Filter {
+  const { types, params } = compartmentTypes(version);
+  const references = [`Patient/${patientId}`, `${serviceBase}/${version}/Patient/${patientId}`];
+  return {
+    t: { $in: types },
+    'idx.ref': { $in: params.flatMap((param) => references.map((reference) => `${param}|${reference}`)) },
+  };
+}
+
+export interface EverythingWindow {
+  count: number;
+  skip: number;
+  types?: string[];
+  since?: Date;
+  start?: Date;
+  end?: Date;
+  /** Parameters this operation does not know (reported, not fatal). */
+  unknown: string[];
+}
+
+const IGNORED = new Set(['_format', '_pretty']);
+
+function wholeNumber(name: string, value: string, max: number, clamp: boolean): number {
+  if (!/^\d{1,9}$/.test(value))
+    throw OperationOutcomeError.invalid(`${name} must be a whole number, not '${value}'`);
+  const number = Number(value);
+  if (number <= max) return number;
+  if (clamp) return max;
+  throw new OperationOutcomeError('too-costly', `${name} may be at most ${max}`, { status: 400 });
+}
+
+function date(name: string, value: string): { lo: Date; hi: Date } {
+  const range = parseFhirDateRange(value);
+  if (!range) throw OperationOutcomeError.invalid(`${name} must be a FHIR date or dateTime, not '${value}'`);
+  return range;
+}
+
+/** `$everything` parameters (https://hl7.org/fhir/R4/patient-operation-everything.html). */
+export function parseEverythingParams(
+  version: FhirVersion,
+  pairs: ReadonlyArray<[string, string]>,
+  limits: { defaultCount: number; maxCount: number; maxSkip: number },
+): EverythingWindow {
+  const window: EverythingWindow = { count: limits.defaultCount, skip: 0, unknown: [] };
+  const known = new Set(resourceTypes(version));
+  for (const [name, value] of pairs) {
+    switch (name) {
+      case '_count':
+        window.count = wholeNumber('_count', value, limits.maxCount, true);
+        break;
+      case '_skip':
+        window.skip = wholeNumber('_skip', value, limits.maxSkip, false);
+        break;
+      case '_type': {
+        const types = value.split(',').map((type) => type.trim());
+        const unknownType = types.find((type) => !known.has(type));
+        if (unknownType !== undefined)
+          throw OperationOutcomeError.invalid(`unknown resource type '${unknownType}' in _type`);
+        window.types = [...(window.types ?? []), ...types];
+        break;
+      }
+      case '_since':
+        window.since = date('_since', value).lo;
+        break;
+      case 'start':
+        window.start = date('start', value).lo;
+        break;
+      case 'end':
+        window.end = date('end', value).hi;
+        break;
+      default:
+        if (!IGNORED.has(name)) window.unknown.push(name);
+    }
+  }
+  return window;
+}
+
+const ANY_PARAM = '[^|]+\\|';
+const ISO_WIDTH = 24;
+
+/**
+ * `start`/`end` (care dates, not record dates): a resource with clinical dates must have one that
+ * begins at or before `end` and one that ends at or after `start` (the two may come from different
+ * date parameters of the resource: a documented approximation). Resources without any clinical
+ * date (Practitioner, Medication …) always stay.
+ */
+export function careDateCondition(start: Date | undefined, end: Date | undefined): Filter | undefined {
+  if (!start && !end) return undefined;
+  const bounds: Filter[] = [];
+  if (end) {
+    const pattern = rangePattern(
+      ANY_PARAM,
+      undefined,
+      { value: end.toISOString(), inclusive: true },
+      ISO_WIDTH,
+      'digits',
+    );
+    bounds.push({ 'idx.dtl': { $regex: pattern } });
+  }
+  if (start) {
+    const pattern = rangePattern(
+      ANY_PARAM,
+      { value: start.toISOString(), inclusive: true },
+      undefined,
+      ISO_WIDTH,
+      'digits',
+    );
+    bounds.push({ 'idx.dth': { $regex: pattern } });
+  }
+  return { $or: [{ 'idx.dtl': { $exists: false } }, { $and: bounds }] };
+}

@@ -1,0 +1,111 @@
+import { parseSearch } from '@app/fhir';
+import { careDateCondition, compartmentFilter, parseEverythingParams } from './patient-compartment';
+import { formPairs, isStrictHandling, linkPairs, normalizeReferenceValues } from './search-request';
+import { searchLinks, shapedResourceJson } from './searchset-bundle';
+
+describe('search helpers', () => {
+  it('paging links keep the parameters, and omit next/last when unknown', () => {
+    const links = searchLinks('http://x/r4/Patient', [['name', 'a b']], {
+      skip: 10,
+      count: 10,
+      total: 25,
+      hasNext: true,
+    });
+    expect(links.map((l) => l.relation)).toEqual(['self', 'first', 'previous', 'next', 'last']);
+    expect(links[0].url).toBe('http://x/r4/Patient?name=a+b&_count=10&_skip=10');
+    expect(links[4].url).toContain('_skip=20');
+    const open = searchLinks('http://x/r4/Patient', [], { skip: 0, count: 5, hasNext: false });
+    expect(open.map((l) => l.relation)).toEqual(['self', 'first']);
+    expect(
+      linkPairs([
+        ['_count', '1'],
+        ['_skip', '2'],
+        ['_offset', '3'],
+        ['a', 'b'],
+      ]),
+    ).toEqual([['a', 'b']]);
+  });
+
+  it('_elements and _summary subsets keep id/meta and tag SUBSETTED', () => {
+    const json = JSON.stringify({
+      resourceType: 'Patient',
+      id: '1',
+      meta: { versionId: '1' },
+      text: { div: 'x' },
+      gender: 'male',
+      name: [],
+    });
+    const subset = JSON.parse(shapedResourceJson(json, { elements: ['gender', 'Observation.name'] }));
+    expect(Object.keys(subset).sort()).toEqual(['gender', 'id', 'meta', 'resourceType']);
+    expect(subset.meta.tag[0].code).toBe('SUBSETTED');
+    expect(JSON.parse(shapedResourceJson(json, { summary: 'data' })).text).toBeUndefined();
+    expect(Object.keys(JSON.parse(shapedResourceJson(json, { summary: 'text' }))).sort()).toEqual([
+      'id',
+      'meta',
+      'resourceType',
+      'text',
+    ]);
+    expect(shapedResourceJson(json, {})).toBe(json);
+  });
+
+  it('reads Prefer handling and refuses non-text form values', () => {
+    expect(isStrictHandling('handling=strict')).toBe(true);
+    expect(isStrictHandling('return=minimal, handling=strict')).toBe(true);
+    expect(isStrictHandling('handling=lenient')).toBe(false);
+    expect(isStrictHandling(undefined)).toBe(false);
+    expect(formPairs({ a: ['1', '2'], b: '3' })).toEqual([
+      ['a', '1'],
+      ['a', '2'],
+      ['b', '3'],
+    ]);
+    expect(() => formPairs({ a: { $gt: '' } })).toThrow('text value');
+  });
+
+  it('makes references to this server relative and matches both forms', () => {
+    const parsed = parseSearch('r4', 'Observation', [['subject', 'http://me/r4/Patient/1']]);
+    normalizeReferenceValues(parsed, 'http://me');
+    expect(parsed.clauses[0].values).toEqual([
+      { kind: 'reference', reference: 'Patient/1' },
+      { kind: 'reference', reference: 'http://me/r4/Patient/1' },
+    ]);
+  });
+
+  it('parses $everything parameters and rejects bad ones', () => {
+    const limits = { defaultCount: 10, maxCount: 100, maxSkip: 1000 };
+    const window = parseEverythingParams(
+      'r4',
+      [
+        ['_count', '500'],
+        ['_type', 'Observation,Condition'],
+        ['start', '2020'],
+        ['end', '2020'],
+        ['x', 'y'],
+      ],
+      limits,
+    );
+    expect(window).toMatchObject({ count: 100, types: ['Observation', 'Condition'], unknown: ['x'] });
+    expect(window.start?.toISOString()).toBe('2020-01-01T00:00:00.000Z');
+    expect(window.end?.toISOString()).toBe('2020-12-31T23:59:59.999Z');
+    expect(() => parseEverythingParams('r4', [['_skip', '5000']], limits)).toThrow('at most');
+    expect(() => parseEverythingParams('r4', [['_type', 'Nope']], limits)).toThrow('unknown resource type');
+    expect(() => parseEverythingParams('r4', [['_since', 'yesterday']], limits)).toThrow('FHIR date');
+  });
+
+  it('builds the compartment and care-date conditions', () => {
+    const filter = compartmentFilter('r4', 'p1', 'http://me') as {
+      t: { $in: string[] };
+      'idx.ref': { $in: string[] };
+    };
+    expect(filter.t.$in).toContain('Observation');
+    expect(filter.t.$in).not.toContain('Practitioner');
+    expect(filter['idx.ref'].$in).toContain('subject|Patient/p1');
+    expect(filter['idx.ref'].$in).toContain('subject|http://me/r4/Patient/p1');
+    expect(careDateCondition(undefined, undefined)).toBeUndefined();
+    const condition = careDateCondition(new Date('2020-01-01T00:00:00.000Z'), undefined) as {
+      $or: Array<Record<string, any>>;
+    };
+    const pattern = new RegExp(condition.$or[1].$and[0]['idx.dth'].$regex);
+    expect(pattern.test('date|2020-06-01T00:00:00.000Z')).toBe(true);
+    expect(pattern.test('date|2019-12-31T23:59:59.999Z')).toBe(false);
+  });
+});

@@ -1,0 +1,121 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  buildFilter,
+  OperationOutcomeError,
+  searchsetBundleJson,
+  type FhirVersion,
+  type SearchsetEntry,
+} from '@app/fhir';
+import { SETTINGS } from '../../../config/config.module';
+import type { Settings } from '../../../config/settings';
+import type { TenantContext } from '../../../tenancy/tenant-context';
+import type { FhirReply } from '../fhir-reply';
+import { ResourceRepository } from '../resource.repository';
+import { IncludeResolver } from './include-resolver';
+import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
+import {
+  asOutcomeError,
+  isStrictHandling,
+  linkPairs,
+  normalizeReferenceValues,
+  parseOrReject,
+  type SearchPairs,
+} from './search-request';
+import { storeFilter, SubQueryResolver } from './sub-query-resolver';
+
+/** SPEC §8: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */
+export const DEFAULT_PAGE_SIZE = 10;
+export const MAX_PAGE_SIZE = 100;
+
+/**
+ * FHIR search (SPEC §4.5, issue 5; https://hl7.org/fhir/R4/search.html): type-level
+ * `GET /{v}/{type}`, `POST /{v}/{type}/_search` and system-level `GET /{v}?_type=…`. The search
+ * lib parses and builds the filter; this service runs it in the caller's tenant scope (chains and
+ * `_has` first, includes after), and assembles the searchset Bundle with absolute paging links.
+ */
+@Injectable()
+export class SearchService {
+  constructor(
+    private readonly repository: ResourceRepository,
+    private readonly subQueries: SubQueryResolver,
+    private readonly includes: IncludeResolver,
+    @Inject(SETTINGS) private readonly settings: Settings,
+  ) {}
+
+  async search(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string | undefined,
+    pairs: SearchPairs,
+    prefer?: string,
+  ): Promise<FhirReply> {
+    const base = this.settings.urls.base;
+    const parsed = parseOrReject(version, type, pairs, {
+      strict: isStrictHandling(prefer),
+      defaultCount: DEFAULT_PAGE_SIZE,
+      maxCount: MAX_PAGE_SIZE,
+      // `_skip` up to SEARCH_MAX_SKIP, then one full page.
+      maxWindow: this.settings.searchMaxSkip + MAX_PAGE_SIZE,
+    });
+    if (version === 'dstu2' && parsed.include.length + parsed.revinclude.length > 0) {
+      // SPEC §9.4: R4 only; STU3 shares the R4 semantics, DSTU2 reference parameters differ.
+      throw new OperationOutcomeError(
+        'not-supported',
+        '_include and _revinclude are not supported on DSTU2',
+        { status: 400 },
+      );
+    }
+    normalizeReferenceValues(parsed, base);
+    let built;
+    try {
+      built = buildFilter(parsed);
+    } catch (error) {
+      throw asOutcomeError(error);
+    }
+    const filter = storeFilter(await this.subQueries.resolve(ctx, version, built));
+    const searchUrl = type ? `${base}/${version}/${type}` : `${base}/${version}`;
+    const kept = linkPairs(pairs);
+    const warnings = unknownParamsEntry(parsed.unknown);
+
+    if (parsed.summary === 'count') {
+      const total = await this.repository.countBy(ctx, version, { filter });
+      const links = searchLinks(searchUrl, kept, {
+        skip: 0,
+        count: parsed.count,
+        total,
+        hasNext: false,
+      }).slice(0, 1);
+      return this.bundle({ total, links, entries: warnings ? [warnings] : [] });
+    }
+
+    const withTotal = parsed.total !== 'none';
+    // One more than the page: tells whether a next page exists without a count (`_total=none`).
+    const result = await this.repository.search(ctx, version, {
+      filter,
+      sort: built.sort,
+      skip: parsed.skip,
+      limit: parsed.count + 1,
+      count: withTotal,
+    });
+    const matches = result.docs.slice(0, parsed.count);
+    const included = await this.includes.resolve(ctx, version, parsed, matches, base);
+    const entries: SearchsetEntry[] = [
+      ...matches.map((doc) =>
+        resourceEntry(base, doc, 'match', shapedResourceJson(doc.json ?? '{}', parsed)),
+      ),
+      ...included.map((doc) => resourceEntry(base, doc, 'include')),
+    ];
+    if (warnings) entries.push(warnings);
+    const links = searchLinks(searchUrl, kept, {
+      skip: parsed.skip,
+      count: parsed.count,
+      total: result.total,
+      hasNext: result.docs.length > parsed.count,
+    });
+    return this.bundle({ total: withTotal ? result.total : undefined, links, entries });
+  }
+
+  private bundle(input: Parameters<typeof searchsetBundleJson>[0]): FhirReply {
+    return { status: 200, body: searchsetBundleJson(input) };
+  }
+}

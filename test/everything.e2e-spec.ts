@@ -1,0 +1,144 @@
+import request from 'supertest';
+import {
+  bearer,
+  createClient,
+  createTestApp,
+  createUser,
+  IDENTITY_TEST_ENV,
+  TestApp,
+  TestUser,
+} from '@app/testing';
+import { entryIds, loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
+
+/** Issue 5 / SPEC §3.1, §4.5, §4.6: `GET` and `DELETE /{v}/Patient/{id}/$everything` on Synthea R4 records. */
+describe('Patient/$everything (e2e, Synthea R4)', () => {
+  let t: TestApp;
+  let alice: TestUser;
+  let bob: TestUser;
+  let records: SyntheaRecord[];
+  const asAlice = () => bearer(alice.access_token);
+  const get = (path: string, headers = asAlice()) => request(t.server).get(path).set(headers);
+  const next = (bundle: any) =>
+    bundle.link.find((l: any) => l.relation === 'next')?.url?.slice(t.settings.urls.base.length) as
+      string | undefined;
+
+  beforeAll(async () => {
+    t = await createTestApp(IDENTITY_TEST_ENV);
+    const client = await createClient(t);
+    [alice, bob] = await Promise.all([createUser(t, client), createUser(t, client)]);
+    records = await loadSyntheaPatients(t, asAlice(), { count: 2, skip: 1 });
+  }, 120_000);
+  afterAll(async () => t?.close());
+
+  async function walk(path: string): Promise<any[]> {
+    const resources: any[] = [];
+    let url: string | undefined = path;
+    while (url) {
+      const res = await get(url).expect(200);
+      resources.push(
+        ...res.body.entry.filter((e: any) => e.search.mode === 'match').map((e: any) => e.resource),
+      );
+      url = next(res.body);
+    }
+    return resources;
+  }
+
+  it('pages (10 by default) through the patient, its compartment and what it references, by type', async () => {
+    const [record, other] = records;
+    const first = await get(`/r4/Patient/${record.patientId}/$everything`).expect(200);
+    expect(first.body.type).toBe('searchset');
+    expect(first.body.entry).toHaveLength(10);
+    const all = await walk(`/r4/Patient/${record.patientId}/$everything`);
+    expect(all).toHaveLength(first.body.total);
+    const keys = all.map((r) => `${r.resourceType}/${r.id}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    // Every resource of the record: the Patient, its clinical data, its Practitioners and Organizations.
+    expect(keys).toEqual(expect.arrayContaining(record.resources.map((r) => `${r.resourceType}/${r.id}`)));
+    const extra = all.filter((r) => !record.resources.some((x) => x.id === r.id));
+    for (const r of extra) expect(r.resourceType).toBe('Provenance'); // the store's Provenances of the Patient
+    const types = all.map((r) => r.resourceType);
+    expect(types).toEqual([...types].sort());
+    expect(keys).not.toContain(`Patient/${other.patientId}`);
+    const otherObservations = other.resources
+      .filter((r) => r.resourceType === 'Observation')
+      .map((r) => r.id);
+    expect(all.filter((r) => otherObservations.includes(r.id))).toEqual([]);
+  });
+
+  it('_type, _count, _since, start/end', async () => {
+    const record = records[0];
+    const path = `/r4/Patient/${record.patientId}/$everything`;
+    const observations = resourcesOfType([record], 'Observation');
+    const onlyObservations = await walk(`${path}?_type=Observation&_count=7`);
+    expect(onlyObservations.map((r) => r.id).sort()).toEqual(observations.map((r) => r.id).sort());
+    const page = await get(`${path}?_count=3`).expect(200);
+    expect(page.body.entry).toHaveLength(3);
+    expect((await get(`${path}?_since=2999-01-01`).expect(200)).body.total).toBe(0);
+    const first = observations
+      .map((o) => o.effectiveDateTime as string)
+      .sort((a, b) => Date.parse(a) - Date.parse(b))[0];
+    const year = new Date(first).getUTCFullYear();
+    const early = await walk(`${path}?_type=Observation&end=${year}`);
+    const expected = observations.filter((o) => new Date(o.effectiveDateTime).getUTCFullYear() <= year);
+    expect(early.map((r) => r.id).sort()).toEqual(expected.map((o) => o.id).sort());
+    const late = await walk(`${path}?_type=Observation,Practitioner&start=${year + 1}`);
+    expect(late.filter((r) => r.resourceType === 'Practitioner').length).toBeGreaterThan(0); // no care date: stays
+    expect(
+      late
+        .filter((r) => r.resourceType === 'Observation')
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual(
+      observations
+        .filter((o) => new Date(o.effectiveDateTime).getUTCFullYear() > year)
+        .map((o) => o.id)
+        .sort(),
+    );
+  });
+
+  it('bad parameters are 400, an unknown or foreign patient 404', async () => {
+    const path = `/r4/Patient/${records[0].patientId}/$everything`;
+    await get(`${path}?start=not-a-date`).expect(400);
+    await get(`${path}?_type=Nonsense`).expect(400);
+    await get(`${path}?_count=abc`).expect(400);
+    await get('/r4/Patient/no-such-patient/$everything').expect(404);
+    await get(path, bearer(bob.access_token)).expect(404);
+    await request(t.server).delete(path).set(bearer(bob.access_token)).expect(404);
+  });
+
+  it('DELETE removes the patient and its compartment for good, with counts per type; shared resources stay', async () => {
+    const [record, other] = records;
+    const path = `/r4/Patient/${record.patientId}/$everything`;
+    const before = await walk(`${path}?_count=100`);
+    const res = await request(t.server).delete(path).set(asAlice()).expect(200);
+    expect(res.body.resourceType).toBe('OperationOutcome');
+    const counts = new Map<string, number>();
+    for (const issue of res.body.issue.slice(1)) {
+      const [type, n] = String(issue.diagnostics).split(': ');
+      counts.set(type, Number(n));
+    }
+    const observations = resourcesOfType([record], 'Observation');
+    expect(counts.get('Observation')).toBe(observations.length);
+    expect(counts.get('Patient')).toBe(1);
+    // One Provenance per stored compartment resource (the store writes them), removed with them.
+    const compartment = before.filter(
+      (r) => !['Practitioner', 'Organization', 'Provenance'].includes(r.resourceType),
+    );
+    expect(counts.get('Provenance')).toBeGreaterThanOrEqual(compartment.length);
+    await get(`/r4/Patient/${record.patientId}`).expect(404);
+    await get(`/r4/Observation/${observations[0].id}`).expect(404);
+    await get(`/r4/Observation/${observations[0].id}/_history/1`).expect(404);
+    expect((await get(`/r4/Observation?subject=Patient/${record.patientId}`).expect(200)).body.total).toBe(0);
+    expect(
+      (await get(`/r4/Provenance?target=Observation/${observations[0].id}`).expect(200)).body.total,
+    ).toBe(0);
+    const practitioner = record.resources.find((r) => r.resourceType === 'Practitioner')!;
+    await get(`/r4/Practitioner/${practitioner.id}`).expect(200);
+    const otherObservations = other.resources.filter((r) => r.resourceType === 'Observation');
+    expect(
+      (await get(`/r4/Observation?subject=Patient/${other.patientId}&_summary=count`).expect(200)).body.total,
+    ).toBe(otherObservations.length);
+    await request(t.server).delete(path).set(asAlice()).expect(404);
+    expect(entryIds((await get(`/r4/Patient?_id=${record.patientId}`).expect(200)).body)).toEqual([]);
+  });
+});

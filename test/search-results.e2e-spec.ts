@@ -11,6 +11,7 @@ import {
   TestUser,
 } from '@app/testing';
 import { entryIds, loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
+import { ReindexService } from '../src/modules/fhir-store/search/reindex.service';
 
 /**
  * Issue 5: the searchset Bundle (SPEC §2.6), paging walked to the end, result parameters,
@@ -245,6 +246,24 @@ describe('FHIR search results (e2e, Synthea R4)', () => {
         clientHeaders(client, 'client'),
       ).expect(200);
       expect(chained.body.total).toBe(0);
+    });
+  });
+
+  describe('store reindex', () => {
+    it('rebuilds the index entries of one type across tenants after they were lost', async () => {
+      const family = records[0].resources[0].name[0].family as string;
+      await t.connection
+        .collection('resources')
+        .updateMany({ v: 'r4', t: 'Patient' }, { $unset: { idx: '' } });
+      expect((await get(`/r4/Patient?name=${family}`).expect(200)).body.total).toBe(0);
+      const progress: string[] = [];
+      const report = await t.app.get(ReindexService).reindex('r4', 'Patient', (m) => progress.push(m));
+      const patients = await t.connection
+        .collection('resources')
+        .countDocuments({ v: 'r4', t: 'Patient', del: false });
+      expect(report).toMatchObject({ scanned: patients, updated: patients, failed: 0 });
+      expect(progress.length).toBeGreaterThan(0);
+      expect((await get(`/r4/Patient?name=${family}`).expect(200)).body.total).toBe(1);
     });
   });
 

@@ -207,6 +207,29 @@ describe('directory seed (e2e)', () => {
     }
   });
 
+  it('a seed racing another instance skips ids that exist and keeps their data', async () => {
+    const t = await createTestApp({ DIRECTORY_SEED: 'false' });
+    try {
+      const service = t.app.get(DirectoryService);
+      await service.importRecords([
+        { line: 1, record: { id: 'dup', name: 'Kept Name', system_type: 'HealthSystem' } },
+      ]);
+      const result = await service.seedRecords([
+        { line: 1, record: { id: 'dup', name: 'Seed Name', system_type: 'HealthSystem' } },
+        { line: 2, record: { id: 'fresh', name: 'Fresh', system_type: 'Payer2Payer' } },
+        { line: 3, record: { id: 'bad', name: 'Bad', system_type: 'Nope' } },
+      ]);
+      expect(result).toEqual({
+        inserted: 1,
+        rejected: [{ line: 3, reason: expect.stringMatching(/system_type/) }],
+      });
+      expect((await service.findById('dup'))?.name).toBe('Kept Name');
+      expect((await service.search({ query: 'fresh' })).total).toBe(1);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('DIRECTORY_SEED=false leaves the directory empty', async () => {
     const t = await createTestApp({ DIRECTORY_SEED: 'false' });
     try {

@@ -21,7 +21,7 @@ export function findSeedFile(from = __dirname): string | null {
  * Loads the shipped seed (real Massachusetts hospitals and the payers of the Synthea sample data,
  * built by scripts/generate-directory-seed.ts) on a start with an empty directory, so a new
  * deployment has a usable picker. `DIRECTORY_SEED=false` turns it off. Two instances starting at
- * once both upsert the same ids: harmless.
+ * once both insert the same ids: the second one's duplicates are skipped.
  */
 @Injectable()
 export class DirectorySeeder implements OnApplicationBootstrap {
@@ -40,7 +40,7 @@ export class DirectorySeeder implements OnApplicationBootstrap {
       this.logger.warn(`directory is empty and ${SEED_FILE} was not found: nothing seeded`);
       return;
     }
-    const summary = await this.directory.importRecords(parseNdjson(readFileSync(file, 'utf8')));
+    const summary = await this.directory.seedRecords(parseNdjson(readFileSync(file, 'utf8')));
     this.logger.log(
       `directory seeded from ${SEED_FILE}: ${summary.inserted} inserted, ${summary.rejected.length} rejected`,
     );

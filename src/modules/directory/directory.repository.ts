@@ -42,21 +42,11 @@ export class DirectoryRepository {
     if (inputs.length === 0) return { inserted: 0, updated: 0 };
     const result = await this.model.bulkWrite(
       inputs.map((input) => {
-        const words = entryWords(input);
-        const { id, ...fields } = input;
+        const { _id, created_at, ...fields } = storedForm(input, now);
         return {
           updateOne: {
-            filter: { _id: id },
-            update: {
-              $set: {
-                ...fields,
-                sort_name: sortName(input.name),
-                words,
-                prefixes: searchPrefixes(words),
-                updated_at: now,
-              },
-              $setOnInsert: { created_at: now },
-            },
+            filter: { _id },
+            update: { $set: fields, $setOnInsert: { created_at } },
             upsert: true,
           },
         };
@@ -64,6 +54,25 @@ export class DirectoryRepository {
       { ordered: false },
     );
     return { inserted: result.upsertedCount, updated: result.matchedCount };
+  }
+
+  /**
+   * Inserts entries whose ids are not stored yet, in one command (the first-start seed: much
+   * cheaper than upserts on FerretDB). An id that exists already is skipped, not overwritten.
+   */
+  async insertNew(inputs: readonly DirectoryEntryInput[], now = new Date()): Promise<number> {
+    if (inputs.length === 0) return 0;
+    try {
+      const docs = inputs.map((input) => storedForm(input, now));
+      const result = await this.model.collection.insertMany(docs as any[], { ordered: false });
+      return result.insertedCount;
+    } catch (e) {
+      const err = e as { code?: number; insertedCount?: number; writeErrors?: { code?: number }[] };
+      const writeErrors = err.writeErrors ?? [];
+      const onlyDuplicates = writeErrors.length > 0 && writeErrors.every((w) => w.code === 11000);
+      if (!onlyDuplicates && err.code !== 11000) throw e;
+      return err.insertedCount ?? inputs.length - writeErrors.length;
+    }
   }
 
   async search(criteria: DirectoryCriteria, offset: number, limit: number): Promise<DirectoryPage> {
@@ -119,6 +128,21 @@ export class DirectoryRepository {
     }
     return filter;
   }
+}
+
+/** The stored document of an entry: words and prefixes derived from the fields, never sent in. */
+export function storedForm(input: DirectoryEntryInput, now: Date): DirectoryEntryDocument {
+  const words = entryWords(input);
+  const { id, ...fields } = input;
+  return {
+    _id: id,
+    ...fields,
+    sort_name: sortName(input.name),
+    words,
+    prefixes: searchPrefixes(words),
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 function toEntry(doc: DirectoryEntryDocument): DirectoryEntry {

@@ -148,6 +148,24 @@ export class DirectoryService {
     return summary;
   }
 
+  /** Loads valid records whose ids are new (first-start seed); returns inserted and rejected. */
+  async seedRecords(
+    records: Iterable<ParsedRecord>,
+  ): Promise<{ inserted: number; rejected: ImportSummary['rejected'] }> {
+    const entries: DirectoryEntryInput[] = [];
+    const rejected: ImportSummary['rejected'] = [];
+    for (const item of records) {
+      if ('error' in item) {
+        rejected.push({ line: item.line, reason: item.error });
+        continue;
+      }
+      const checked = validateEntry(item.record);
+      if (checked.ok) entries.push(checked.entry);
+      else rejected.push({ line: item.line, reason: checked.reason });
+    }
+    return { inserted: await this.repository.insertNew(entries), rejected };
+  }
+
   /** Every entry as NDJSON lines, in id order (re-importable as is). */
   async *exportNdjson(): AsyncGenerator<string> {
     for await (const entry of this.repository.streamAll()) yield `${JSON.stringify(entry)}\n`;

@@ -1,0 +1,303 @@
+/**
+ * Directory search latency (issue 8): ENTRIES generated entries (default 100,000), then
+ * `POST /api/search` with 8 connections for one-word, two-word and city queries (p50/p99), and
+ * the same filters through the raw driver, sequentially, for the app/driver ratio (DESIGN.md §3).
+ * Starts its own embedded database (like test/global-setup.ts) unless MONGO_URL is set.
+ * Prints a table and writes bench/results/directory.json.
+ * Run: npx ts-node --transpile-only -r tsconfig-paths/register bench/directory.ts
+ *   env: ENTRIES (100000), REQUESTS per scenario (200), CONNECTIONS (8)
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { getConnectionToken } from '@nestjs/mongoose';
+import type { Connection } from 'mongoose';
+import { parseSettings } from '../src/config/settings';
+import { createApp } from '../src/create-app';
+import { resolveDatabase } from '../src/database/embedded-database';
+import { ClientsService } from '../src/modules/auth/clients/clients.service';
+import { UsersService } from '../src/modules/users/users.service';
+import {
+  DirectoryEntryInput,
+  MAX_PREFIX_LENGTH,
+  parseQueryWords,
+  SystemType,
+} from '../src/modules/directory/directory-entry';
+import { storedForm } from '../src/modules/directory/directory.repository';
+import { DirectoryService } from '../src/modules/directory/directory.service';
+
+const ENTRIES = Number(process.env.ENTRIES ?? 100_000);
+// FerretDB 1.x scans for every search (DESIGN.md §3): keep its run bounded with REQUESTS=24.
+const REQUESTS = Number(process.env.REQUESTS ?? 200);
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 8);
+const RAW_SAMPLES = Math.max(10, Math.min(50, REQUESTS / 4));
+
+const SAINTS = ['Saint', 'St.', 'Mercy', 'Good Samaritan', 'Holy Family', 'Sacred Heart', 'Beth Israel'];
+const PLACES = [
+  'Valley',
+  'Riverside',
+  'Lakeview',
+  'Northshore',
+  'Hillcrest',
+  'Bayview',
+  'Pinecrest',
+  'Harbor',
+];
+const PEOPLE = [
+  'Mary',
+  'Joseph',
+  'Elizabeth',
+  'Luke',
+  'Anne',
+  'Vincent',
+  'Francis',
+  'Margaret',
+  'Ólafur',
+  'José',
+];
+const KINDS = ['Hospital', 'Medical Center', 'Clinic', 'Health', 'Community Health Center', 'Urgent Care'];
+const STREETS = ['Main', 'Elm', 'Oak', 'Washington', 'Maple', 'Park', 'Highland', 'Chestnut', 'Pleasant'];
+const SUFFIXES = ['St', 'Ave', 'Rd', 'Blvd', 'Way'];
+const CITIES = [
+  'Boston',
+  'Worcester',
+  'Springfield',
+  'Lowell',
+  'Cambridge',
+  'New Bedford',
+  'Brockton',
+  'Quincy',
+  'Lynn',
+  'Fall River',
+  'Newton',
+  'Somerville',
+  'Lawrence',
+  'Framingham',
+  'Haverhill',
+  'Waltham',
+  'Malden',
+  'Brookline',
+  'Plymouth',
+  'Medford',
+];
+const PAYERS = ['Aetna', 'Humana', 'Cigna Health', 'Medicare', 'Medicaid', 'Anthem', 'UnitedHealthcare'];
+
+/** Deterministic generator (mulberry32), so every run searches the same corpus. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function generate(count: number): DirectoryEntryInput[] {
+  const rnd = random(8);
+  const pick = <T>(list: readonly T[]) => list[Math.floor(rnd() * list.length)];
+  return Array.from({ length: count }, (_v, i) => {
+    const r = rnd();
+    const systemType: SystemType = r < 0.9 ? 'HealthSystem' : r < 0.95 ? 'Payer2Payer' : 'PayerPatientAccess';
+    const name =
+      systemType === 'HealthSystem'
+        ? rnd() < 0.5
+          ? `${pick(SAINTS)} ${pick(PEOPLE)} ${pick(KINDS)}`
+          : `${pick(PLACES)} ${pick(KINDS)} ${Math.floor(rnd() * 900) + 100}`
+        : `${pick(PAYERS)} ${pick(PLACES)} Plan ${i}`;
+    return {
+      id: `bench-${i}`,
+      name,
+      system_type: systemType,
+      address: {
+        line: [`${Math.floor(rnd() * 999) + 1} ${pick(STREETS)} ${pick(SUFFIXES)}`],
+        city: pick(CITIES),
+        state: 'MA',
+        postalCode: String(1000 + Math.floor(rnd() * 1700)).padStart(5, '0'),
+      },
+      ehr: pick(['Epic', 'Cerner', 'Meditech', 'athenahealth']),
+      fhir_base_url: `https://fhir.example.org/${i}/r4`,
+      logo: null,
+      status: rnd() < 0.97 ? 'active' : 'inactive',
+    };
+  });
+}
+
+const SCENARIOS: { name: string; queries: Record<string, string>[] }[] = [
+  { name: 'one word', queries: ['medical', 'valley', 'mary', 'clin', 'hosp'].map((query) => ({ query })) },
+  {
+    name: 'two words',
+    queries: ['valley medical', 'saint mary', 'jose hosp', 'harbor clinic', 'mercy health'].map((query) => ({
+      query,
+    })),
+  },
+  {
+    name: 'city',
+    queries: ['worcester', 'springfield', 'new bedford', 'boston', 'lowell'].map((query) => ({ query })),
+  },
+  {
+    name: 'one word + system_type, page 3',
+    queries: ['health', 'plan', 'medicare'].map((query) => ({
+      query,
+      system_type: 'Payer2Payer',
+      offset: '40',
+    })),
+  },
+];
+
+interface Row {
+  scenario: string;
+  requests: number;
+  errors: number;
+  p50: number;
+  p99: number;
+  rps: number;
+  rawP50: number;
+  ratio: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** The filters the repository builds, run through the raw driver (count + page), for the ratio. */
+async function rawMedianMs(connection: Connection, queries: Record<string, string>[]): Promise<number> {
+  const collection = connection.db!.collection('directory_entries');
+  const times: number[] = [];
+  for (let i = 0; i < RAW_SAMPLES; i++) {
+    const q = queries[i % queries.length];
+    const words = parseQueryWords(q.query).words.map((w) => w.slice(0, MAX_PREFIX_LENGTH));
+    const filter: Record<string, unknown> = { status: 'active' };
+    if (q.system_type) filter.system_type = q.system_type;
+    if (words.length > 0) filter.prefixes = words.length === 1 ? words[0] : { $all: words };
+    const start = performance.now();
+    await Promise.all([
+      collection.countDocuments(filter),
+      collection
+        .find(filter)
+        .sort({ sort_name: 1, _id: 1 })
+        .skip(Number(q.offset ?? 0))
+        .limit(20)
+        .toArray(),
+    ]);
+    times.push(performance.now() - start);
+  }
+  times.sort((a, b) => a - b);
+  return percentile(times, 50);
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-directory-'));
+  const database = await resolveDatabase(process.env.MONGO_URL, join(dir, 'db'));
+  const settings = parseSettings({ LOG_LEVEL: 'silent', DATA_DIR: dir, DIRECTORY_SEED: 'false', PORT: '0' });
+  const app = await createApp(settings, database, `bench_directory_${Date.now()}`);
+  await app.listen(0, '127.0.0.1');
+  const port = (app.getHttpServer().address() as { port: number }).port;
+  const connection = app.get<Connection>(getConnectionToken());
+  const info = await connection.db!.admin().command({ buildInfo: 1 });
+  const engine = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`;
+  const rows: Row[] = [];
+  try {
+    const loadStart = performance.now();
+    const entries = generate(ENTRIES);
+    // The first 1,000 go through the import path (upsert by id); the rest are inserted in bulk
+    // with the same derived fields, so that loading is not what the benchmark waits for.
+    const summary = await app
+      .get(DirectoryService)
+      .importRecords(entries.slice(0, 1000).map((record, i) => ({ line: i + 1, record })));
+    const collection = connection.db!.collection('directory_entries');
+    for (let i = 1000; i < entries.length; i += 5000) {
+      await collection.insertMany(entries.slice(i, i + 5000).map((e) => storedForm(e, new Date())) as any[], {
+        ordered: false,
+      });
+    }
+    const loadSeconds = (performance.now() - loadStart) / 1000;
+    process.stderr.write(
+      `loaded ${summary.inserted + Math.max(0, entries.length - 1000)} entries in ${loadSeconds.toFixed(1)} s (${engine})\n`,
+    );
+    const stats = await connection.db!.command({ collStats: 'directory_entries' });
+
+    const client = await app.get(ClientsService).create({ name: 'bench', programs: [] });
+    const user = await app
+      .get(UsersService)
+      .createUser({ clientId: client.client_id, secret: client.client_secret, basic: false }, 'bench-user');
+    const headers = { authorization: `Bearer ${user.access_token}` };
+
+    for (const scenario of SCENARIOS) {
+      let n = 0;
+      const result = await autocannon({
+        url: `http://127.0.0.1:${port}`,
+        connections: CONNECTIONS,
+        amount: REQUESTS,
+        timeout: 60,
+        requests: [
+          {
+            method: 'POST',
+            headers,
+            setupRequest: (req: any) => ({
+              ...req,
+              path: `/api/search?${new URLSearchParams(scenario.queries[n++ % scenario.queries.length])}`,
+            }),
+          },
+        ],
+      });
+      const rawP50 = await rawMedianMs(connection, scenario.queries);
+      rows.push({
+        scenario: scenario.name,
+        requests: result.requests.total,
+        errors: result.errors + result.timeouts + (result.non2xx ?? 0),
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        rps: result.requests.average,
+        rawP50,
+        ratio: result.latency.p50 / Math.max(rawP50, 0.001),
+      });
+    }
+
+    console.table(
+      rows.map((r) => ({
+        scenario: r.scenario,
+        requests: r.requests,
+        errors: r.errors,
+        'p50 ms': r.p50,
+        'p99 ms': r.p99,
+        'req/s': Math.round(r.rps),
+        'raw driver p50 ms (1 conn)': Number(r.rawP50.toFixed(1)),
+      })),
+    );
+    console.log(
+      `${engine}; ${ENTRIES} entries loaded in ${loadSeconds.toFixed(1)} s; collection ${(stats.size / 1e6).toFixed(1)} MB, ` +
+        `indexes ${((stats.totalIndexSize ?? 0) / 1e6).toFixed(1)} MB; ${CONNECTIONS} connections`,
+    );
+    mkdirSync(join(__dirname, 'results'), { recursive: true });
+    writeFileSync(
+      join(__dirname, 'results', 'directory.json'),
+      JSON.stringify(
+        {
+          engine,
+          entries: ENTRIES,
+          connections: CONNECTIONS,
+          loadSeconds,
+          collectionBytes: stats.size,
+          indexBytes: stats.totalIndexSize ?? null,
+          rows,
+          summary: rows.flatMap((r) => [
+            { figure: `${r.scenario} p50`, value: r.p50, unit: 'ms' },
+            { figure: `${r.scenario} p99`, value: r.p99, unit: 'ms', target: '< 20 ms on MongoDB' },
+          ]),
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await app.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,5 +1,6 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Logger } from 'nestjs-pino';
 import { AppModule } from '../app.module';
 import { parseSettings } from '../config/settings';
 import { resolveDatabase } from '../database/embedded-database';
@@ -17,10 +18,13 @@ export async function withAppContext<T>(fn: (app: INestApplicationContext) => Pr
     app = await NestFactory.createApplicationContext(
       AppModule.register({ settings, database, logToStderr: true }),
       {
-        logger: ['error', 'warn'],
+        // buffered, then replayed through pino on stderr: Nest's console logger prints warnings on
+        // stdout, which would break the one-JSON-object output of commands like `client create`
+        bufferLogs: true,
         abortOnError: false,
       },
     );
+    app.useLogger(app.get(Logger));
     return await fn(app);
   } finally {
     if (app) await app.close();

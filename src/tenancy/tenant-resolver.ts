@@ -42,6 +42,12 @@ export class TenantResolver {
   async resolve(req: Request, opts: TenantOptions = {}): Promise<TenantContext> {
     const isWrite = !READ_METHODS.has(req.method.toUpperCase()) && !opts.readRoute;
     const authorization = req.headers.authorization;
+    if (authorization && (header(req, 'client_id') || header(req, 'client_secret'))) {
+      // two credential forms at once: refuse rather than guess which one the caller meant
+      throw OperationOutcomeError.invalid(
+        'send one credential form: Authorization: Bearer, or the client_id/client_secret headers, not both',
+      );
+    }
     const ctx = authorization
       ? await this.fromBearer(req, authorization)
       : await this.fromClientHeaders(req, opts);
@@ -80,6 +86,11 @@ export class TenantResolver {
     const client = await this.clients.findActive(claims.clientId);
     if (!client) throw unauthorized('the client of this token is unknown or disabled', 'invalid_token');
     if (claims.userId !== null) {
+      if (header(req, 'x-service-user-id') || header(req, 'x-app-user-id')) {
+        throw OperationOutcomeError.invalid(
+          'a user token already names its user: x-service-user-id / x-app-user-id go with client credentials only',
+        );
+      }
       return { clientId: client.clientId, userId: claims.userId, scopes: claims.scopes, form: 'user-token' };
     }
     // A client-level (program realm) token may narrow itself to one user with the user headers.

@@ -93,7 +93,11 @@ describe('crash under load (fault)', () => {
       }
     };
     const workers = [0, 1, 2, 3].map(worker);
-    await new Promise((r) => setTimeout(r, 1500));
+    // kill while bundles are in flight: after the first acknowledgements (the first requests also
+    // warm up the validator and the search definitions), a little later
+    const deadline = Date.now() + 60000;
+    while (acked.size < 60 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 150));
     await server.kill9();
     stop = true;
     await Promise.all(workers);

@@ -72,15 +72,20 @@ export class ExportPlanner {
       group = { id: scope.groupId!, vid: members.vid };
       patientIds = members.patientIds;
     }
-    const present = await this.resources.typesWithData(ctx, scope.v);
-    const wanted = scope.types ? new Set(scope.types) : null;
-    const types = present.filter(
-      (type) =>
-        (!wanted || wanted.has(type)) && (scope.kind === 'system' || inPatientCompartment(scope.v, type)),
-    );
     if (patientIds?.length === 0) return { files: [], group };
+    const wanted = scope.types ? new Set(scope.types) : null;
+    const selected = (type: string) =>
+      (!wanted || wanted.has(type)) && (scope.kind === 'system' || inPatientCompartment(scope.v, type));
     const strategy = await this.boundaryStrategy();
     const files: PlannedFile[] = [];
+    if (strategy === 'scan' && !patientIds) {
+      const byType = await this.resources.keyRangesOfAllTypes(ctx, scope, selected, perFile);
+      for (const type of [...byType.keys()].sort()) {
+        for (const range of byType.get(type)!) files.push({ type, ...range });
+      }
+      return { files, group };
+    }
+    const types = (await this.resources.typesWithData(ctx, scope.v)).filter(selected);
     for (const type of types) {
       const ranges = await this.resources.keyRanges(
         ctx,

@@ -149,6 +149,49 @@ export class ExportResourcesRepository {
     return ranges;
   }
 
+  /**
+   * Every type's ranges in ONE pass over the tenant's keys (`scan` strategy, no compartment filter):
+   * `_id` is `${v}|${c}|${t}|${id}`, so key order groups the types. On FerretDB 1.x each query is a
+   * full collection scan, so one pass instead of a distinct plus one per type.
+   */
+  async keyRangesOfAllTypes(
+    ctx: TenantContext,
+    s: Omit<TypeSelection, 't' | 'compartment'>,
+    wanted: (type: string) => boolean,
+    perFile: number,
+  ): Promise<Map<string, KeyRange[]>> {
+    const lu = s.since ? { $gt: s.since, $lte: s.transactionTime } : { $lte: s.transactionTime };
+    const cursor = this.collection
+      .find({ v: s.v, ...tenantFilter(ctx), del: false, lu }, { projection: { _id: 1, t: 1 } })
+      .sort({ _id: 1 })
+      .batchSize(5000);
+    const byType = new Map<string, KeyRange[]>();
+    let type: string | null = null;
+    let from: string | null = null;
+    let inFile = 0;
+    const closeType = () => {
+      if (type !== null && inFile > 0) byType.get(type)!.push({ from, to: null, count: inFile });
+    };
+    for await (const doc of cursor) {
+      if (doc.t !== type) {
+        closeType();
+        type = doc.t;
+        from = null;
+        inFile = 0;
+      }
+      if (!wanted(doc.t)) continue;
+      if (!byType.has(doc.t)) byType.set(doc.t, []);
+      inFile += 1;
+      if (inFile === perFile) {
+        byType.get(doc.t)!.push({ from, to: doc._id, count: inFile });
+        from = doc._id;
+        inFile = 0;
+      }
+    }
+    closeType();
+    return byType;
+  }
+
   /** The stored JSON of every resource of one file, in key order; the caller closes the cursor. */
   openFileCursor(
     ctx: TenantContext,

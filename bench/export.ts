@@ -1,0 +1,226 @@
+/**
+ * Bulk export benchmark (issue 6): Synthea R4 (100 patients, ≈39k resources) stored N times
+ * (EXPORT_BENCH_COPIES, default 10 → ≈390k) under N users of one client, then
+ *   1. the manifest for the whole client (`x-service-user-id: client`), timed;
+ *   2. every file downloaded over 4 parallel connections: resources/s overall and per connection;
+ *   3. the server's RSS (a child process, sampled from /proc every 50 ms): baseline and peak.
+ * The data is written straight into `resources` in the storage shape of docs/storage.md (current
+ * versions, meta stamped, search index left out: export does not read it) — loading 390k resources
+ * through the API is the ingest benchmark's job, not this one's.
+ * Run: `npm run bench -- export` (MONGO_URL to use a MongoDB; otherwise the embedded engine).
+ */
+import { execFileSync } from 'child_process';
+import { readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'fs';
+import { tmpdir } from 'os';
+import { join } from 'path';
+import { MongoClient } from 'mongodb';
+import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
+import { resolveDatabase } from '../src/database/embedded-database';
+import { call } from './lib/fhir-load';
+
+const COPIES = Number(process.env.EXPORT_BENCH_COPIES ?? 10);
+const CONNECTIONS = 4;
+const root = join(__dirname, '..');
+
+function syntheaResources(): Array<Record<string, any>> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-export-synthea-'));
+  execFileSync('tar', ['xzf', join(root, '..', 'shared', 'data', 'synthea', 'synthea-r4.tgz'), '-C', dir]);
+  // Practitioners and Organizations repeat across patient bundles: one copy each, as a store keeps.
+  const out = new Map<string, Record<string, any>>();
+  for (const file of readdirSync(join(dir, 'r4')).filter((f) => /^[A-Z].*\.json$/.test(f))) {
+    const bundle = JSON.parse(readFileSync(join(dir, 'r4', file), 'utf8'));
+    for (const entry of bundle.entry ?? []) {
+      const resource = entry.resource;
+      if (!resource?.resourceType) continue;
+      resource.id ??= String(entry.fullUrl ?? '').replace(/^urn:uuid:/, '');
+      out.set(`${resource.resourceType}/${resource.id}`, resource);
+    }
+  }
+  return [...out.values()];
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function main(): Promise<void> {
+  buildIfNeeded();
+  const dir = mkdtempSync(join(tmpdir(), 'bench-export-'));
+  const database = await resolveDatabase(process.env.MONGO_URL, join(dir, 'db'));
+  const dbName = `bench_export_${Date.now()}`;
+  const env = {
+    MONGO_URL: database.uri,
+    MONGO_DB: dbName,
+    DATA_DIR: join(dir, 'data'),
+    LOG_LEVEL: 'warn',
+    USER_MGMT_RATE_LIMIT: '1000000',
+    EXPORT_LINK_TTL: '86400',
+  };
+  const mongo = await MongoClient.connect(database.uri);
+  const server = new ServerProcess(env);
+  try {
+    const admin = await mongo.db(dbName).admin().command({ buildInfo: 1 });
+    const engine = admin.ferretdbVersion ? `FerretDB ${admin.ferretdbVersion}` : `MongoDB ${admin.version}`;
+    const created = runCli(['client', 'create', '--name', 'bench export'], env);
+    if (created.status !== 0) throw new Error(`client create failed: ${created.stdout}`);
+    const { client_id, client_secret } = created.json as { client_id: string; client_secret: string };
+    await server.start();
+    const users: number[] = [];
+    for (let i = 0; i < COPIES; i += 1) {
+      const res = await call(`${server.url}/user-management/v1/user`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ app_user_id: `bench-${i}`, client_id, client_secret }),
+      });
+      users.push(Number(res.body.service_user_id));
+    }
+    const resources = syntheaResources();
+    const collection = mongo.db(dbName).collection('resources');
+    const loadStart = Date.now();
+    for (const [copy, u] of users.entries()) {
+      let batch: Array<Record<string, unknown>> = [];
+      for (const resource of resources) {
+        const id = `${resource.id}-${copy}`;
+        const lu = new Date();
+        const json = JSON.stringify({
+          ...resource,
+          id,
+          meta: { versionId: '1', lastUpdated: lu.toISOString() },
+        });
+        const t = resource.resourceType as string;
+        batch.push({
+          _id: `r4|${client_id}|${t}|${id}`,
+          v: 'r4',
+          c: client_id,
+          u,
+          t,
+          id,
+          vid: 1,
+          lu,
+          del: false,
+          json,
+        });
+        if (batch.length === 2000) {
+          await collection.insertMany(batch, { ordered: false });
+          batch = [];
+        }
+      }
+      if (batch.length) await collection.insertMany(batch, { ordered: false });
+      process.stderr.write(`\rloaded copy ${copy + 1}/${COPIES}`);
+    }
+    const total = resources.length * COPIES;
+    process.stderr.write(
+      `\n${total} resources loaded in ${((Date.now() - loadStart) / 1000).toFixed(1)} s\n`,
+    );
+
+    const headers = { client_id, client_secret, 'x-service-user-id': 'client' };
+    const pid = server.child!.pid!;
+    const baselineRss = rssMb(pid);
+    let peakRss = baselineRss;
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 50);
+
+    const manifestTimes: number[] = [];
+    let manifest: { output: Array<{ type: string; url: string; count: number }> } | undefined;
+    // FerretDB 1.x scans the whole collection per query: one manifest is all it can afford.
+    const rounds = admin.ferretdbVersion ? 1 : 3;
+    for (let i = 0; i < rounds; i += 1) {
+      const start = performance.now();
+      const res = await call(`${server.url}/bulk-data/r4/$export`, { headers });
+      manifestTimes.push(performance.now() - start);
+      if (res.status !== 200) throw new Error(`manifest: ${res.status} ${JSON.stringify(res.body)}`);
+      manifest = res.body;
+    }
+    const files = manifest!.output;
+    const listed = files.reduce((n, f) => n + f.count, 0);
+
+    let next = 0;
+    const perConnection: Array<{ resources: number; bytes: number; ms: number }> = [];
+    const downloadStart = performance.now();
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        const mine = { resources: 0, bytes: 0, ms: 0 };
+        while (next < files.length) {
+          const file = files[next++];
+          const start = performance.now();
+          const res = await fetch(file.url.replace(/^https?:\/\/[^/]+/, server.url), { headers });
+          if (res.status !== 200) throw new Error(`download: ${res.status}`);
+          let lines = 0;
+          for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+            mine.bytes += chunk.length;
+            for (const byte of chunk) if (byte === 10) lines += 1;
+          }
+          if (lines !== file.count)
+            process.stderr.write(`warning: ${file.type} file has ${lines}, listed ${file.count}\n`);
+          mine.resources += lines;
+          mine.ms += performance.now() - start;
+        }
+        perConnection.push(mine);
+      }),
+    );
+    const downloadMs = performance.now() - downloadStart;
+    clearInterval(sampler);
+    const downloaded = perConnection.reduce((n, c) => n + c.resources, 0);
+    const bytes = perConnection.reduce((n, c) => n + c.bytes, 0);
+    const perConnRate = perConnection.map((c) => (c.resources / c.ms) * 1000);
+    const result = {
+      engine,
+      copies: COPIES,
+      resources: total,
+      files: files.length,
+      listed,
+      downloaded,
+      manifestMs: Math.min(...manifestTimes),
+      manifestMsAll: manifestTimes.map((m) => Math.round(m)),
+      downloadSeconds: downloadMs / 1000,
+      megabytes: bytes / 1048576,
+      resourcesPerSecond: (downloaded / downloadMs) * 1000,
+      resourcesPerSecondPerConnection: perConnRate.reduce((a, b) => a + b, 0) / perConnRate.length,
+      serverRssBaselineMb: baselineRss,
+      serverRssPeakMb: peakRss,
+      serverRssGrowthMb: peakRss - baselineRss,
+      summary: [] as Array<{ figure: string; value: number; unit: string; target?: string }>,
+    };
+    result.summary = [
+      { figure: 'manifest, whole client', value: result.manifestMs, unit: 'ms', target: '< 2000 (MongoDB)' },
+      { figure: 'download, 4 connections', value: result.resourcesPerSecond, unit: 'resources/s' },
+      {
+        figure: 'download per connection',
+        value: result.resourcesPerSecondPerConnection,
+        unit: 'resources/s',
+        target: '≥ 20000 (MongoDB)',
+      },
+      { figure: 'server RSS growth', value: result.serverRssGrowthMb, unit: 'MB', target: '< 100' },
+    ];
+    console.log(
+      `\nbulk export — ${engine}, ${total} resources (${COPIES} × Synthea R4), ${files.length} files`,
+    );
+    console.log('figure                          | value');
+    console.log('--------------------------------|------------------');
+    const row = (k: string, v: string) => console.log(`${k.padEnd(32)}| ${v}`);
+    row(
+      `manifest (best of ${rounds})`,
+      `${result.manifestMs.toFixed(0)} ms (${result.manifestMsAll.join(', ')})`,
+    );
+    row('resources listed / downloaded', `${listed} / ${downloaded}`);
+    row('download wall time', `${result.downloadSeconds.toFixed(1)} s, ${result.megabytes.toFixed(0)} MB`);
+    row('resources/s overall', result.resourcesPerSecond.toFixed(0));
+    row('resources/s per connection', result.resourcesPerSecondPerConnection.toFixed(0));
+    row('server RSS baseline / peak', `${baselineRss.toFixed(0)} / ${peakRss.toFixed(0)} MB`);
+    row('server RSS growth', `${result.serverRssGrowthMb.toFixed(0)} MB`);
+    writeFileSync(join(root, 'bench', 'results', 'export.json'), JSON.stringify(result, null, 2));
+  } finally {
+    await server.stop();
+    await mongo
+      .db(dbName)
+      .dropDatabase()
+      .catch(() => undefined);
+    await mongo.close();
+    await database.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -9,12 +9,12 @@
  * through the API is the ingest benchmark's job, not this one's.
  * Run: `npm run bench -- export` (MONGO_URL to use a MongoDB; otherwise the embedded engine).
  */
-import { execFileSync } from 'child_process';
-import { readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'fs';
+import { readFileSync, writeFileSync, mkdtempSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import { MongoClient } from 'mongodb';
 import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
+import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
 import { resolveDatabase } from '../src/database/embedded-database';
 import { call } from './lib/fhir-load';
 
@@ -22,21 +22,13 @@ const COPIES = Number(process.env.EXPORT_BENCH_COPIES ?? 10);
 const CONNECTIONS = 4;
 const root = join(__dirname, '..');
 
+/** Synthea R4, one copy of each resource (Practitioners and Organizations repeat across bundles). */
 function syntheaResources(): Array<Record<string, any>> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-export-synthea-'));
-  execFileSync('tar', ['xzf', join(root, '..', 'shared', 'data', 'synthea', 'synthea-r4.tgz'), '-C', dir]);
-  // Practitioners and Organizations repeat across patient bundles: one copy each, as a store keeps.
-  const out = new Map<string, Record<string, any>>();
-  for (const file of readdirSync(join(dir, 'r4')).filter((f) => /^[A-Z].*\.json$/.test(f))) {
-    const bundle = JSON.parse(readFileSync(join(dir, 'r4', file), 'utf8'));
-    for (const entry of bundle.entry ?? []) {
-      const resource = entry.resource;
-      if (!resource?.resourceType) continue;
-      resource.id ??= String(entry.fullUrl ?? '').replace(/^urn:uuid:/, '');
-      out.set(`${resource.resourceType}/${resource.id}`, resource);
-    }
+  const unique = new Map<string, Record<string, any>>();
+  for (const resource of loadSyntheaResources('r4')) {
+    unique.set(`${String(resource.resourceType)}/${String(resource.id)}`, resource);
   }
-  return [...out.values()];
+  return [...unique.values()];
 }
 
 function rssMb(pid: number): number {

@@ -1,0 +1,172 @@
+/**
+ * Load test (issue 9 §4): the real server in its own process, 200 concurrent connections of mixed
+ * reads, searches, creates and 20-entry bundle posts for 60 s (LOAD_SECONDS, LOAD_CONNECTIONS).
+ * Reports errors (429 counted apart), p50/p99 per request kind, and the server's RSS over time.
+ */
+import autocannon from 'autocannon';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
+import { join } from 'path';
+import { resolveDatabase } from '../src/database/embedded-database';
+import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
+import { httpJson, printTable } from './lib/bench-server';
+import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
+
+const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
+const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? 200);
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function main(): Promise<void> {
+  buildIfNeeded();
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-load-'));
+  const database = await resolveDatabase(process.env.MONGO_URL, join(dir, 'db'));
+  const env = {
+    MONGO_URL: database.uri,
+    MONGO_DB: `load_${Date.now()}`,
+    DATA_DIR: join(dir, 'data'),
+    LOG_LEVEL: 'error',
+    USER_MGMT_RATE_LIMIT: '10000000',
+    DIRECTORY_SEED: 'false',
+  };
+  const server = new ServerProcess(env);
+  try {
+    const client = runCli(['client', 'create', '--name', 'load'], env).json;
+    await server.start();
+    const user = await httpJson(server.url, 'POST', '/user-management/v1/user', {
+      app_user_id: 'load-user',
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+    });
+    const auth = {
+      Authorization: `Bearer ${user.body.access_token}`,
+      'Content-Type': 'application/fhir+json',
+    };
+
+    // seed: two Synthea patients, so that reads and searches hit real documents
+    const seed = loadSyntheaResources('r4', 2);
+    for (let i = 0; i < seed.length; i += 20) {
+      const entry = seed
+        .slice(i, i + 20)
+        .map((r) => ({
+          resource: r,
+          request: { method: 'PUT', url: `${String(r.resourceType)}/${String(r.id)}` },
+        }));
+      await httpJson(server.url, 'POST', '/r4', { resourceType: 'Bundle', type: 'transaction', entry }, auth);
+    }
+    const observations = seed.filter((r) => r.resourceType === 'Observation').map((r) => String(r.id));
+    const patient = String(seed.find((r) => r.resourceType === 'Patient')!.id);
+    const newPatient = JSON.stringify({
+      resourceType: 'Patient',
+      name: [{ family: 'Load', given: ['Test'] }],
+      gender: 'other',
+    });
+    const bundle = JSON.stringify({
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: Array.from({ length: 20 }, (_, i) => ({
+        fullUrl: `urn:uuid:00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        resource:
+          i === 0
+            ? { resourceType: 'Patient', gender: 'female' }
+            : {
+                resourceType: 'Observation',
+                status: 'final',
+                code: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] },
+                subject: { reference: 'urn:uuid:00000000-0000-4000-8000-000000000000' },
+                valueQuantity: { value: 60 + i, unit: '/min' },
+              },
+        request: { method: 'POST', url: i === 0 ? 'Patient' : 'Observation' },
+      })),
+    });
+
+    const kinds = ['read', 'search', 'read', 'search', 'create', 'bundle'] as const;
+    const requests = kinds.map((kind) => {
+      switch (kind) {
+        case 'read':
+          return {
+            method: 'GET' as const,
+            setupRequest: (r: any) => ({
+              ...r,
+              path: `/r4/Observation/${observations[Math.floor(Math.random() * observations.length)]}`,
+            }),
+          };
+        case 'search':
+          return {
+            method: 'GET' as const,
+            path: `/r4/Observation?subject=Patient/${patient}&code=http://loinc.org|8867-4&_count=10`,
+          };
+        case 'create':
+          return { method: 'POST' as const, path: '/r4/Patient', body: newPatient };
+        case 'bundle':
+          return { method: 'POST' as const, path: '/r4', body: bundle };
+      }
+    });
+
+    const pid = server.child!.pid!;
+    const rss: number[] = [rssMb(pid)];
+    const sampler = setInterval(() => rss.push(rssMb(pid)), 5000);
+    const statuses = new Map<number, number>();
+    const result = await autocannon({
+      url: server.url,
+      connections: CONNECTIONS,
+      duration: SECONDS,
+      headers: auth,
+      requests,
+      timeout: 30,
+    }).on('response', (_c: unknown, status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1));
+    clearInterval(sampler);
+    rss.push(rssMb(pid));
+
+    const count429 = statuses.get(429) ?? 0;
+    const errors = [...statuses].filter(([s]) => s >= 400 && s !== 429).reduce((a, [, n]) => a + n, 0);
+    const rows = [
+      { figure: 'requests', value: result.requests.total },
+      { figure: 'req/s (mean)', value: result.requests.average },
+      { figure: 'latency p50 ms', value: result.latency.p50 },
+      { figure: 'latency p99 ms', value: result.latency.p99 },
+      { figure: 'errors (non-2xx, not 429)', value: errors + result.errors + result.timeouts },
+      { figure: '429 responses', value: count429 },
+      { figure: 'server RSS start MB', value: Math.round(rss[0]) },
+      { figure: 'server RSS end MB', value: Math.round(rss[rss.length - 1]) },
+      { figure: 'server RSS max MB', value: Math.round(Math.max(...rss)) },
+    ];
+    printTable(rows);
+    console.log(
+      `statuses: ${JSON.stringify(Object.fromEntries(statuses))}; RSS samples (MB): ${rss.map((r) => Math.round(r)).join(' ')}`,
+    );
+    writeFileSync(
+      join(__dirname, 'results', 'load.json'),
+      JSON.stringify(
+        {
+          engine: database.engine,
+          connections: CONNECTIONS,
+          seconds: SECONDS,
+          statuses: Object.fromEntries(statuses),
+          rssSamplesMb: rss,
+          summary: [
+            { figure: 'req/s (mixed)', value: result.requests.average, unit: 'req/s' },
+            { figure: 'p50', value: result.latency.p50, unit: 'ms' },
+            { figure: 'p99', value: result.latency.p99, unit: 'ms' },
+            { figure: 'errors', value: errors + result.errors + result.timeouts, target: '0' },
+            { figure: 'RSS growth', value: rss[rss.length - 1] - rss[0], unit: 'MB', target: 'no trend' },
+          ],
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await server.stop();
+    await database.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -17,10 +17,11 @@ export interface PurgeSelection {
   before: Date | null;
 }
 
-/** A current document found by a batch: its key and type, in (type, key) order. */
+/** A current document found by a batch: its key, type and number of versions (its versionId). */
 export interface ResourceKeyRef {
   key: string;
   type: string;
+  versions: number;
 }
 
 export interface TypeCount {
@@ -48,23 +49,22 @@ export class PurgeRepository {
     @InjectModel(PURGE_HISTORY_MODEL) private readonly history: Model<PurgeHistoryDoc>,
   ) {}
 
-  /** The next `limit` matching current documents after `after`, in (type, key) order. */
-  async nextMatchingKeys(
+  /**
+   * Up to `limit` matching current documents. No sort and no resume key: every key found is
+   * removed before the next call (or no longer matches), and an unsorted, limited read stops early
+   * on every engine, where a sorted one makes FerretDB 1.x read and sort the whole collection.
+   */
+  async matchingKeys(
     ctx: TenantContext,
     selection: PurgeSelection,
-    after: ResourceKeyRef | null,
     limit: number,
   ): Promise<ResourceKeyRef[]> {
-    const filter: FilterQuery<PurgeResourceDoc> = this.currentFilter(ctx, selection);
-    // Resume after the last key seen, so resources kept by `_before` are not scanned again.
-    if (after) filter.$or = [{ t: { $gt: after.type } }, { t: after.type, _id: { $gt: after.key } }];
     const docs = await this.resources
-      .find(filter, { _id: 1, t: 1 })
-      .sort({ t: 1, _id: 1 })
+      .find(this.currentFilter(ctx, selection), { _id: 1, t: 1, vid: 1 })
       .limit(limit)
-      .lean<Array<Pick<PurgeResourceDoc, '_id' | 't'>>>()
+      .lean<Array<Pick<PurgeResourceDoc, '_id' | 't' | 'vid'>>>()
       .exec();
-    return docs.map((doc) => ({ key: doc._id, type: doc.t }));
+    return docs.map((doc) => ({ key: doc._id, type: doc.t, versions: doc.vid }));
   }
 
   /**

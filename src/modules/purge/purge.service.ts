@@ -12,7 +12,7 @@ import {
   purgeUnfinishedError,
 } from './purge-outcome';
 import { PurgeRequest } from './purge-request';
-import { HistoryRowRef, PurgeRepository, PurgeSelection, ResourceKeyRef } from './purge.repository';
+import { HistoryRowRef, PurgeRepository, PurgeSelection } from './purge.repository';
 
 /** Time allowed for counting what is left after the budget ran out (the answer waits for it). */
 const REMAINING_COUNT_MS = 2000;
@@ -107,32 +107,32 @@ export class PurgeService {
     tally: PurgeTally,
     signal: AbortSignal | undefined,
   ): Promise<StopReason | undefined> {
-    let after: ResourceKeyRef | null = null;
     for (;;) {
       const stop = this.shouldStop(pacer, signal);
       if (stop) return stop;
       const startedAt = Date.now();
-      const refs = await this.repository.nextMatchingKeys(ctx, selection, after, pacer.batchSize);
+      const limit = pacer.batchSize;
+      const refs = await this.repository.matchingKeys(ctx, selection, limit);
       if (refs.length === 0) return undefined;
-      after = refs[refs.length - 1];
       const gone = await this.repository.removeCurrent(
         ctx,
         selection,
         refs.map((ref) => ref.key),
       );
-      // Only now, with the current documents gone, their history (one delete per type, for counts).
-      for (const [type, keys] of groupBy(
-        refs.filter((ref) => gone.has(ref.key)),
-        (ref) => ref.type,
-      )) {
-        const versions = await this.repository.removeHistoryOf(
+      const removed = refs.filter((ref) => gone.has(ref.key));
+      // Only now, with the current documents gone, their history: one delete for the batch (each
+      // is a scan on FerretDB). Versions per type are those the documents held (vid 1..n).
+      if (removed.length > 0) {
+        await this.repository.removeHistoryOf(
           ctx,
           selection.version,
-          keys.map((ref) => ref.key),
+          removed.map((ref) => ref.key),
         );
-        tally.add(type, keys.length, versions);
       }
+      for (const ref of removed) tally.add(ref.type, 1, ref.versions);
       pacer.recordBatch(Date.now() - startedAt, refs.length);
+      // A short batch took the last matches: no need for one more (on FerretDB, scanning) read.
+      if (refs.length < limit) return undefined;
     }
   }
 
@@ -178,6 +178,7 @@ export class PurgeService {
         tally.add(type, 0, removed);
       }
       pacer.recordBatch(Date.now() - startedAt, rows.length);
+      if (rows.length < limit) return undefined;
     }
   }
 

@@ -1,0 +1,84 @@
+import { OperationOutcomeError } from '@app/fhir';
+import type { Settings } from '../../config/settings';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import type { PurgeRepository, ResourceKeyRef } from './purge.repository';
+import { PurgeService } from './purge.service';
+
+/**
+ * The batch loop's stop rules with an in-memory stand-in for the repository (the database side is
+ * covered by test/purge.e2e-spec.ts): a disconnect stops after the batch in progress, and removal
+ * order is current documents first, then their history.
+ */
+const ctx: TenantContext = { clientId: 'c1', userId: 7, scopes: ['user/*.*'], form: 'user-token' };
+const request = { version: 'r4' as const, types: null, before: null, mode: 'delete' as const };
+
+function fakeRepository(total: number, calls: string[], onBatch?: () => void): PurgeRepository {
+  const current = new Map<string, ResourceKeyRef>();
+  for (let i = 0; i < total; i++) {
+    const key = `r4|c1|Observation|${i}`;
+    current.set(key, { key, type: 'Observation', versions: 2 });
+  }
+  const fake = {
+    matchingKeys: async (_ctx: TenantContext, _selection: unknown, limit: number) => {
+      calls.push('find');
+      return [...current.values()].slice(0, limit);
+    },
+    removeCurrent: async (_ctx: TenantContext, _selection: unknown, keys: string[]) => {
+      calls.push(`remove current ${keys.length}`);
+      for (const key of keys) current.delete(key);
+      return new Set(keys);
+    },
+    removeHistoryOf: async (_ctx: TenantContext, _version: unknown, keys: string[]) => {
+      calls.push(`remove history ${keys.length}`);
+      onBatch?.();
+      return keys.length * 2;
+    },
+    historyRowsAfter: async () => [],
+    countMatching: async () => current.size,
+  };
+  return fake as unknown as PurgeRepository;
+}
+
+function service(repository: PurgeRepository, budgetMs = 2000): PurgeService {
+  return new PurgeService(repository, { purgeBudgetMs: budgetMs } as Settings);
+}
+
+describe('PurgeService batch loop', () => {
+  it('removes current documents before their history, batch by batch, until done', async () => {
+    const calls: string[] = [];
+    const outcome = await service(fakeRepository(600, calls)).purge(ctx, request);
+    expect(calls.slice(0, 3)).toEqual(['find', 'remove current 250', 'remove history 250']);
+    expect(outcome.issue[0].diagnostics).toContain('removed 600 resources and 1200 versions');
+  });
+
+  it('stops after the batch in progress when the client goes away, and says what is left', async () => {
+    const calls: string[] = [];
+    const abort = new AbortController();
+    const repository = fakeRepository(600, calls, () => abort.abort());
+    const error = await service(repository)
+      .purge(ctx, request, abort.signal)
+      .catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(OperationOutcomeError);
+    expect((error as OperationOutcomeError).status).toBe(504);
+    expect(calls).toEqual(['find', 'remove current 250', 'remove history 250']);
+    expect((error as OperationOutcomeError).message).toContain('about 350 matching resources remain');
+  });
+
+  it('does not start when the client is already gone', async () => {
+    const calls: string[] = [];
+    const abort = new AbortController();
+    abort.abort();
+    await expect(service(fakeRepository(10, calls)).purge(ctx, request, abort.signal)).rejects.toThrow(
+      /removed 0 resources/,
+    );
+    expect(calls).toEqual([]);
+  });
+
+  it('refuses a client-wide context: purge is per user', async () => {
+    const calls: string[] = [];
+    await expect(service(fakeRepository(1, calls)).purge({ ...ctx, userId: null }, request)).rejects.toThrow(
+      /per user/,
+    );
+    expect(calls).toEqual([]);
+  });
+});

@@ -154,27 +154,25 @@ export class BundleService {
       (seen.has(key) || plan.ifMatch !== undefined ? single : bulk).push(plan);
       seen.add(key);
     }
-    const existing = await this.repository.findManyInClient(ctx, bulk.map(keyOf));
+    // New ids are the common case (ids chosen client-side): insert first, with no look-up (a
+    // look-up scans on FerretDB 1.x); the ids that existed come back as conflicts and take the
+    // per-entry path.
     const lastUpdated = new Date();
     const fresh: Array<[WritePlan, ResourceDoc]> = [];
-    const known = new Map<WritePlan, ResourceDoc | undefined>();
+    const known = new Set<WritePlan>();
     for (const plan of bulk) {
-      const current = existing.get(keyOf(plan));
-      if (current) known.set(plan, current);
-      else {
-        try {
-          fresh.push([
-            plan,
-            this.writer.buildDoc(ctx, version, plan.type, plan.id, 1, lastUpdated, plan.resource),
-          ]);
-        } catch (error) {
-          responses[plan.entry.index] = failureEntry(error);
-        }
+      try {
+        fresh.push([
+          plan,
+          this.writer.buildDoc(ctx, version, plan.type, plan.id, 1, lastUpdated, plan.resource),
+        ]);
+      } catch (error) {
+        responses[plan.entry.index] = failureEntry(error);
       }
     }
     const conflicts = await this.repository.insertCurrentMany(fresh.map(([, doc]) => doc));
     const inserted = fresh.filter(([, doc]) => !conflicts.has(doc._id));
-    for (const [plan, doc] of fresh) if (conflicts.has(doc._id)) known.set(plan, undefined);
+    for (const [plan, doc] of fresh) if (conflicts.has(doc._id)) known.add(plan);
     await this.writer.complete(
       ctx,
       version,
@@ -185,10 +183,8 @@ export class BundleService {
     const slow = plans.filter((plan) => known.has(plan) || single.includes(plan));
     for (const plan of slow) {
       await this.settle(plan.entry.index, responses, async () => {
-        const current = known.get(plan);
         const written = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
           ifMatch: plan.ifMatch,
-          ...(current ? { known: current } : {}),
         });
         return this.writtenEntry(version, written, representation);
       });

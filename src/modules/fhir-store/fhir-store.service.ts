@@ -160,6 +160,26 @@ export class FhirStoreService {
     return { status: 200, body: row.json, headers };
   }
 
+  /**
+   * The rows of the given versions, newest first. The current version's row may be missing after a
+   * crash (write protocol): the current document stands in. A lost older row reads as removed.
+   */
+  private async versionRows(
+    ctx: TenantContext,
+    current: ResourceDoc,
+    vids: readonly number[],
+  ): Promise<HistoryDoc[]> {
+    const found = new Map(
+      (await this.repository.historyRowsOf(ctx, current._id, vids)).map((r) => [r.vid, r]),
+    );
+    return vids.map((vid) => {
+      const row = found.get(vid);
+      if (row) return row;
+      if (vid === current.vid) return historyOf(current);
+      return { ...historyOf(current), _id: `${current._id}|${vid}`, vid, del: false, json: null, gone: true };
+    });
+  }
+
   /** The current document and a version number of it that exists (1 … current), else 404. */
   private async versionOf(
     ctx: TenantContext,
@@ -189,8 +209,11 @@ export class FhirStoreService {
     const { count, skip } = this.paging(query);
     const current = await this.repository.findCurrent(ctx, key);
     if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
-    const rows = mergeCurrent(await this.repository.historyRows(ctx, key), current);
-    const page = rows.slice(skip, skip + count);
+    // Versions are 1 … current: a page is point look-ups of its rows, newest first.
+    const total = current.vid;
+    const pageVids: number[] = [];
+    for (let vid = total - skip; vid >= 1 && pageVids.length < count; vid--) pageVids.push(vid);
+    const page = await this.versionRows(ctx, current, pageVids);
     const url = this.resourceUrl(version, type, id);
     const entries = page.map((row): SearchsetEntry => {
       const request = { method: row.vid === 1 ? 'POST' : row.del ? 'DELETE' : 'PUT', url: `${type}/${id}` };
@@ -217,8 +240,8 @@ export class FhirStoreService {
         },
       };
     });
-    const links = pagingLinks(`${url}/_history`, [], { skip, count, total: rows.length });
-    return { status: 200, body: searchsetBundleJson({ total: rows.length, links, entries }) };
+    const links = pagingLinks(`${url}/_history`, [], { skip, count, total });
+    return { status: 200, body: searchsetBundleJson({ total, links, entries }) };
   }
 
   /** `DELETE /{v}/{type}/{id}`: 200 with the OperationOutcome of SPEC §2.7. */
@@ -251,7 +274,8 @@ export class FhirStoreService {
         { status: 409 },
       );
     }
-    const rows = mergeCurrent(await this.repository.historyRows(ctx, key), current);
+    const all = Array.from({ length: current.vid }, (_, i) => current.vid - i);
+    const rows = await this.versionRows(ctx, current, all);
     const row = rows.find((r) => r.vid === vid);
     if (!row || row.gone)
       throw OperationOutcomeError.notFound(`version ${vid} of ${type}/${id} has already been deleted`);
@@ -321,10 +345,4 @@ export class FhirStoreService {
     }
     return value;
   }
-}
-
-/** History rows plus the current version when its row is missing (crash between steps 1 and 2), newest first. */
-export function mergeCurrent(rows: HistoryDoc[], current: ResourceDoc): HistoryDoc[] {
-  const merged = rows.some((r) => r.vid === current.vid) ? rows : [historyOf(current), ...rows];
-  return merged.filter((r) => r.vid <= current.vid).sort((a, b) => b.vid - a.vid);
 }

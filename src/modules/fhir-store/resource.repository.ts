@@ -38,6 +38,36 @@ type MongoBulkWriteError = mongo.MongoBulkWriteError;
 const DUPLICATE_KEY = 11000;
 const WITHOUT_INDEX = { idx: 0 } as const;
 
+/**
+ * One document by `_id` alone, `scope` (a tenant filter, `del: false` …) checked on the document.
+ * A filter of exactly `{_id}` is the one FerretDB 1.x (SQLite) pushes down to its engine: adding
+ * any other field, or `{_id: {$in}}`, makes it scan the whole collection (measured: 10× slower at
+ * 20k documents, growing with size). MongoDB answers both forms from the `_id` index. The keys
+ * embed the client id, so the client part of the scope holds by construction as well.
+ */
+export async function findScoped<T extends { _id: string }>(
+  collection: Collection<T>,
+  id: string,
+  scope: object,
+): Promise<T | null> {
+  const doc = (await collection.findOne({ _id: id } as mongo.Filter<T>, {
+    projection: WITHOUT_INDEX,
+  })) as T | null;
+  if (!doc) return null;
+  const fields = doc as unknown as Record<string, unknown>;
+  return Object.entries(scope).every(([field, value]) => fields[field] === value) ? doc : null;
+}
+
+/** `findScoped` for many ids, as parallel point look-ups; missing ones are left out, order kept. */
+export async function byIds<T extends { _id: string }>(
+  collection: Collection<T>,
+  ids: readonly string[],
+  scope: object,
+): Promise<T[]> {
+  const found = await Promise.all(ids.map((id) => findScoped(collection, id, scope)));
+  return found.filter((doc) => doc !== null);
+}
+
 /** The whole client: a user's writer must see other users' ids to answer 409 (SPEC §4.4). */
 function clientWide(ctx: TenantContext): TenantContext {
   return ctx.userId === null ? ctx : { ...ctx, userId: null };
@@ -64,8 +94,13 @@ export class ResourceRepository implements OnModuleInit {
     return this.connection.db!.collection<HistoryDoc>(HISTORY_COLLECTION);
   }
 
+  /** FerretDB 1.x: only `{_id}` filters are pushed down (see `findScoped`). */
+  private engineScansCompoundFilters = false;
+
   /** Indexes are created at start-up, before the first request (DESIGN.md §3). */
   async onModuleInit(): Promise<void> {
+    const info = await this.connection.db!.admin().command({ buildInfo: 1 });
+    this.engineScansCompoundFilters = Boolean(info.ferretdbVersion);
     await ensureIndexes(this.resources, [
       { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: 'type_lastUpdated' },
       { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: 'user_type' },
@@ -87,7 +122,7 @@ export class ResourceRepository implements OnModuleInit {
 
   /** The current document of one resource in the caller's scope (tombstones included), or null. */
   findCurrent(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
-    return this.resources.findOne({ _id: key, ...tenantFilter(ctx) }, { projection: WITHOUT_INDEX });
+    return findScoped(this.resources, key, tenantFilter(ctx));
   }
 
   /** The current document whoever of the client owns it: writers decide 409 on it. */
@@ -98,9 +133,7 @@ export class ResourceRepository implements OnModuleInit {
   /** Current documents of many keys of the client (bundle ingest's one look-up). */
   async findManyInClient(ctx: TenantContext, keys: readonly string[]): Promise<Map<string, ResourceDoc>> {
     if (keys.length === 0) return new Map();
-    const docs = await this.resources
-      .find({ _id: { $in: [...keys] }, ...tenantFilter(clientWide(ctx)) }, { projection: WITHOUT_INDEX })
-      .toArray();
+    const docs = await byIds(this.resources, keys, tenantFilter(clientWide(ctx)));
     return new Map(docs.map((d) => [d._id, d]));
   }
 
@@ -112,9 +145,7 @@ export class ResourceRepository implements OnModuleInit {
   ): Promise<ResourceDoc[]> {
     if (refs.length === 0) return [];
     const keys = refs.map((r) => resourceKey(version, ctx.clientId, r.type, r.id));
-    return this.resources
-      .find({ _id: { $in: keys }, ...tenantFilter(ctx), del: false }, { projection: WITHOUT_INDEX })
-      .toArray();
+    return byIds(this.resources, keys, { ...tenantFilter(ctx), del: false });
   }
 
   /**
@@ -198,16 +229,17 @@ export class ResourceRepository implements OnModuleInit {
     return removed.deletedCount;
   }
 
-  /** History rows of one resource, newest first, in the caller's scope. */
-  historyRows(ctx: TenantContext, key: string): Promise<HistoryDoc[]> {
-    return this.history
-      .find({ rk: key, ...tenantFilter(ctx) })
-      .sort({ vid: -1 })
-      .toArray();
+  /** History rows of the given versions of one resource (absent rows left out), in the order asked. */
+  historyRowsOf(ctx: TenantContext, key: string, versionIds: readonly number[]): Promise<HistoryDoc[]> {
+    return byIds(
+      this.history,
+      versionIds.map((vid) => historyKey(key, vid)),
+      tenantFilter(ctx),
+    );
   }
 
   findHistoryRow(ctx: TenantContext, key: string, versionId: number): Promise<HistoryDoc | null> {
-    return this.history.findOne({ _id: historyKey(key, versionId), ...tenantFilter(ctx) });
+    return findScoped(this.history, historyKey(key, versionId), tenantFilter(ctx));
   }
 
   // ---- writes (write protocol, docs/storage.md) ---------------------------------------------
@@ -250,10 +282,13 @@ export class ResourceRepository implements OnModuleInit {
             $unset: { idx: '' as const },
           }
         : { $set: { vid: next.vid, lu: next.lu, del: next.del, json: next.json, idx: next.idx } };
-    const result = await this.resources.updateOne(
-      { _id: key, ...tenantFilter(ctx), vid: expectedVid },
-      update,
-    );
+    // FerretDB scans for any filter beyond `{_id}` and does not apply a filtered update atomically
+    // anyway: there the version claim (claimVersion) is what serialises writers, and the caller
+    // checked the tenant on the document it read. MongoDB gets the full compare-and-set.
+    const filter = this.engineScansCompoundFilters
+      ? { _id: key }
+      : { _id: key, ...tenantFilter(ctx), vid: expectedVid };
+    const result = await this.resources.updateOne(filter, update);
     return result.matchedCount === 1;
   }
 

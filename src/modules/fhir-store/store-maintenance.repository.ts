@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
+import { byIds } from './resource.repository';
 import { HISTORY_COLLECTION, HistoryDoc, RESOURCES_COLLECTION, ResourceDoc } from './resource-documents';
 
 const BATCH = 500;
@@ -32,12 +33,12 @@ export class StoreMaintenanceRepository {
   }
 
   async existingCurrentKeys(keys: readonly string[]): Promise<Set<string>> {
-    const docs = await this.resources.find({ _id: { $in: [...keys] } }, { projection: { _id: 1 } }).toArray();
+    const docs = await byIds(this.resources, keys, {});
     return new Set(docs.map((d) => d._id));
   }
 
   async existingHistoryKeys(keys: readonly string[]): Promise<Set<string>> {
-    const docs = await this.history.find({ _id: { $in: [...keys] } }, { projection: { _id: 1 } }).toArray();
+    const docs = await byIds(this.history, keys, {});
     return new Set(docs.map((d) => d._id));
   }
 

@@ -1,0 +1,172 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { getConnectionToken } from '@nestjs/mongoose';
+import type { INestApplication } from '@nestjs/common';
+import type { Connection } from 'mongoose';
+import { parseSettings, type Settings } from '../../src/config/settings';
+import { createApp } from '../../src/create-app';
+import { resolveDatabase, type DatabaseHandle } from '../../src/database/embedded-database';
+import { ClientsService } from '../../src/modules/auth/clients/clients.service';
+
+/**
+ * Shared benchmark plumbing: the real app on a real HTTP port, on `MONGO_URL` or an embedded
+ * database resolved like test/global-setup.ts (a FerretDB/mongod of its own in a temporary folder),
+ * with a database of its own that is dropped on close.
+ */
+export interface BenchServer {
+  baseUrl: string;
+  port: number;
+  app: INestApplication;
+  connection: Connection;
+  settings: Settings;
+  database: DatabaseHandle;
+  /** `MongoDB 8.0.x` or `FerretDB 1.24.0` (what answered buildInfo). */
+  engine: string;
+  dbName: string;
+  close(): Promise<void>;
+}
+
+export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-db-'));
+  const database = await resolveDatabase(process.env.MONGO_URL, dir);
+  const dbName = `bench_${randomBytes(4).toString('hex')}`;
+  const settings = parseSettings({
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
+    USER_MGMT_RATE_LIMIT: '10000000',
+    TOKEN_FAILURE_LIMIT: '10000000',
+    PORT: '0',
+    ...env,
+  });
+  const app = await createApp(settings, { ...database, stop: async () => undefined }, dbName);
+  await app.listen(0, '127.0.0.1');
+  const port = (app.getHttpServer().address() as AddressInfo).port;
+  const connection = app.get<Connection>(getConnectionToken());
+  const info = await connection.db!.admin().command({ buildInfo: 1 });
+  const engine = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    app,
+    connection,
+    settings,
+    database,
+    engine,
+    dbName,
+    close: async () => {
+      await connection.dropDatabase().catch(() => undefined);
+      await app.close();
+      await database.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface BenchUser {
+  clientId: string;
+  serviceUserId: number;
+  accessToken: string;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/** A JSON request over a keep-alive connection (lighter than fetch on a 2-core machine). */
+export function httpJson(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      `${baseUrl}${path}`,
+      {
+        method,
+        agent,
+        headers: {
+          ...(payload
+            ? { 'Content-Type': 'application/fhir+json', 'Content-Length': String(payload.length) }
+            : {}),
+          ...headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            // not JSON: keep the text
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+      },
+    );
+    req.on('error', reject);
+    if (payload) req.write(payload);
+    req.end();
+  });
+}
+
+/** `clients` client applications with `users` users each, created through the real routes. */
+export async function createBenchUsers(
+  server: BenchServer,
+  clients: number,
+  users: number,
+): Promise<BenchUser[]> {
+  const out: BenchUser[] = [];
+  for (let c = 0; c < clients; c++) {
+    const client = await server.app
+      .get(ClientsService)
+      .create({ name: `bench client ${c}`, programs: ['patient-access'] });
+    for (let u = 0; u < users; u++) {
+      const res = await httpJson(server.baseUrl, 'POST', '/user-management/v1/user', {
+        app_user_id: `bench-${c}-${u}`,
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+      });
+      if (res.status !== 200)
+        throw new Error(`user creation failed: ${res.status} ${JSON.stringify(res.body)}`);
+      out.push({
+        clientId: client.client_id,
+        serviceUserId: Number(res.body.service_user_id),
+        accessToken: String(res.body.access_token),
+      });
+    }
+  }
+  return out;
+}
+
+/** Runs `total` tasks with at most `concurrency` in flight. */
+export async function inParallel(
+  total: number,
+  concurrency: number,
+  one: (i: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, total) }, async () => {
+      while (next < total) await one(next++);
+    }),
+  );
+}
+
+/** Prints rows as an aligned table. */
+export function printTable(rows: Array<Record<string, string | number>>): void {
+  if (rows.length === 0) return;
+  const cols = Object.keys(rows[0]);
+  const cell = (v: string | number | undefined) =>
+    typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : (v ?? '');
+  const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  console.log(cols.map((c, i) => c.padEnd(width[i])).join(' | '));
+  console.log(width.map((w) => '-'.repeat(w)).join('-|-'));
+  for (const r of rows) console.log(cols.map((c, i) => cell(r[c]).padEnd(width[i])).join(' | '));
+}

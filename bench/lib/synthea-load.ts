@@ -1,0 +1,107 @@
+import { loadSyntheaResources } from '../../libs/fhir/src/search/synthea-fixture';
+import { httpJson, inParallel, type BenchServer, type BenchUser } from './bench-server';
+
+/**
+ * Loads the Synthea R4 sample (../shared/data/synthea, 38,971 resources) through the HTTP API in
+ * transaction bundles of 20 with ids chosen client-side (the data README's recipe: each entry keeps
+ * its uuid as id, `urn:uuid:` references rewritten to `Type/id`), patients spread round-robin over
+ * `users`, `parallel` bundles in flight.
+ */
+export interface SyntheaLoadOptions {
+  users: readonly BenchUser[];
+  parallel: number;
+  /** Only the first N patient bundles (default all 100). */
+  maxPatients?: number;
+  /** Resources per posted bundle (at most 20). */
+  bundleSize?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface SyntheaLoadResult {
+  resources: number;
+  bundles: number;
+  failedEntries: number;
+  seconds: number;
+  resourcesPerSecond: number;
+  /** Ids of the Observations stored, per user index (for read benchmarks). */
+  observationIds: Map<number, string[]>;
+}
+
+interface Batch {
+  user: number;
+  resources: Array<Record<string, unknown>>;
+}
+
+/** The resources of each patient record, split into bundles of `size`. */
+export function syntheaR4Batches(users: number, size = 20, maxPatients = Infinity): Batch[] {
+  const all = loadSyntheaResources('r4', maxPatients);
+  const batches: Batch[] = [];
+  let patient = -1;
+  let current: Batch | undefined;
+  for (const resource of all) {
+    if (resource.resourceType === 'Patient') patient++;
+    const user = Math.max(patient, 0) % users;
+    if (!current || current.user !== user || current.resources.length >= size) {
+      current = { user, resources: [] };
+      batches.push(current);
+    }
+    current.resources.push(resource);
+  }
+  return batches;
+}
+
+export async function loadSyntheaR4(
+  server: BenchServer,
+  options: SyntheaLoadOptions,
+): Promise<SyntheaLoadResult> {
+  const batches = syntheaR4Batches(options.users.length, options.bundleSize ?? 20, options.maxPatients);
+  const observationIds = new Map<number, string[]>();
+  let resources = 0;
+  let failedEntries = 0;
+  let done = 0;
+  const start = process.hrtime.bigint();
+  await inParallel(batches.length, options.parallel, async (i) => {
+    const batch = batches[i];
+    const user = options.users[batch.user];
+    const bundle = {
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: batch.resources.map((resource) => ({
+        fullUrl: `urn:uuid:${String(resource.id)}`,
+        resource,
+        request: { method: 'POST', url: String(resource.resourceType) },
+      })),
+    };
+    const res = await httpJson(server.baseUrl, 'POST', '/r4', bundle, {
+      Authorization: `Bearer ${user.accessToken}`,
+    });
+    if (res.status !== 200)
+      throw new Error(`bundle ${i} failed: ${res.status} ${JSON.stringify(res.body).slice(0, 500)}`);
+    res.body.entry.forEach((entry: any, index: number) => {
+      if (!String(entry.response.status).startsWith('20')) {
+        failedEntries++;
+        if (failedEntries <= 5)
+          console.error(`entry failed: ${JSON.stringify(entry.response).slice(0, 400)}`);
+        return;
+      }
+      resources++;
+      const resource = batch.resources[index];
+      if (resource.resourceType === 'Observation') {
+        const list = observationIds.get(batch.user) ?? [];
+        list.push(String(resource.id));
+        observationIds.set(batch.user, list);
+      }
+    });
+    done++;
+    if (done % 200 === 0) options.onProgress?.(done, batches.length);
+  });
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  return {
+    resources,
+    bundles: batches.length,
+    failedEntries,
+    seconds,
+    resourcesPerSecond: resources / seconds,
+    observationIds,
+  };
+}

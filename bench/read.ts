@@ -1,0 +1,110 @@
+/**
+ * Read (issue 4): autocannon, 32 connections, `GET /r4/Observation/{id}` over random ids of the
+ * Synthea R4 sample loaded through the API (BENCH_PATIENTS patients, default all 100), then the
+ * same point look-ups straight through the driver (`findOne({_id})`, 32 in flight, same duration)
+ * on the same database. Target on MongoDB: ≥ 4,000 req/s, p99 < 20 ms.
+ * Run: npx ts-node --transpile-only -r tsconfig-paths/register bench/read.ts
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { resourceKey } from '../libs/fhir/src/storage/keys';
+import { createBenchUsers, printTable, startBenchServer } from './lib/bench-server';
+import { loadSyntheaR4 } from './lib/synthea-load';
+
+const CONNECTIONS = 32;
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+const PATIENTS = process.env.BENCH_PATIENTS ? Number(process.env.BENCH_PATIENTS) : undefined;
+
+async function driverReads(
+  lookup: (i: number) => Promise<unknown>,
+  seconds: number,
+  concurrency: number,
+): Promise<{ perSecond: number; p50: number; p99: number }> {
+  const latencies: number[] = [];
+  const end = Date.now() + seconds * 1000;
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (Date.now() < end) {
+        const start = process.hrtime.bigint();
+        await lookup(i++);
+        latencies.push(Number(process.hrtime.bigint() - start) / 1e6);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  return { perSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
+}
+
+async function main(): Promise<void> {
+  const server = await startBenchServer();
+  try {
+    const [user] = await createBenchUsers(server, 1, 1);
+    process.stderr.write(`engine ${server.engine}; loading the sample\n`);
+    const load = await loadSyntheaR4(server, { users: [user], parallel: 6, maxPatients: PATIENTS });
+    const ids = load.observationIds.get(0) ?? [];
+    const stored = await server.connection.db!.collection('resources').countDocuments();
+    process.stderr.write(`${ids.length} Observations (${stored} documents in resources); reading\n`);
+    const random = () => ids[Math.floor(Math.random() * ids.length)];
+    const api = await autocannon({
+      url: server.baseUrl,
+      connections: CONNECTIONS,
+      duration: DURATION_S,
+      headers: { Authorization: `Bearer ${user.accessToken}` },
+      requests: [
+        { method: 'GET', setupRequest: (req: any) => ({ ...req, path: `/r4/Observation/${random()}` }) },
+      ],
+    });
+    const resources = server.connection.db!.collection('resources');
+    const driver = await driverReads(
+      () => resources.findOne({ _id: resourceKey('r4', user.clientId, 'Observation', random()) as any }),
+      DURATION_S,
+      CONNECTIONS,
+    );
+    const rows = [
+      {
+        path: 'HTTP GET /r4/Observation/{id}',
+        'req/s': api.requests.average,
+        'p50 ms': api.latency.p50,
+        'p99 ms': api.latency.p99,
+        non2xx: api.non2xx,
+        errors: api.errors,
+      },
+      {
+        path: 'driver findOne({_id})',
+        'req/s': driver.perSecond,
+        'p50 ms': driver.p50,
+        'p99 ms': driver.p99,
+        non2xx: 0,
+        errors: 0,
+      },
+    ];
+    console.log(`\nread — ${server.engine}, ${CONNECTIONS} connections, ${DURATION_S}s, ${stored} documents`);
+    printTable(rows);
+    const result = {
+      engine: server.engine,
+      connections: CONNECTIONS,
+      durationSeconds: DURATION_S,
+      documents: stored,
+      observations: ids.length,
+      rows,
+      summary: [
+        { figure: 'API req/s', value: api.requests.average, target: '≥ 4,000 on MongoDB' },
+        { figure: 'API p99', value: api.latency.p99, unit: 'ms', target: '< 20 ms on MongoDB' },
+        { figure: 'driver findOne/s', value: driver.perSecond },
+        { figure: 'API / driver', value: api.requests.average / driver.perSecond },
+      ],
+    };
+    mkdirSync(join(__dirname, 'results'), { recursive: true });
+    writeFileSync(join(__dirname, 'results', 'read.json'), JSON.stringify(result, null, 2));
+  } finally {
+    await server.close();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -49,12 +49,10 @@ async function main(): Promise<void> {
     // seed: two Synthea patients, so that reads and searches hit real documents
     const seed = loadSyntheaResources('r4', 2);
     for (let i = 0; i < seed.length; i += 20) {
-      const entry = seed
-        .slice(i, i + 20)
-        .map((r) => ({
-          resource: r,
-          request: { method: 'PUT', url: `${String(r.resourceType)}/${String(r.id)}` },
-        }));
+      const entry = seed.slice(i, i + 20).map((r) => ({
+        resource: r,
+        request: { method: 'PUT', url: `${String(r.resourceType)}/${String(r.id)}` },
+      }));
       await httpJson(server.url, 'POST', '/r4', { resourceType: 'Bundle', type: 'transaction', entry }, auth);
     }
     const observations = seed.filter((r) => r.resourceType === 'Observation').map((r) => String(r.id));
@@ -110,14 +108,20 @@ async function main(): Promise<void> {
     const rss: number[] = [rssMb(pid)];
     const sampler = setInterval(() => rss.push(rssMb(pid)), 5000);
     const statuses = new Map<number, number>();
-    const result = await autocannon({
-      url: server.url,
-      connections: CONNECTIONS,
-      duration: SECONDS,
-      headers: auth,
-      requests,
-      timeout: 30,
-    }).on('response', (_c: unknown, status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1));
+    const result = await new Promise<autocannon.Result>((resolve, reject) => {
+      const instance = autocannon(
+        {
+          url: server.url,
+          connections: CONNECTIONS,
+          duration: SECONDS,
+          headers: auth,
+          requests,
+          timeout: 30,
+        },
+        (err, res) => (err ? reject(err) : resolve(res)),
+      );
+      instance.on('response', (_client, status) => statuses.set(status, (statuses.get(status) ?? 0) + 1));
+    });
     clearInterval(sampler);
     rss.push(rssMb(pid));
 

@@ -168,6 +168,18 @@ describe('FHIR store (e2e)', () => {
       await post('/r4/Patient', 'just a string').expect(400);
     });
 
+    it('a body over BODY_LIMIT → 413 OperationOutcome', async () => {
+      const big = patient({
+        text: {
+          status: 'generated',
+          div: `<div xmlns="http://www.w3.org/1999/xhtml">${'x'.repeat(6 * 1024 * 1024)}</div>`,
+        },
+      });
+      const res = await post('/r4/Patient', big);
+      expect(res.status).toBe(413);
+      expect(res.body.resourceType).toBe('OperationOutcome');
+    });
+
     it('accepts application/json in and answers application/json when asked', async () => {
       const res = await request(t.server)
         .post('/r4/Patient')
@@ -276,6 +288,11 @@ describe('FHIR store (e2e)', () => {
       await put(`/r4/Patient/${id}`, patient({ id, gender: 'male' }))
         .set('If-Match', 'W/"2"')
         .expect(200);
+      const provenances = await request(t.server).get('/r4/Provenance?_count=100').set(asAlice()).expect(200);
+      const forV2 = provenances.body.entry
+        .map((e: any) => e.resource)
+        .find((p: any) => p.target[0].reference === `Patient/${id}/_history/2`);
+      expect(forV2.activity.coding[0].code).toBe('UPDATE');
       await put(`/r4/Patient/${id}`, patient({ id: 'other-id' })).expect(400);
       await put(`/r4/Patient/${id}`, patient()).expect(400);
     });

@@ -315,13 +315,18 @@ describe('purge (e2e)', () => {
     expect(foreign.body.resourceType).toBe('OperationOutcome');
     expect(await stored(t, owner)).toEqual(before);
 
-    // a user of client B purging with its own token touches only its own data
+    // a user token naming another user: two identities at once → 400, nothing of anyone deleted
     const other = await newOwner(clientB);
     await seedRecord(other);
-    await purge(t)
+    const otherBefore = await stored(t, other);
+    const doubled = await purge(t)
       .set(bearer(other.user.access_token))
-      .set('x-service-user-id', String(owner.user.service_user_id))
-      .expect(200);
+      .set('x-service-user-id', String(owner.user.service_user_id));
+    expect(doubled.status).toBe(400);
+    expect(await stored(t, other)).toEqual(otherBefore);
+    expect(await stored(t, owner)).toEqual(before);
+    // with its own token alone it touches only its own data
+    await purge(t).set(bearer(other.user.access_token)).expect(200);
     expect(await stored(t, other)).toEqual({ resources: 0, history: 0 });
     expect(await stored(t, owner)).toEqual(before);
 

@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import type { Connection, mongo } from 'mongoose';
-import { historyKey, indexSpecs, resourceKey, type FhirVersion } from '@app/fhir';
+import { historyKey, indexSpecs, OperationOutcomeError, resourceKey, type FhirVersion } from '@app/fhir';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 import { HISTORY_COLLECTION, HistoryDoc, RESOURCES_COLLECTION, ResourceDoc } from './resource-documents';
 import { ensureIndexes } from '../../database/ensure-indexes';
@@ -68,6 +68,25 @@ export async function byIds<T extends { _id: string }>(
   return found.filter((doc) => doc !== null);
 }
 
+const BUSY = /SQLITE_BUSY|database is locked/;
+
+async function retryWhileBusy<T>(operation: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await operation();
+    } catch (error) {
+      if (!BUSY.test((error as Error)?.message ?? '')) throw error;
+      if (attempt >= 6) {
+        throw new OperationOutcomeError('transient', 'the database is busy; retry', {
+          status: 503,
+          headers: { 'Retry-After': '1' },
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10 * 2 ** attempt));
+    }
+  }
+}
+
 /** The whole client: a user's writer must see other users' ids to answer 409 (SPEC §4.4). */
 function clientWide(ctx: TenantContext): TenantContext {
   return ctx.userId === null ? ctx : { ...ctx, userId: null };
@@ -96,6 +115,24 @@ export class ResourceRepository implements OnModuleInit {
 
   /** FerretDB 1.x: only `{_id}` filters are pushed down (see `findScoped`). */
   private engineScansCompoundFilters = false;
+  /** The tail of the in-process write queue (FerretDB on SQLite only, see `write`). */
+  private writeQueue: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Runs one write. SQLite takes one writer at a time, and FerretDB 1.x answers concurrent writes
+   * with SQLITE_BUSY (and, under sustained contention, has been seen to stop): on FerretDB the
+   * writes of this process are queued, one at a time. A busy answer (another process writing) is
+   * retried with backoff, then reported as 503. MongoDB writes run concurrently.
+   */
+  private write<T>(operation: () => Promise<T>): Promise<T> {
+    if (!this.engineScansCompoundFilters) return retryWhileBusy(operation);
+    const run = this.writeQueue.then(
+      () => retryWhileBusy(operation),
+      () => retryWhileBusy(operation),
+    );
+    this.writeQueue = run.catch(() => undefined);
+    return run;
+  }
 
   /** Indexes are created at start-up, before the first request (DESIGN.md §3). */
   async onModuleInit(): Promise<void> {
@@ -224,8 +261,10 @@ export class ResourceRepository implements OnModuleInit {
    */
   async removeResources(ctx: TenantContext, keys: readonly string[]): Promise<number> {
     if (keys.length === 0) return 0;
-    const removed = await this.resources.deleteMany({ _id: { $in: [...keys] }, ...tenantFilter(ctx) });
-    await this.history.deleteMany({ rk: { $in: [...keys] }, ...tenantFilter(ctx) });
+    const removed = await this.write(() =>
+      this.resources.deleteMany({ _id: { $in: [...keys] }, ...tenantFilter(ctx) }),
+    );
+    await this.write(() => this.history.deleteMany({ rk: { $in: [...keys] }, ...tenantFilter(ctx) }));
     return removed.deletedCount;
   }
 
@@ -247,7 +286,7 @@ export class ResourceRepository implements OnModuleInit {
   /** Step 1 for a new resource. False when the key exists already (someone created it first). */
   async insertCurrent(doc: ResourceDoc): Promise<boolean> {
     try {
-      await this.resources.insertOne(doc);
+      await this.write(() => this.resources.insertOne(doc));
       return true;
     } catch (error) {
       if (isDuplicateKey(error)) return false;
@@ -288,7 +327,7 @@ export class ResourceRepository implements OnModuleInit {
     const filter = this.engineScansCompoundFilters
       ? { _id: key }
       : { _id: key, ...tenantFilter(ctx), vid: expectedVid };
-    const result = await this.resources.updateOne(filter, update);
+    const result = await this.write(() => this.resources.updateOne(filter, update));
     return result.matchedCount === 1;
   }
 
@@ -303,7 +342,9 @@ export class ResourceRepository implements OnModuleInit {
     if (rows.length === 0) return kept;
     for (const index of await this.insertIgnoringDuplicates(this.history, rows)) {
       const row = rows[index];
-      const replaced = await this.history.replaceOne({ _id: row._id, lu: { $lt: row.lu } }, row);
+      const replaced = await this.write(() =>
+        this.history.replaceOne({ _id: row._id, lu: { $lt: row.lu } }, row),
+      );
       if (replaced.matchedCount === 0) kept.add(index);
     }
     return kept;
@@ -315,7 +356,7 @@ export class ResourceRepository implements OnModuleInit {
     docs: readonly T[],
   ): Promise<number[]> {
     try {
-      await collection.insertMany([...docs] as never[], { ordered: false });
+      await this.write(() => collection.insertMany([...docs] as never[], { ordered: false }));
       return [];
     } catch (error) {
       const writeErrors = (error as MongoBulkWriteError).writeErrors;
@@ -343,7 +384,10 @@ export class ResourceRepository implements OnModuleInit {
 
   /** Replaces a history row still holding `expectedLu` (an orphan of an earlier life of the id). */
   async replaceHistoryRow(row: HistoryDoc, expectedLu: Date): Promise<boolean> {
-    return (await this.history.replaceOne({ _id: row._id, lu: expectedLu }, row)).matchedCount === 1;
+    return (
+      (await this.write(() => this.history.replaceOne({ _id: row._id, lu: expectedLu }, row)))
+        .matchedCount === 1
+    );
   }
 
   /** Inserts current documents that may exist already (Provenances with deterministic ids). */
@@ -361,10 +405,12 @@ export class ResourceRepository implements OnModuleInit {
     // in $setOnInsert is refused by some engines, so only the others are listed.
     const { _id, json: _json, gone: _gone, c: _c, u, ...identity } = row;
     const onInsert = scope.u === undefined ? { ...identity, u } : identity;
-    await this.history.updateOne(
-      { _id, ...scope },
-      { $set: { gone: true, json: null }, $setOnInsert: onInsert },
-      { upsert: true },
+    await this.write(() =>
+      this.history.updateOne(
+        { _id, ...scope },
+        { $set: { gone: true, json: null }, $setOnInsert: onInsert },
+        { upsert: true },
+      ),
     );
   }
 
@@ -373,8 +419,8 @@ export class ResourceRepository implements OnModuleInit {
    * its history rows (a crash in between leaves orphan rows no reader sees; `store check` deletes them).
    */
   async removeResource(ctx: TenantContext, key: string): Promise<boolean> {
-    const removed = await this.resources.deleteOne({ _id: key, ...tenantFilter(ctx) });
-    await this.history.deleteMany({ rk: key, ...tenantFilter(ctx) });
+    const removed = await this.write(() => this.resources.deleteOne({ _id: key, ...tenantFilter(ctx) }));
+    await this.write(() => this.history.deleteMany({ rk: key, ...tenantFilter(ctx) }));
     return removed.deletedCount === 1;
   }
 }

@@ -5,7 +5,8 @@
  * search below but `$everything`'s patient look-up is a scan of the tenant's documents there.
  * Starts its own app and database (MONGO_URL, else as the tests do); prints a table and writes
  * bench/results/search.json. Run: npm run bench -- search
- *   SEARCH_BENCH_PATIENTS=<n> (default 100: ≈117k resources with Provenances), SEARCH_BENCH_REQUESTS=<n> per search.
+ *   SEARCH_BENCH_PATIENTS=<n> (default 100: ≈117k resources with Provenances), SEARCH_BENCH_REQUESTS=<n> per
+ *   search (default 400), SEARCH_BENCH_CONNECTIONS=<n> (default 8).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,7 +23,7 @@ import { resolveDatabase } from '../src/database/embedded-database';
 import { ClientsService } from '../src/modules/auth/clients/clients.service';
 
 const USERS = 3;
-const CONNECTIONS = 8;
+const CONNECTIONS = Number(process.env.SEARCH_BENCH_CONNECTIONS ?? 8);
 const TARGET_P99_MS = 50;
 
 function searches(record: SyntheaRecord, loadStarted: string, loadMiddle: string): Array<[string, string]> {
@@ -63,6 +64,8 @@ async function main(): Promise<void> {
     PORT: '0',
     BODY_LIMIT: '50mb',
     USER_MGMT_RATE_LIMIT: '1000000',
+    // FerretDB answers scans slowly under 8 connections: give it time rather than fail fast.
+    DB_TIMEOUT_MS: '60000',
     DIRECTORY_SEED: 'false',
   });
   const app = await createApp(settings, database, `bench_search_${randomBytes(4).toString('hex')}`);

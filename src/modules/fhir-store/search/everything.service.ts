@@ -70,15 +70,19 @@ export class EverythingService {
     const conditions: Filter[] = [{ $or: branches }];
     if (window.types) conditions.push({ t: { $in: window.types } });
     if (window.since) conditions.push({ lu: { $gte: window.since } });
-    const result = await this.repository.search(ctx, version, {
-      filter: storeFilter({ $and: conditions }),
+    const filter = storeFilter({ $and: conditions });
+    const { docs } = await this.repository.search(ctx, version, {
+      filter,
       sort: { t: 1, id: 1 },
       skip: window.skip,
-      limit: window.count,
-      count: true,
+      limit: window.count + 1,
     });
-    const total = result.total ?? 0;
-    const entries = result.docs.map((doc) => resourceEntry(base, doc, 'match'));
+    // The last page tells the total without a second pass (a scan on FerretDB).
+    const lastPage = docs.length <= window.count && (docs.length > 0 || window.skip === 0);
+    const total = lastPage
+      ? window.skip + docs.length
+      : await this.repository.countBy(ctx, version, { filter });
+    const entries = docs.slice(0, window.count).map((doc) => resourceEntry(base, doc, 'match'));
     const warnings = unknownParamsEntry(window.unknown);
     if (warnings) entries.push(warnings);
     const links = searchLinks(

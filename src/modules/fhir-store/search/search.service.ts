@@ -88,16 +88,19 @@ export class SearchService {
       return this.bundle({ total, links, entries: warnings ? [warnings] : [] });
     }
 
-    const withTotal = parsed.total !== 'none';
     // One more than the page: tells whether a next page exists without a count (`_total=none`).
-    const result = await this.repository.search(ctx, version, {
+    const { docs } = await this.repository.search(ctx, version, {
       filter,
       sort: built.sort,
       skip: parsed.skip,
       limit: parsed.count + 1,
-      count: withTotal,
     });
-    const matches = result.docs.slice(0, parsed.count);
+    const hasNext = docs.length > parsed.count;
+    const total =
+      parsed.total === 'none'
+        ? undefined
+        : await this.totalOf(ctx, version, filter, parsed.skip, docs.length, hasNext);
+    const matches = docs.slice(0, parsed.count);
     const included = await this.includes.resolve(ctx, version, parsed, matches, base);
     const entries: SearchsetEntry[] = [
       ...matches.map((doc) =>
@@ -106,13 +109,24 @@ export class SearchService {
       ...included.map((doc) => resourceEntry(base, doc, 'include')),
     ];
     if (warnings) entries.push(warnings);
-    const links = searchLinks(searchUrl, kept, {
-      skip: parsed.skip,
-      count: parsed.count,
-      total: result.total,
-      hasNext: result.docs.length > parsed.count,
-    });
-    return this.bundle({ total: withTotal ? result.total : undefined, links, entries });
+    const links = searchLinks(searchUrl, kept, { skip: parsed.skip, count: parsed.count, total, hasNext });
+    return this.bundle({ total, links, entries });
+  }
+
+  /**
+   * Bundle.total: known without a count when the last page is reached (most patient-scoped
+   * searches fit one page): a second pass over the matches is what scans cost on FerretDB.
+   */
+  private async totalOf(
+    ctx: TenantContext,
+    version: FhirVersion,
+    filter: Parameters<ResourceRepository['countBy']>[2]['filter'],
+    skip: number,
+    fetched: number,
+    hasNext: boolean,
+  ): Promise<number> {
+    if (!hasNext && (fetched > 0 || skip === 0)) return skip + fetched;
+    return this.repository.countBy(ctx, version, { filter });
   }
 
   private bundle(input: Parameters<typeof searchsetBundleJson>[0]): FhirReply {

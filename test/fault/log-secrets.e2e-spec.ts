@@ -1,0 +1,98 @@
+import { randomBytes } from 'crypto';
+import { mkdtempSync, rmSync } from 'fs';
+import { tmpdir } from 'os';
+import { join } from 'path';
+import { buildIfNeeded, runCli, ServerProcess } from '@app/testing';
+
+/**
+ * No secret or token in any log line (issue 9 §5): the real server at the most verbose level goes
+ * through every flow that carries a secret, and its captured output is searched for each of them.
+ */
+describe('logs carry no secrets (e2e)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'fhir-logs-'));
+  const env = {
+    MONGO_URL: process.env.TEST_MONGO_URL!,
+    MONGO_DB: `logs_${randomBytes(4).toString('hex')}`,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'trace',
+    DIRECTORY_SEED: 'false',
+  };
+  const server = new ServerProcess(env);
+
+  beforeAll(async () => {
+    buildIfNeeded();
+    await server.start();
+  }, 180000);
+
+  afterAll(async () => {
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('never logs client secrets, codes, access, refresh or id tokens', async () => {
+    const created = runCli(['client', 'create', '--name', 'log test', '--programs', 'provider-access'], env);
+    const { client_id, client_secret } = created.json;
+    const secrets: string[] = [client_secret];
+    const post = async (path: string, body: Record<string, string>, form = false) => {
+      const res = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json' },
+        body: form ? new URLSearchParams(body).toString() : JSON.stringify(body),
+      });
+      return (await res.json()) as Record<string, string>;
+    };
+    const user = await post('/user-management/v1/user', {
+      app_user_id: 'log-user',
+      client_id,
+      client_secret,
+    });
+    secrets.push(user.access_token, user.refresh_token);
+    const code = await post('/user-management/v1/user/auth-code', {
+      app_user_id: 'log-user',
+      client_id,
+      client_secret,
+      scope: 'openid',
+    });
+    secrets.push(code.code);
+    const tokens = await post(
+      '/oauth2/token',
+      { grant_type: 'authorization_code', code: code.code, client_id, client_secret },
+      true,
+    );
+    secrets.push(tokens.access_token, tokens.refresh_token, tokens.id_token);
+    const refreshed = await post(
+      '/oauth2/token',
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id, client_secret },
+      true,
+    );
+    secrets.push(refreshed.access_token, refreshed.refresh_token);
+    const program = await post(
+      '/auth/realms/dev-portal/protocol/openid-connect/token',
+      { grant_type: 'client_credentials', client_id, client_secret },
+      true,
+    );
+    secrets.push(program.access_token);
+    // a failed attempt with a wrong secret, a FHIR write with each credential form, an error path
+    await post(
+      '/oauth2/token',
+      { grant_type: 'refresh_token', refresh_token: 'nope', client_id, client_secret: 'wrong-secret-value' },
+      true,
+    );
+    await fetch(`${server.url}/r4/Patient`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.access_token}`, 'content-type': 'application/fhir+json' },
+      body: JSON.stringify({ resourceType: 'Patient', name: [{ family: 'Secretless' }] }),
+    });
+    await fetch(`${server.url}/r4/Patient?name=Secretless`, {
+      headers: { client_id, client_secret, 'x-service-user-id': String(user.service_user_id) },
+    });
+    await fetch(`${server.url}/r4/Patient?access_token=${tokens.access_token}`);
+
+    await new Promise((r) => setTimeout(r, 300));
+    expect(secrets.every((s) => typeof s === 'string' && s.length > 10)).toBe(true);
+    expect(server.output.length).toBeGreaterThan(1000);
+    for (const secret of secrets) expect(server.output.includes(secret)).toBe(false);
+    expect(server.output).not.toContain('wrong-secret-value');
+    expect(server.output).not.toContain('Secretless');
+  });
+});

@@ -12,6 +12,7 @@ import {
   SystemType,
 } from './directory-entry';
 import { DIRECTORY_ENTRY_MODEL, DirectoryEntryDocument } from './directory-entry.schema';
+import { CachedEntry, DirectorySearchCache } from './directory-search-cache';
 
 /** What the search matches: every word as a word prefix, optionally one system type, active only. */
 export interface DirectoryCriteria {
@@ -32,7 +33,13 @@ export interface UpsertCounts {
 /** The only code that touches the directory collection. The directory is global (not tenant data). */
 @Injectable()
 export class DirectoryRepository {
-  constructor(@InjectModel(DIRECTORY_ENTRY_MODEL) private readonly model: Model<DirectoryEntryDocument>) {}
+  private readonly cache: DirectorySearchCache;
+
+  constructor(@InjectModel(DIRECTORY_ENTRY_MODEL) private readonly model: Model<DirectoryEntryDocument>) {
+    this.cache = new DirectorySearchCache(this.model.db.collection('directory_meta'), () =>
+      this.loadActive(),
+    );
+  }
 
   /**
    * Idempotent upsert by id (import, seed). One bulkWrite per batch; `created_at` is kept on
@@ -53,6 +60,7 @@ export class DirectoryRepository {
       }),
       { ordered: false },
     );
+    await this.cache.bump();
     return { inserted: result.upsertedCount, updated: result.matchedCount };
   }
 
@@ -65,8 +73,10 @@ export class DirectoryRepository {
     try {
       const docs = inputs.map((input) => storedForm(input, now));
       const result = await this.model.collection.insertMany(docs as any[], { ordered: false });
+      await this.cache.bump();
       return result.insertedCount;
     } catch (e) {
+      await this.cache.bump();
       const err = e as { code?: number; insertedCount?: number; writeErrors?: { code?: number }[] };
       const writeErrors = err.writeErrors ?? [];
       const onlyDuplicates = writeErrors.length > 0 && writeErrors.every((w) => w.code === 11000);
@@ -75,7 +85,13 @@ export class DirectoryRepository {
     }
   }
 
+  /** Served from the in-memory copy (see DirectorySearchCache): same matching as `filterFor`. */
   async search(criteria: DirectoryCriteria, offset: number, limit: number): Promise<DirectoryPage> {
+    return this.cache.search(criteria.words, criteria.systemType, offset, limit);
+  }
+
+  /** The database form of the same search, for MongoDB-side tools and the benchmark's driver baseline. */
+  async searchInDatabase(criteria: DirectoryCriteria, offset: number, limit: number): Promise<DirectoryPage> {
     const filter = this.filterFor(criteria);
     const [total, docs] = await Promise.all([
       this.model.countDocuments(filter),
@@ -87,6 +103,14 @@ export class DirectoryRepository {
         .lean<DirectoryEntryDocument[]>(),
     ]);
     return { total, entries: docs.map(toEntry) };
+  }
+
+  /** Every active entry with its words; sorted by the cache (an unsorted read is cheaper on FerretDB). */
+  private async loadActive(): Promise<CachedEntry[]> {
+    const docs = await this.model
+      .find({ status: 'active' }, { prefixes: 0 })
+      .lean<DirectoryEntryDocument[]>();
+    return docs.map((doc) => ({ entry: toEntry(doc), words: doc.words ?? [], sortName: doc.sort_name }));
   }
 
   async findById(id: string): Promise<DirectoryEntry | null> {

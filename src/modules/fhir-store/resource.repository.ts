@@ -40,9 +40,9 @@ const WITHOUT_INDEX = { idx: 0 } as const;
 
 /**
  * One document by `_id` alone, `scope` (a tenant filter, `del: false` …) checked on the document.
- * A filter of exactly `{_id}` is the one FerretDB 1.x (SQLite) pushes down to its engine: adding
- * any other field, or `{_id: {$in}}`, makes it scan the whole collection (measured: 10× slower at
- * 20k documents, growing with size). MongoDB answers both forms from the `_id` index. The keys
+ * A filter of exactly `{_id}` is the one FerretDB 1.x (SQLite) pushes down to its engine (an index
+ * search with the fix of docs/ferretdb.md): adding any other field, or `{_id: {$in}}`, makes it scan
+ * the whole collection in Go. MongoDB answers both forms from the `_id` index. The keys
  * embed the client id, so the client part of the scope holds by construction as well.
  */
 export async function findScoped<T extends { _id: string }>(

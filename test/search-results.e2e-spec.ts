@@ -134,6 +134,16 @@ describe('FHIR search results (e2e, Synthea R4)', () => {
         ]);
         expect(entry.resource.meta.tag).toContainEqual(expect.objectContaining({ code: 'SUBSETTED' }));
       }
+      // _summary=true: the isSummary elements of the R4 definitions (Synthea Patients carry
+      // text, extensions, address … — text and extension are not summary elements).
+      const summary = await get('/r4/Patient?_summary=true').expect(200);
+      for (const entry of summary.body.entry) {
+        expect(entry.resource.text).toBeUndefined();
+        expect(entry.resource.extension).toBeUndefined();
+        expect(entry.resource.gender).toBeDefined();
+        expect(entry.resource.name).toBeDefined();
+        expect(entry.resource.meta.tag).toContainEqual(expect.objectContaining({ code: 'SUBSETTED' }));
+      }
     });
 
     it('unknown parameters: ignored with an outcome entry, or 400 with Prefer: handling=strict', async () => {

@@ -26,6 +26,8 @@ export interface ElementRule {
   readonly choiceOf?: string;
   /** Table key of the nested object's element table (type name, or element path for backbones). */
   readonly tableKey: string;
+  /** In the `_summary=true` subset (ElementDefinition.isSummary). */
+  readonly isSummary: boolean;
 }
 
 export interface RequiredRule {
@@ -131,7 +133,7 @@ export class ElementTables {
     byParent: ReadonlyMap<string, readonly ElementDefinitionLite[]>,
     isResource: boolean,
   ): ElementRule[] {
-    const base = { min: element.min, isArray };
+    const base = { min: element.min, isArray, isSummary: element.isSummary === true };
     if (element.contentReference) {
       // e.g. Questionnaire.item.item reuses the definition of Questionnaire.item.
       return [

@@ -20,6 +20,8 @@ export interface ElementDefinitionLite {
   readonly types: readonly ElementTypeRef[];
   /** Path (without `#`) of the element whose definition this one reuses, e.g. `Questionnaire.item`. */
   readonly contentReference?: string;
+  /** ElementDefinition.isSummary: part of the `_summary=true` subset (search.html#summary). */
+  readonly isSummary?: true;
 }
 
 export interface BaseStructureDefinition {
@@ -68,6 +70,7 @@ interface RawElement {
   max?: string;
   type?: RawType[];
   contentReference?: string;
+  isSummary?: boolean;
 }
 interface RawStructureDefinition {
   resourceType: string;
@@ -143,6 +146,7 @@ function toBaseDefinition(
       max: element.max ?? '*',
       types: (element.type ?? []).map((t) => ({ code: fhirTypeCode(t) })),
       ...(element.contentReference ? { contentReference: element.contentReference.replace(/^.*#/, '') } : {}),
+      ...(element.isSummary ? { isSummary: true as const } : {}),
     });
   }
   return {

@@ -35,17 +35,17 @@ describe('search helpers', () => {
       gender: 'male',
       name: [],
     });
-    const subset = JSON.parse(shapedResourceJson(json, { elements: ['gender', 'Observation.name'] }));
+    const subset = JSON.parse(shapedResourceJson('r4', json, { elements: ['gender', 'Observation.name'] }));
     expect(Object.keys(subset).sort()).toEqual(['gender', 'id', 'meta', 'resourceType']);
     expect(subset.meta.tag[0].code).toBe('SUBSETTED');
-    expect(JSON.parse(shapedResourceJson(json, { summary: 'data' })).text).toBeUndefined();
-    expect(Object.keys(JSON.parse(shapedResourceJson(json, { summary: 'text' }))).sort()).toEqual([
+    expect(JSON.parse(shapedResourceJson('r4', json, { summary: 'data' })).text).toBeUndefined();
+    expect(Object.keys(JSON.parse(shapedResourceJson('r4', json, { summary: 'text' }))).sort()).toEqual([
       'id',
       'meta',
       'resourceType',
       'text',
     ]);
-    expect(shapedResourceJson(json, {})).toBe(json);
+    expect(shapedResourceJson('r4', json, {})).toBe(json);
   });
 
   it('reads Prefer handling and refuses non-text form values', () => {

@@ -104,7 +104,7 @@ export class SearchService {
     const included = await this.includes.resolve(ctx, version, parsed, matches, base);
     const entries: SearchsetEntry[] = [
       ...matches.map((doc) =>
-        resourceEntry(base, doc, 'match', shapedResourceJson(doc.json ?? '{}', parsed)),
+        resourceEntry(base, doc, 'match', shapedResourceJson(version, doc.json ?? '{}', parsed)),
       ),
       ...included.map((doc) => resourceEntry(base, doc, 'include')),
     ];

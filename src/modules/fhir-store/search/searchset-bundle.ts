@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { issue, operationOutcome, type BundleLink, type ParsedSearch, type SearchsetEntry } from '@app/fhir';
+import {
+  issue,
+  operationOutcome,
+  summarySubset,
+  type BundleLink,
+  type FhirVersion,
+  type ParsedSearch,
+  type SearchsetEntry,
+} from '@app/fhir';
 import type { ResourceDoc } from '../resource-documents';
 import type { SearchPairs } from './search-request';
 
@@ -60,13 +68,15 @@ function withSubsettedTag(resource: Record<string, unknown>): Record<string, unk
 
 /**
  * The served JSON of a match after `_elements` (listed top-level elements, `Type.element` for
- * the matching type) or `_summary=text|data`. Untouched (no parse) when neither applies.
- * `_summary=true` needs the isSummary flags of the definitions, which this server does not load:
- * the whole resource is served (more than asked, never less).
+ * the matching type) or `_summary=true|text|data`. Untouched (no parse) when neither applies.
  */
-export function shapedResourceJson(json: string, parsed: Pick<ParsedSearch, 'elements' | 'summary'>): string {
+export function shapedResourceJson(
+  version: FhirVersion,
+  json: string,
+  parsed: Pick<ParsedSearch, 'elements' | 'summary'>,
+): string {
   const { elements, summary } = parsed;
-  if (!elements && summary !== 'text' && summary !== 'data') return json;
+  if (!elements && summary !== 'text' && summary !== 'data' && summary !== 'true') return json;
   const resource = JSON.parse(json) as Record<string, unknown>;
   const type = String(resource.resourceType);
   let kept: Record<string, unknown>;
@@ -81,6 +91,10 @@ export function shapedResourceJson(json: string, parsed: Pick<ParsedSearch, 'ele
     kept = Object.fromEntries(
       Object.entries(resource).filter(([key]) => ALWAYS_KEPT.has(key) || wanted.has(key.replace(/^_/, ''))),
     );
+  } else if (summary === 'true') {
+    const subset = summarySubset(version, resource);
+    if (!subset) return json;
+    kept = subset;
   } else if (summary === 'text') {
     kept = Object.fromEntries(
       Object.entries(resource).filter(([key]) => ALWAYS_KEPT.has(key) || key === 'text'),

@@ -118,6 +118,11 @@ describe('identity: authorization codes and /oauth2/token (e2e)', () => {
       .type('form')
       .send({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token, ...creds(a) });
     expect(refresh.status).toBe(400);
+    // … and so is the access token it gave.
+    await request(t.server)
+      .get('/r4/Patient')
+      .set('Authorization', `Bearer ${first.body.access_token}`)
+      .expect(401);
   });
 
   it("another client's code → invalid_grant, and the code still works for its client", async () => {
@@ -147,11 +152,22 @@ describe('identity: authorization codes and /oauth2/token (e2e)', () => {
     expect(r1.body.refresh_token).not.toBe(user.refresh_token);
     expect(decode(r1.body.access_token).payload.sub).toBe(String(user.service_user_id));
     const r2 = await refresh(r1.body.refresh_token).expect(200);
+    const other = await exchange(creds(a), await codeFor(a, user.app_user_id)).expect(200);
+    const read = (token: string) =>
+      request(t.server).get('/r4/Patient').set('Authorization', `Bearer ${token}`);
+    await read(r2.body.access_token).expect(200);
     const reuse = await refresh(user.refresh_token).expect(400);
     expect(reuse.body.error).toBe('invalid_grant');
     expect(reuse.body.error_description).toMatch(/revoked/);
     // the newest token of the family is dead too
     expect((await refresh(r2.body.refresh_token)).body.error).toBe('invalid_grant');
+    // and so is every access token issued with the family (not only the refresh tokens) …
+    for (const token of [user.access_token, r1.body.access_token, r2.body.access_token]) {
+      const res = await read(token).expect(401);
+      expect(res.headers['www-authenticate']).toMatch(/invalid_token/);
+    }
+    // … while the same user's tokens of another family keep working.
+    await read(other.body.access_token).expect(200);
   });
 
   it("another client's refresh token → invalid_grant", async () => {

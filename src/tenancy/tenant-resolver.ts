@@ -3,6 +3,7 @@ import type { Request } from 'express';
 import { OperationOutcomeError } from '@app/fhir';
 import { ClientRecord } from '../modules/auth/clients/client.schema';
 import { ClientsService } from '../modules/auth/clients/clients.service';
+import { GrantService } from '../modules/auth/tokens/grant.service';
 import { TokenService } from '../modules/auth/tokens/token.service';
 import { UsersService } from '../modules/users/users.service';
 import { isReadOnly, TenantContext } from './tenant-context';
@@ -37,6 +38,7 @@ export class TenantResolver {
     private readonly clients: ClientsService,
     private readonly tokens: TokenService,
     private readonly users: UsersService,
+    private readonly grants: GrantService,
   ) {}
 
   async resolve(req: Request, opts: TenantOptions = {}): Promise<TenantContext> {
@@ -85,6 +87,9 @@ export class TenantResolver {
     if (!claims) throw unauthorized('the access token is invalid or expired', 'invalid_token');
     const client = await this.clients.findActive(claims.clientId);
     if (!client) throw unauthorized('the client of this token is unknown or disabled', 'invalid_token');
+    if (claims.family !== undefined && (await this.grants.isFamilyRevoked(client.clientId, claims.family))) {
+      throw unauthorized('the access token was revoked (its refresh token was reused)', 'invalid_token');
+    }
     if (claims.userId !== null) {
       if (header(req, 'x-service-user-id') || header(req, 'x-app-user-id')) {
         throw OperationOutcomeError.invalid(

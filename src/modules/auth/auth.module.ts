@@ -9,7 +9,14 @@ import { ExpiredRecordsSweeper } from './expired-records.sweeper';
 import { RateLimitRepository } from './rate-limit/rate-limit.repository';
 import { RateLimitDoc, RateLimitSchema } from './rate-limit/rate-limit.schema';
 import { RateLimitService } from './rate-limit/rate-limit.service';
-import { AuthCodeDoc, AuthCodeSchema, RefreshTokenDoc, RefreshTokenSchema } from './tokens/grant.schemas';
+import {
+  AuthCodeDoc,
+  AuthCodeSchema,
+  RefreshTokenDoc,
+  RefreshTokenSchema,
+  RevokedFamilyDoc,
+  RevokedFamilySchema,
+} from './tokens/grant.schemas';
 import { GrantService } from './tokens/grant.service';
 import { GrantsRepository } from './tokens/grants.repository';
 import { TokenService } from './tokens/token.service';
@@ -21,6 +28,7 @@ import { TokenService } from './tokens/token.service';
       { name: ClientDoc.name, schema: ClientSchema },
       { name: AuthCodeDoc.name, schema: AuthCodeSchema },
       { name: RefreshTokenDoc.name, schema: RefreshTokenSchema },
+      { name: RevokedFamilyDoc.name, schema: RevokedFamilySchema },
       { name: RateLimitDoc.name, schema: RateLimitSchema },
     ]),
   ],

@@ -75,3 +75,23 @@ export class RefreshTokenDoc {
 export const RefreshTokenSchema = SchemaFactory.createForClass(RefreshTokenDoc);
 RefreshTokenSchema.index({ c: 1, family: 1 });
 RefreshTokenSchema.index({ expiresAt: 1 });
+
+/**
+ * Revoked refresh-token families (`_id` = `${client_id}|${family}`), kept as long as an access
+ * token issued with the family can live: the tenant guard refuses such access tokens (a reused
+ * refresh token or code recalls everything issued from it, not only the refresh tokens).
+ */
+@Schema({ collection: 'revoked_token_families', versionKey: false })
+export class RevokedFamilyDoc {
+  @Prop({ type: String, required: true })
+  _id!: string;
+
+  @Prop({ type: String, required: true })
+  c!: string;
+
+  @Prop({ type: Date, required: true })
+  expiresAt!: Date;
+}
+
+export const RevokedFamilySchema = SchemaFactory.createForClass(RevokedFamilyDoc);
+RevokedFamilySchema.index({ expiresAt: 1 });

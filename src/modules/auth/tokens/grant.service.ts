@@ -5,6 +5,7 @@ import { Settings } from '../../../config/settings';
 import { ClientScope } from '../../../tenancy/tenant-context';
 import { ClientRecord } from '../clients/client.schema';
 import { sha256 } from '../clients/secret-hash';
+import { TtlCache } from '../ttl-cache';
 import { OAuthError } from '../oauth/oauth-error';
 import { GrantsRepository } from './grants.repository';
 import { CLIENT_TOKEN_SCOPES, parseScope, USER_TOKEN_SCOPES, withDefaultResourceScope } from './scopes';
@@ -36,6 +37,12 @@ export const REALM_PROGRAMS = {
 } as const;
 export type Realm = keyof typeof REALM_PROGRAMS;
 
+/**
+ * How long this process trusts its last answer to "is this token family revoked?". A revocation
+ * made here is seen at once; one made by another instance within this time.
+ */
+const REVOCATION_CACHE_MS = 5_000;
+
 /** The OAuth flows: authorization codes, their exchange, refresh rotation, client credentials. */
 @Injectable()
 export class GrantService {
@@ -44,6 +51,25 @@ export class GrantService {
     private readonly repo: GrantsRepository,
     private readonly tokens: TokenService,
   ) {}
+
+  private readonly revokedFamilies = new TtlCache<boolean>(REVOCATION_CACHE_MS);
+
+  /** Whether an access token's refresh-token family was revoked (the tenant guard asks per request). */
+  async isFamilyRevoked(clientId: string, family: string): Promise<boolean> {
+    const key = `${clientId}|${family}`;
+    const cached = this.revokedFamilies.get(key);
+    if (cached !== undefined) return cached;
+    const revoked = await this.repo.isFamilyRevoked({ clientId }, family);
+    this.revokedFamilies.set(key, revoked);
+    return revoked;
+  }
+
+  /** Revokes the family's refresh tokens and every access token issued with it (RFC 9700 §4.14.2). */
+  private async revokeFamily(client: ClientScope, family: string): Promise<void> {
+    const until = new Date(Date.now() + this.settings.accessTokenTtlSeconds * 1000);
+    await this.repo.revokeFamily(client, family, until);
+    this.revokedFamilies.set(`${client.clientId}|${family}`, true);
+  }
 
   get codeTtlSeconds(): number {
     return this.settings.authCodeTtlSeconds;
@@ -86,7 +112,7 @@ export class GrantService {
       expiresAt: new Date(Date.now() + this.settings.refreshTokenTtlSeconds * 1000),
     });
     const set: TokenSet = {
-      access_token: this.tokens.signUserAccessToken(scope.clientId, user.userId, scopes),
+      access_token: this.tokens.signUserAccessToken(scope.clientId, user.userId, scopes, family),
       token_type: 'Bearer',
       expires_in: this.settings.accessTokenTtlSeconds,
       scope: scopes.join(' '),
@@ -105,7 +131,7 @@ export class GrantService {
     if (!record) {
       // A second use of a code: revoke what the first use issued (RFC 6749 §4.1.2).
       const previous = await this.repo.findCode(client, hash);
-      if (previous?.family) await this.repo.revokeFamily(client, previous.family);
+      if (previous?.family) await this.revokeFamily(client, previous.family);
       throw new OAuthError('invalid_grant', 'the code is unknown, already used, or issued to another client');
     }
     if (record.expiresAt.getTime() <= Date.now())
@@ -125,7 +151,7 @@ export class GrantService {
     if (!record) {
       const previous = await this.repo.findRefreshToken(client, hash);
       if (previous?.used) {
-        await this.repo.revokeFamily(client, previous.family);
+        await this.revokeFamily(client, previous.family);
         throw new OAuthError(
           'invalid_grant',
           'the refresh token was already used; its token family is revoked',

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { Model } from 'mongoose';
 import { ClientScope, clientFilter } from '../../../tenancy/tenant-context';
-import { AuthCodeDoc, RefreshTokenDoc } from './grant.schemas';
+import { AuthCodeDoc, RefreshTokenDoc, RevokedFamilyDoc } from './grant.schemas';
 
 /**
  * `_id` = `${client_id}|${sha256}`: the client is part of the key, so every lookup is one `_id`
@@ -16,12 +16,13 @@ function grantKey(scope: ClientScope, hash: string): string {
 export type NewAuthCode = Omit<AuthCodeDoc, 'c' | 'used' | 'family'>;
 export type NewRefreshToken = Omit<RefreshTokenDoc, 'c' | 'used' | 'revoked'>;
 
-/** The only code touching `auth_codes` and `refresh_tokens`; every query is scoped to one client. */
+/** The only code touching `auth_codes`, `refresh_tokens` and `revoked_token_families`; every query is scoped to one client. */
 @Injectable()
 export class GrantsRepository {
   constructor(
     @InjectModel(AuthCodeDoc.name) private readonly codes: Model<AuthCodeDoc>,
     @InjectModel(RefreshTokenDoc.name) private readonly refreshTokens: Model<RefreshTokenDoc>,
+    @InjectModel(RevokedFamilyDoc.name) private readonly revokedFamilies: Model<RevokedFamilyDoc>,
   ) {}
 
   async insertCode(scope: ClientScope, code: NewAuthCode): Promise<void> {
@@ -71,19 +72,36 @@ export class GrantsRepository {
       .exec();
   }
 
-  async revokeFamily(scope: ClientScope, family: string): Promise<number> {
+  /**
+   * Revokes a family: its refresh tokens, and (recorded until `accessTokensUntil`, when the last
+   * access token issued with it expires) the access tokens that carry it. The record goes first:
+   * a crash in between leaves the refresh tokens usable, never an access token unrecalled.
+   */
+  async revokeFamily(scope: ClientScope, family: string, accessTokensUntil: Date): Promise<number> {
+    await this.revokedFamilies
+      .updateOne(
+        { _id: grantKey(scope, family) },
+        { $set: { expiresAt: accessTokensUntil }, $setOnInsert: clientFilter(scope) },
+        { upsert: true },
+      )
+      .exec();
     const r = await this.refreshTokens
       .updateMany({ ...clientFilter(scope), family }, { $set: { revoked: true } })
       .exec();
     return r.modifiedCount;
   }
 
+  async isFamilyRevoked(scope: ClientScope, family: string): Promise<boolean> {
+    return (await this.revokedFamilies.exists({ _id: grantKey(scope, family) }).exec()) !== null;
+  }
+
   /** Housekeeping across all clients (not a tenant query): removes expired codes and tokens. */
   async deleteExpired(now: Date): Promise<number> {
-    const [codes, tokens] = await Promise.all([
+    const results = await Promise.all([
       this.codes.deleteMany({ expiresAt: { $lt: now } }).exec(),
       this.refreshTokens.deleteMany({ expiresAt: { $lt: now } }).exec(),
+      this.revokedFamilies.deleteMany({ expiresAt: { $lt: now } }).exec(),
     ]);
-    return codes.deletedCount + tokens.deletedCount;
+    return results.reduce((sum, r) => sum + r.deletedCount, 0);
   }
 }

@@ -19,6 +19,8 @@ export interface VerifiedAccessToken {
   jti: string;
   /** Expiry, seconds since the epoch. */
   exp: number;
+  /** Refresh-token family the token was issued with (user tokens): revoked with the family. */
+  family?: string;
 }
 
 interface AccessClaims {
@@ -29,6 +31,8 @@ interface AccessClaims {
   sub_type: 'user' | 'client';
   customer?: string;
   realm?: string;
+  /** Refresh-token family (user tokens). */
+  fam?: string;
   jti: string;
   exp: number;
 }
@@ -73,8 +77,12 @@ export class TokenService {
     return { keys: [this.signer.key.jwk] };
   }
 
-  signUserAccessToken(clientId: string, userId: number, scopes: readonly string[]): string {
-    return this.signAccess({ sub: String(userId), client_id: clientId, sub_type: 'user' }, scopes);
+  /** `family`: the refresh-token family issued alongside, so that revoking it recalls this token too. */
+  signUserAccessToken(clientId: string, userId: number, scopes: readonly string[], family: string): string {
+    return this.signAccess(
+      { sub: String(userId), client_id: clientId, sub_type: 'user', fam: family },
+      scopes,
+    );
   }
 
   signClientAccessToken(
@@ -118,6 +126,7 @@ export class TokenService {
       realm: claims.realm,
       jti: claims.jti,
       exp: claims.exp,
+      ...(typeof claims.fam === 'string' ? { family: claims.fam } : {}),
     };
   }
 

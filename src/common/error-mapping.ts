@@ -42,8 +42,13 @@ const UNAVAILABLE = new Set([
   'MongooseServerSelectionError',
 ]);
 
-function isDbUnavailable(err: Error): boolean {
+function isDbUnavailable(err: Error, depth = 0): boolean {
   if (UNAVAILABLE.has(err.name)) return true;
+  // A bulk write cut off by a lost connection is a MongoBulkWriteError carrying the network error.
+  const e = err as Error & { errorResponse?: unknown; cause?: unknown };
+  for (const inner of [e.errorResponse, e.cause]) {
+    if (depth < 3 && inner instanceof Error && isDbUnavailable(inner, depth + 1)) return true;
+  }
   // Mongoose with bufferCommands=false throws a plain MongooseError when not connected.
   return (
     err.name === 'MongooseError' &&

@@ -4,6 +4,7 @@ import type { Connection, mongo } from 'mongoose';
 import { historyKey, indexSpecs, OperationOutcomeError, resourceKey, type FhirVersion } from '@app/fhir';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 import { HISTORY_COLLECTION, HistoryDoc, RESOURCES_COLLECTION, ResourceDoc } from './resource-documents';
+import { engineTraits } from '../../database/engine-traits';
 import { ensureIndexes } from '../../database/ensure-indexes';
 
 /** Options of `search`: the search lib builds `filter`/`sort`; the repository adds tenant and version. */
@@ -136,8 +137,7 @@ export class ResourceRepository implements OnModuleInit {
 
   /** Indexes are created at start-up, before the first request (DESIGN.md §3). */
   async onModuleInit(): Promise<void> {
-    const info = await this.connection.db!.admin().command({ buildInfo: 1 });
-    this.engineScansCompoundFilters = Boolean(info.ferretdbVersion);
+    this.engineScansCompoundFilters = (await engineTraits(this.connection)).onlyIdLookupsIndexed;
     await ensureIndexes(this.resources, [
       { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: 'type_lastUpdated' },
       { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: 'user_type' },

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { FilterQuery, Model } from 'mongoose';
-import type { FhirVersion } from '@app/fhir';
+import { historyKey, type FhirVersion } from '@app/fhir';
+import { engineTraits } from '../../database/engine-traits';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 import {
   PURGE_HISTORY_MODEL,
@@ -70,11 +71,14 @@ export class PurgeRepository {
   /**
    * Deletes the current documents of `keys` that still match (a concurrent update may have moved
    * one past `_before`). Returns the keys that are gone, whose history may now be removed.
+   * Without `_before` nothing can stop a key found by `matchingKeys` from matching (user and type
+   * never change), so where only `_id` look-ups are indexed (FerretDB) the keys go one by one.
    */
   async removeCurrent(ctx: TenantContext, selection: PurgeSelection, keys: string[]): Promise<Set<string>> {
-    const result = await this.resources
-      .deleteMany({ ...this.currentFilter(ctx, selection), _id: { $in: keys } })
-      .exec();
+    const byId = selection.before === null && (await this.onlyIdLookupsIndexed());
+    const result = byId
+      ? await this.deleteEachById(this.resources, keys)
+      : await this.resources.deleteMany({ ...this.currentFilter(ctx, selection), _id: { $in: keys } }).exec();
     const gone = new Set(keys);
     if (result.deletedCount !== keys.length) {
       for (const key of await this.existingKeys(ctx, selection.version, keys)) gone.delete(key);
@@ -82,12 +86,44 @@ export class PurgeRepository {
     return gone;
   }
 
-  /** Removes every history row of the given (already removed) resources; returns how many. */
-  async removeHistoryOf(ctx: TenantContext, version: FhirVersion, keys: string[]): Promise<number> {
+  /**
+   * Removes every history row of the given (already removed) resources; returns how many.
+   * Where only `_id` look-ups are indexed (FerretDB), by the rows' ids `key|1` … `key|versions`
+   * (the keys come from this tenant's documents; rows outside that range, left by a crash, are
+   * phase 2's leftovers); elsewhere one tenant-scoped delete by resource key.
+   */
+  async removeHistoryOf(
+    ctx: TenantContext,
+    version: FhirVersion,
+    refs: ReadonlyArray<Pick<ResourceKeyRef, 'key' | 'versions'>>,
+  ): Promise<number> {
+    if (await this.onlyIdLookupsIndexed()) {
+      const ids = refs.flatMap(({ key, versions }) =>
+        Array.from({ length: versions }, (_, i) => historyKey(key, i + 1)),
+      );
+      return (await this.deleteEachById(this.history, ids)).deletedCount;
+    }
     const result = await this.history
-      .deleteMany({ ...tenantFilter(ctx), v: version, rk: { $in: keys } })
+      .deleteMany({ ...tenantFilter(ctx), v: version, rk: { $in: refs.map((ref) => ref.key) } })
       .exec();
     return result.deletedCount;
+  }
+
+  private async onlyIdLookupsIndexed(): Promise<boolean> {
+    return (await engineTraits(this.resources.db)).onlyIdLookupsIndexed;
+  }
+
+  /** One `deleteOne({_id})` per id in one unordered bulk write: each an index search on FerretDB. */
+  private async deleteEachById<T>(
+    model: Model<T>,
+    ids: readonly string[],
+  ): Promise<{ deletedCount: number }> {
+    if (ids.length === 0) return { deletedCount: 0 };
+    const result = await model.bulkWrite(
+      ids.map((_id) => ({ deleteOne: { filter: { _id } } })),
+      { ordered: false },
+    );
+    return { deletedCount: result.deletedCount };
   }
 
   /**

@@ -2,7 +2,7 @@ import { OperationOutcomeError } from '@app/fhir';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { PurgeRepository, ResourceKeyRef } from './purge.repository';
-import { PurgeService } from './purge.service';
+import { PurgeService, remainingCount } from './purge.service';
 
 /**
  * The batch loop's stop rules with an in-memory stand-in for the repository (the database side is
@@ -28,10 +28,10 @@ function fakeRepository(total: number, calls: string[], onBatch?: () => void): P
       for (const key of keys) current.delete(key);
       return new Set(keys);
     },
-    removeHistoryOf: async (_ctx: TenantContext, _version: unknown, keys: string[]) => {
-      calls.push(`remove history ${keys.length}`);
+    removeHistoryOf: async (_ctx: TenantContext, _version: unknown, refs: unknown[]) => {
+      calls.push(`remove history ${refs.length}`);
       onBatch?.();
-      return keys.length * 2;
+      return refs.length * 2;
     },
     historyRowsAfter: async () => [],
     countMatching: async () => current.size,
@@ -47,7 +47,8 @@ describe('PurgeService batch loop', () => {
   it('removes current documents before their history, batch by batch, until done', async () => {
     const calls: string[] = [];
     const outcome = await service(fakeRepository(600, calls)).purge(ctx, request);
-    expect(calls.slice(0, 3)).toEqual(['find', 'remove current 250', 'remove history 250']);
+    // First batch: 1/8 per ms of the 2 s budget less the tenth kept back for the final count.
+    expect(calls.slice(0, 3)).toEqual(['find', 'remove current 225', 'remove history 225']);
     expect(outcome.issue[0].diagnostics).toContain('removed 600 resources and 1200 versions');
   });
 
@@ -60,8 +61,8 @@ describe('PurgeService batch loop', () => {
       .catch((err: unknown) => err);
     expect(error).toBeInstanceOf(OperationOutcomeError);
     expect((error as OperationOutcomeError).status).toBe(504);
-    expect(calls).toEqual(['find', 'remove current 250', 'remove history 250']);
-    expect((error as OperationOutcomeError).message).toContain('about 350 matching resources remain');
+    expect(calls).toEqual(['find', 'remove current 225', 'remove history 225']);
+    expect((error as OperationOutcomeError).message).toContain('about 375 matching resources remain');
   });
 
   it('does not start when the client is already gone', async () => {
@@ -80,5 +81,13 @@ describe('PurgeService batch loop', () => {
       /per user/,
     );
     expect(calls).toEqual([]);
+  });
+});
+
+describe('remainingCount', () => {
+  it('keeps a tenth of the budget (at most 2 s) for the final count, which may take 1 s at least', () => {
+    expect(remainingCount(30_000)).toEqual({ reservedMs: 2000, timeoutMs: 2000 });
+    expect(remainingCount(2000)).toEqual({ reservedMs: 200, timeoutMs: 1000 });
+    expect(remainingCount(100)).toEqual({ reservedMs: 10, timeoutMs: 1000 });
   });
 });

@@ -4,6 +4,7 @@ import { Model, Schema } from 'mongoose';
 import type { Collection, Filter, FindCursor } from 'mongodb';
 import type { FhirVersion } from '@app/fhir';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
+import { engineTraits } from '../../database/engine-traits';
 
 /**
  * Read-only view of the `resources` collection (docs/storage.md) with the indexes export needs.
@@ -203,10 +204,14 @@ export class ExportResourcesRepository {
     if (range.to !== null) keyBounds.$lte = range.to;
     const filter = this.selectionFilter(ctx, s);
     const bounded = Object.keys(keyBounds).length > 0 ? { ...filter, _id: keyBounds } : filter;
-    return this.collection
-      .find(bounded, { projection: { _id: 0, json: 1 } })
-      .sort({ _id: 1 })
-      .batchSize(1000);
+    return (
+      this.collection
+        .find(bounded, { projection: { _id: 0, json: 1 } })
+        .sort({ _id: 1 })
+        // Small batches: a download holds one batch of stored JSON at a time (a few hundred KB),
+        // so N parallel downloads do not grow the server by N × megabytes.
+        .batchSize(200)
+    );
   }
 
   /** The current live Group `id` of the tenant, or null. */
@@ -224,7 +229,6 @@ export class ExportResourcesRepository {
 
   /** True when connected to FerretDB (different boundary strategy, see BoundaryStrategy). */
   async engineIsFerretDb(): Promise<boolean> {
-    const info = await this.model.db.db!.admin().command({ buildInfo: 1 });
-    return Boolean(info.ferretdbVersion);
+    return (await engineTraits(this.model.db)).onlyIdLookupsIndexed;
   }
 }

@@ -43,6 +43,8 @@ export type Realm = keyof typeof REALM_PROGRAMS;
  */
 const REVOCATION_CACHE_MS = 5_000;
 
+const familyCacheKey = (clientId: string, family: string) => `${clientId}|${family}`;
+
 /** The OAuth flows: authorization codes, their exchange, refresh rotation, client credentials. */
 @Injectable()
 export class GrantService {
@@ -56,7 +58,7 @@ export class GrantService {
 
   /** Whether an access token's refresh-token family was revoked (the tenant guard asks per request). */
   async isFamilyRevoked(clientId: string, family: string): Promise<boolean> {
-    const key = `${clientId}|${family}`;
+    const key = familyCacheKey(clientId, family);
     const cached = this.revokedFamilies.get(key);
     if (cached !== undefined) return cached;
     const revoked = await this.repo.isFamilyRevoked({ clientId }, family);
@@ -68,7 +70,7 @@ export class GrantService {
   private async revokeFamily(client: ClientScope, family: string): Promise<void> {
     const until = new Date(Date.now() + this.settings.accessTokenTtlSeconds * 1000);
     await this.repo.revokeFamily(client, family, until);
-    this.revokedFamilies.set(`${client.clientId}|${family}`, true);
+    this.revokedFamilies.set(familyCacheKey(client.clientId, family), true);
   }
 
   get codeTtlSeconds(): number {

@@ -32,6 +32,8 @@ export interface Settings {
   purgeBudgetMs: number;
   exportFileMaxResources: number;
   exportLinkTtlSeconds: number;
+  /** An async export job whose run has not beaten for this long is taken over by the next poll. */
+  exportJobStaleMs: number;
   searchMaxSkip: number;
   userMgmtRateLimitPerHour: number;
   tokenFailureLimitPerHour: number;
@@ -113,6 +115,16 @@ class Reader {
   }
 }
 
+/** The database a MongoDB connection string names in its path (`mongodb://h/db?…`), if any. */
+export function databaseInUrl(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  const afterScheme = url.replace(/^mongodb(\+srv)?:\/\//, '');
+  const slash = afterScheme.indexOf('/');
+  if (slash < 0) return undefined;
+  const name = decodeURIComponent(afterScheme.slice(slash + 1).split('?')[0]);
+  return name || undefined;
+}
+
 /** Parses `1mb`, `512kb`, `5000000` into bytes. */
 function parseBytes(r: Reader, key: string, fallback: number): number {
   const raw = r.optional(key);
@@ -136,7 +148,8 @@ export function parseSettings(env: Env): Settings {
     port,
     host,
     mongoUrl: r.mongoUrl('MONGO_URL'),
-    mongoDb: r.str('MONGO_DB', 'fhir'),
+    // The database named in MONGO_URL's path wins; MONGO_DB applies only when the URL names none.
+    mongoDb: databaseInUrl(r.optional('MONGO_URL')) ?? r.str('MONGO_DB', 'fhir'),
     dataDir: r.str('DATA_DIR', './data'),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     urls: {
@@ -160,6 +173,7 @@ export function parseSettings(env: Env): Settings {
     purgeBudgetMs: r.int('PURGE_BUDGET_MS', 30000, 100, 600000),
     exportFileMaxResources: r.int('EXPORT_FILE_MAX_RESOURCES', 10000, 1, 10000000),
     exportLinkTtlSeconds: r.int('EXPORT_LINK_TTL', 3600, 1, 86400 * 7),
+    exportJobStaleMs: r.int('EXPORT_JOB_STALE_MS', 120000, 200, 3600000),
     searchMaxSkip: r.int('SEARCH_MAX_SKIP', 10000, 0, 1000000),
     userMgmtRateLimitPerHour: r.int('USER_MGMT_RATE_LIMIT', 300, 1, 10000000),
     tokenFailureLimitPerHour: r.int('TOKEN_FAILURE_LIMIT', 20, 1, 10000000),

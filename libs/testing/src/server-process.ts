@@ -1,6 +1,6 @@
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import { join } from 'path';
-import { freePort } from '../../../src/database/ferretdb-process';
+import { freePort } from '../../../src/database/free-port';
 
 const root = join(__dirname, '..', '..', '..');
 

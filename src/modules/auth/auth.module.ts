@@ -5,7 +5,6 @@ import { ClientsRepository } from './clients/clients.repository';
 import { ClientsService } from './clients/clients.service';
 import { OAuthController, RealmTokenController, WellKnownController } from './oauth/oauth.controller';
 import { OAuthService } from './oauth/oauth.service';
-import { ExpiredRecordsSweeper } from './expired-records.sweeper';
 import { RateLimitRepository } from './rate-limit/rate-limit.repository';
 import { RateLimitDoc, RateLimitSchema } from './rate-limit/rate-limit.schema';
 import { RateLimitService } from './rate-limit/rate-limit.service';
@@ -42,7 +41,6 @@ import { TokenService } from './tokens/token.service';
     RateLimitRepository,
     RateLimitService,
     OAuthService,
-    ExpiredRecordsSweeper,
   ],
   exports: [ClientsService, TokenService, GrantService, RateLimitService],
 })

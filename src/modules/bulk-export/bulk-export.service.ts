@@ -46,8 +46,6 @@ export interface ExportManifest {
 export type KickOffResult = { manifest: ExportManifest } | { statusUrl: string };
 export type JobStatus = { progress: string; retryAfterSeconds: number } | { manifest: ExportManifest };
 
-/** A job whose computing instance has been silent this long is taken over by the next poll. */
-const STALE_JOB_MS = 120_000;
 /** How long an asynchronous job (and its status URL) lives. */
 const JOB_TTL_MS = 24 * 3600_000;
 
@@ -145,20 +143,40 @@ export class BulkExportService {
     return { statusUrl: `${base}/$export-status/${job._id}` };
   }
 
-  /** Computes the plan in the background; the status endpoint reports it when recorded. */
+  /**
+   * Computes the plan in the background; the status endpoint reports it when recorded. The run
+   * beats every quarter of the stale time; when a beat finds the job no longer its own (re-claimed
+   * after a silence, cancelled), the run stops instead of racing the new one.
+   */
   private runJob(ctx: TenantContext, job: ExportJobDoc): void {
     const jobCtx: TenantContext = { ...ctx, userId: job.u };
     const scope: ExportScope = { ...job };
+    const run = new AbortController();
+    const beat = setInterval(
+      () => {
+        this.jobs
+          .heartbeat(job._id, job.startedAt)
+          .then((mine) => (mine ? undefined : run.abort()))
+          .catch(() => undefined); // a missed beat: the next one tries again
+      },
+      Math.max(50, Math.floor(this.settings.exportJobStaleMs / 4)),
+    );
+    beat.unref();
     this.planner
-      .plan(jobCtx, scope, this.settings.exportFileMaxResources)
+      .plan(jobCtx, scope, this.settings.exportFileMaxResources, run.signal)
       .then((plan) => this.jobs.complete(job._id, job.startedAt, plan.files, plan.group))
       .catch(async (err: unknown) => {
+        if (run.signal.aborted) {
+          this.logger.warn({ job: job._id }, 'export run stopped: the job was taken over or cancelled');
+          return;
+        }
         const message =
           err instanceof OperationOutcomeError ? err.message : 'the export could not be prepared';
         if (!(err instanceof OperationOutcomeError))
           this.logger.error({ err, job: job._id }, 'export job failed');
         await this.jobs.fail(job._id, job.startedAt, message).catch(() => undefined);
-      });
+      })
+      .finally(() => clearInterval(beat));
   }
 
   async status(ctx: TenantContext, route: ExportRoute, jobId: string): Promise<JobStatus> {
@@ -173,9 +191,10 @@ export class BulkExportService {
       throw new OperationOutcomeError('exception', job.error ?? 'the export failed', { status: 500 });
     }
     if (job.state === 'in-progress') {
-      if (Date.now() - job.startedAt.getTime() > STALE_JOB_MS) {
-        const claimed = await this.jobs.reclaim(job._id, job.startedAt);
-        if (claimed) this.runJob(ctx, { ...job, startedAt: claimed });
+      const silentSince = new Date(Date.now() - this.settings.exportJobStaleMs);
+      if ((job.beat ?? job.startedAt) < silentSince) {
+        const claimed = await this.jobs.reclaim(job._id, job.startedAt, silentSince);
+        if (claimed) this.runJob(ctx, { ...job, startedAt: claimed, beat: claimed });
       }
       return { progress: 'computing the file list', retryAfterSeconds: 1 };
     }

@@ -4,7 +4,6 @@ import { Model, Schema } from 'mongoose';
 import type { Collection, Filter, FindCursor } from 'mongodb';
 import type { FhirVersion } from '@app/fhir';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
-import { engineTraits } from '../../database/engine-traits';
 
 /**
  * Read-only view of the `resources` collection (docs/storage.md) with the indexes export needs.
@@ -63,14 +62,6 @@ export interface KeyRange {
   count: number;
 }
 
-/**
- * How file boundaries are found. `skip`: one covered index query per boundary, run on the server
- * (MongoDB). `scan`: one pass over the `_id`s of the type, keeping every N-th (FerretDB 1.x, which
- * evaluates sort/skip in its own process after reading every document: one pass instead of one per
- * file).
- */
-export type BoundaryStrategy = 'skip' | 'scan';
-
 @Injectable()
 export class ExportResourcesRepository {
   private readonly collection: Collection<StoredResourceDoc>;
@@ -100,21 +91,25 @@ export class ExportResourcesRepository {
     return types.sort();
   }
 
-  /** Splits the selection into files of at most `perFile` resources, reading keys only. */
+  /**
+   * Splits the selection into files of at most `perFile` resources, reading keys only: one count,
+   * then one covered index query per boundary (skip on the index, run by the engine).
+   */
   async keyRanges(
     ctx: TenantContext,
     s: TypeSelection,
     perFile: number,
-    strategy: BoundaryStrategy,
+    signal?: AbortSignal,
   ): Promise<KeyRange[]> {
+    signal?.throwIfAborted();
     const filter = this.selectionFilter(ctx, s);
-    if (strategy === 'scan') return this.rangesByScan(filter, perFile);
     const total = await this.collection.countDocuments(filter);
     if (total === 0) return [];
     const ranges: KeyRange[] = [];
     let from: string | null = null;
     let remaining = total;
     while (remaining > perFile) {
+      signal?.throwIfAborted();
       const boundary = await this.collection
         .find(from === null ? filter : { ...filter, _id: { $gt: from } }, { projection: { _id: 1 } })
         .sort({ _id: 1 })
@@ -128,69 +123,6 @@ export class ExportResourcesRepository {
     }
     ranges.push({ from, to: null, count: remaining });
     return ranges;
-  }
-
-  private async rangesByScan(filter: Filter<StoredResourceDoc>, perFile: number): Promise<KeyRange[]> {
-    const ranges: KeyRange[] = [];
-    let from: string | null = null;
-    let inFile = 0;
-    const cursor = this.collection
-      .find(filter, { projection: { _id: 1 } })
-      .sort({ _id: 1 })
-      .batchSize(5000);
-    for await (const doc of cursor) {
-      inFile += 1;
-      if (inFile === perFile) {
-        ranges.push({ from, to: doc._id, count: inFile });
-        from = doc._id;
-        inFile = 0;
-      }
-    }
-    if (inFile > 0) ranges.push({ from, to: null, count: inFile });
-    return ranges;
-  }
-
-  /**
-   * Every type's ranges in ONE pass over the tenant's keys (`scan` strategy, no compartment filter):
-   * `_id` is `${v}|${c}|${t}|${id}`, so key order groups the types. On FerretDB 1.x each query is a
-   * full collection scan, so one pass instead of a distinct plus one per type.
-   */
-  async keyRangesOfAllTypes(
-    ctx: TenantContext,
-    s: Omit<TypeSelection, 't' | 'compartment'>,
-    wanted: (type: string) => boolean,
-    perFile: number,
-  ): Promise<Map<string, KeyRange[]>> {
-    const lu = s.since ? { $gt: s.since, $lte: s.transactionTime } : { $lte: s.transactionTime };
-    const cursor = this.collection
-      .find({ v: s.v, ...tenantFilter(ctx), del: false, lu }, { projection: { _id: 1, t: 1 } })
-      .sort({ _id: 1 })
-      .batchSize(5000);
-    const byType = new Map<string, KeyRange[]>();
-    let type: string | null = null;
-    let from: string | null = null;
-    let inFile = 0;
-    const closeType = () => {
-      if (type !== null && inFile > 0) byType.get(type)!.push({ from, to: null, count: inFile });
-    };
-    for await (const doc of cursor) {
-      if (doc.t !== type) {
-        closeType();
-        type = doc.t;
-        from = null;
-        inFile = 0;
-      }
-      if (!wanted(doc.t)) continue;
-      if (!byType.has(doc.t)) byType.set(doc.t, []);
-      inFile += 1;
-      if (inFile === perFile) {
-        byType.get(doc.t)!.push({ from, to: doc._id, count: inFile });
-        from = doc._id;
-        inFile = 0;
-      }
-    }
-    closeType();
-    return byType;
   }
 
   /** The stored JSON of every resource of one file, in key order; the caller closes the cursor. */
@@ -225,10 +157,5 @@ export class ExportResourcesRepository {
       { projection: { vid: 1, json: 1 } },
     );
     return doc && typeof doc.json === 'string' ? { vid: doc.vid, json: doc.json } : null;
-  }
-
-  /** True when connected to FerretDB (different boundary strategy, see BoundaryStrategy). */
-  async engineIsFerretDb(): Promise<boolean> {
-    return (await engineTraits(this.model.db)).onlyIdLookupsIndexed;
   }
 }

@@ -107,8 +107,8 @@ export class UsersService {
     try {
       found = await this.repo.rename(client, serviceUserId, newName);
     } catch (e) {
-      // A concurrent rename took the name. MongoDB says E11000; FerretDB 1.x reports a unique
-      // violation on update with another code, so ask the data rather than the error.
+      // A concurrent rename took the name (E11000 on the unique index): ask the data rather than
+      // the error code, which engines word differently for updates.
       if (await taken()) throw nameConflict(newName);
       throw e;
     }

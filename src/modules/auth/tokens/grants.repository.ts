@@ -6,8 +6,7 @@ import { AuthCodeDoc, RefreshTokenDoc, RevokedFamilyDoc } from './grant.schemas'
 
 /**
  * `_id` = `${client_id}|${sha256}`: the client is part of the key, so every lookup is one `_id`
- * equality (the filter FerretDB's SQLite backend pushes down) and another client's code or
- * token simply does not exist under this client's key.
+ * equality and another client's code or token simply does not exist under this client's key.
  */
 function grantKey(scope: ClientScope, hash: string): string {
   return `${clientFilter(scope).c}|${hash}`;
@@ -93,15 +92,5 @@ export class GrantsRepository {
 
   async isFamilyRevoked(scope: ClientScope, family: string): Promise<boolean> {
     return (await this.revokedFamilies.exists({ _id: grantKey(scope, family) }).exec()) !== null;
-  }
-
-  /** Housekeeping across all clients (not a tenant query): removes expired codes and tokens. */
-  async deleteExpired(now: Date): Promise<number> {
-    const results = await Promise.all([
-      this.codes.deleteMany({ expiresAt: { $lt: now } }).exec(),
-      this.refreshTokens.deleteMany({ expiresAt: { $lt: now } }).exec(),
-      this.revokedFamilies.deleteMany({ expiresAt: { $lt: now } }).exec(),
-    ]);
-    return results.reduce((sum, r) => sum + r.deletedCount, 0);
   }
 }

@@ -38,6 +38,9 @@ function setupSwagger(app: NestExpressApplication, settings: Settings): void {
 export function configureApp(app: NestExpressApplication, settings: Settings): void {
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  // No content-hash ETags from Express: an ETag on a FHIR route is the resource's W/"versionId"
+  // (https://hl7.org/fhir/R4/http.html#versioning), set by the store on resource responses only.
+  app.set('etag', false);
   // 'simple': a query string never becomes nested objects, so `name[$ne]=` stays a literal key.
   app.set('query parser', 'simple');
   // Swagger UI needs inline styles; the API itself serves JSON only, so a strict CSP elsewhere.

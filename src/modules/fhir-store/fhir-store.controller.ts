@@ -7,7 +7,6 @@ import {
   Param,
   Post,
   Put,
-  Query,
   Req,
   Res,
   UseGuards,
@@ -30,7 +29,7 @@ import { Tenant, UseTenant, type TenantContext } from '../../tenancy';
 import { BundleService } from './bundle.service';
 import { resourceBody, sendReply, versionParam } from './fhir-reply';
 import { FhirRouteGuard } from './fhir-route.guard';
-import { FhirStoreService, type QueryParams } from './fhir-store.service';
+import { FhirStoreService } from './fhir-store.service';
 
 const VERSION = { name: 'version', description: 'FHIR version: r4, stu3 or dstu2 (any case)', example: 'r4' };
 const TYPE = { name: 'type', description: 'FHIR resource type', example: 'Patient' };
@@ -157,25 +156,6 @@ export class FhirStoreController {
     @Res() res: Response,
   ): Promise<void> {
     sendReply(req, res, await this.store.delete(ctx, versionParam(version), type, id));
-  }
-
-  @Get(':version/:type/:id/_history')
-  @ApiOperation({
-    summary: 'history: every version, newest first; deleted versions as OperationOutcome entries',
-  })
-  @ApiParam(TYPE)
-  @ApiParam(ID)
-  @ApiOkResponse({ description: 'paged searchset Bundle (_count, _skip)' })
-  async history(
-    @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Param('id') id: string,
-    @Query() query: QueryParams,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.store.history(ctx, versionParam(version), type, id, query));
   }
 
   @Get(':version/:type/:id/_history/:vid')

@@ -3,6 +3,8 @@ import { BundleService } from './bundle.service';
 import { FhirRouteGuard } from './fhir-route.guard';
 import { FhirStoreController } from './fhir-store.controller';
 import { FhirStoreService } from './fhir-store.service';
+import { HistoryRepository } from './history.repository';
+import { HistoryService } from './history.service';
 import { ResourceRepository } from './resource.repository';
 import { ResourceWriter } from './resource-writer';
 import { StoreCheckService } from './store-check.service';
@@ -22,7 +24,9 @@ import { StoreMaintenanceRepository } from './store-maintenance.repository';
     FhirRouteGuard,
     StoreCheckService,
     StoreMaintenanceRepository,
+    HistoryRepository,
+    HistoryService,
   ],
-  exports: [ResourceRepository, ResourceWriter, FhirStoreService],
+  exports: [ResourceRepository, ResourceWriter, FhirStoreService, HistoryService, FhirRouteGuard],
 })
 export class FhirStoreModule {}

@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   deletedOutcome,
-  deletedVersionOutcome,
   issue,
   OperationOutcomeError,
   pagingLinks,
@@ -195,53 +194,6 @@ export class FhirStoreService {
       throw OperationOutcomeError.notFound(`${type}/${id}/_history/${vidParam} is not known`);
     }
     return { key, current, vid };
-  }
-
-  /** Every version, newest first, deleted ones as OperationOutcome entries (SPEC §3.1, §4.5). */
-  async history(
-    ctx: TenantContext,
-    version: FhirVersion,
-    type: string,
-    id: string,
-    query: QueryParams,
-  ): Promise<FhirReply> {
-    const key = this.repository.key(ctx, version, type, id);
-    const { count, skip } = this.paging(query);
-    const current = await this.repository.findCurrent(ctx, key);
-    if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
-    // Versions are 1 … current: a page is point look-ups of its rows, newest first.
-    const total = current.vid;
-    const pageVids: number[] = [];
-    for (let vid = total - skip; vid >= 1 && pageVids.length < count; vid--) pageVids.push(vid);
-    const page = await this.versionRows(ctx, current, pageVids);
-    const url = this.resourceUrl(version, type, id);
-    const entries = page.map((row): SearchsetEntry => {
-      const request = { method: row.vid === 1 ? 'POST' : row.del ? 'DELETE' : 'PUT', url: `${type}/${id}` };
-      if (row.gone || row.del || row.json === null) {
-        return {
-          fullUrl: `${url}/_history/${row.vid}`,
-          resource: deletedVersionOutcome(type, id, row.vid, row.gone ? 'removed' : 'deleted'),
-          request,
-          response: {
-            status: row.gone ? '404 Not Found' : '410 Gone',
-            etag: versionEtag(row.vid),
-            lastModified: row.lu.toISOString(),
-          },
-        };
-      }
-      return {
-        fullUrl: `${url}/_history/${row.vid}`,
-        resourceJson: row.json,
-        request,
-        response: {
-          status: row.vid === 1 ? '201 Created' : '200 OK',
-          etag: versionEtag(row.vid),
-          lastModified: row.lu.toISOString(),
-        },
-      };
-    });
-    const links = pagingLinks(`${url}/_history`, [], { skip, count, total });
-    return { status: 200, body: searchsetBundleJson({ total, links, entries }) };
   }
 
   /** `DELETE /{v}/{type}/{id}`: 200 with the OperationOutcome of SPEC §2.7. */

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { BundleService } from './bundle.service';
+import { ConditionalService } from './conditional.service';
 import { FhirRouteGuard } from './fhir-route.guard';
 import { FhirStoreController } from './fhir-store.controller';
 import { FhirStoreService } from './fhir-store.service';
@@ -26,7 +27,15 @@ import { StoreMaintenanceRepository } from './store-maintenance.repository';
     StoreMaintenanceRepository,
     HistoryRepository,
     HistoryService,
+    ConditionalService,
   ],
-  exports: [ResourceRepository, ResourceWriter, FhirStoreService, HistoryService, FhirRouteGuard],
+  exports: [
+    ResourceRepository,
+    ResourceWriter,
+    FhirStoreService,
+    HistoryService,
+    FhirRouteGuard,
+    ConditionalService,
+  ],
 })
 export class FhirStoreModule {}

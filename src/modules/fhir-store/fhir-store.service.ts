@@ -15,6 +15,7 @@ import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
+import { applyReturnPreference } from './prefer';
 import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
 import { ResourceRepository } from './resource.repository';
 import { ResourceWriter, type WrittenVersion } from './resource-writer';
@@ -39,6 +40,18 @@ export function assertValid(version: FhirVersion, resource: unknown, expectedTyp
   });
 }
 
+/** `If-Match: W/"n"` → n; anything but a version ETag → 412 (https://hl7.org/fhir/R4/http.html#concurrency). */
+export function ifMatchVersion(header: string | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const vid = parseVersionEtag(header);
+  if (vid === undefined) {
+    throw new OperationOutcomeError('conflict', `If-Match "${header}" is not a version ETag such as W/"1"`, {
+      status: 412,
+    });
+  }
+  return vid;
+}
+
 function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[value.length - 1] : value;
 }
@@ -56,10 +69,10 @@ export class FhirStoreService {
     return `${this.settings.urls.base}/${version}/${type}/${id}`;
   }
 
-  /** 201/200 with the stored resource, Location and ETag (SPEC §4.4). */
-  writeReply(version: FhirVersion, written: WrittenVersion): FhirReply {
+  /** 201/200 with the stored resource, Location and ETag (SPEC §4.4), shaped by `Prefer: return=`. */
+  writeReply(version: FhirVersion, written: WrittenVersion, prefer?: string): FhirReply {
     const { doc } = written;
-    return {
+    const reply = {
       status: written.created ? 201 : 200,
       body: doc.json ?? '{}',
       headers: {
@@ -68,6 +81,15 @@ export class FhirStoreService {
         'Last-Modified': doc.lu.toUTCString(),
       },
     };
+    const done = written.created ? 'created' : 'updated';
+    return applyReturnPreference(reply, prefer, `${doc.t}/${doc.id} ${done}: version ${doc.vid}`);
+  }
+
+  /** 200 with a resource that was found, not written (conditional create with a match). */
+  existingReply(version: FhirVersion, doc: ResourceDoc, note: string, prefer?: string): FhirReply {
+    const reply = this.writeReply(version, { doc, created: false });
+    const text = `${doc.t}/${doc.id} (version ${doc.vid}) ${note}`;
+    return applyReturnPreference({ ...reply, body: doc.json ?? '{}' }, prefer, text);
   }
 
   /** `POST /{v}/{type}`: a client-supplied id adds a version to the caller's own resource (§4.4). */
@@ -76,13 +98,14 @@ export class FhirStoreService {
     version: FhirVersion,
     type: string,
     resource: Record<string, unknown>,
+    prefer?: string,
   ): Promise<FhirReply> {
     assertValid(version, resource, type);
     const written =
       typeof resource.id === 'string'
         ? await this.writer.upsert(ctx, version, type, resource.id, resource)
         : await this.writer.createWithNewId(ctx, version, type, resource);
-    return this.writeReply(version, written);
+    return this.writeReply(version, written, prefer);
   }
 
   /** `PUT /{v}/{type}/{id}`: update or create-on-update; `If-Match` must name the current version. */
@@ -93,6 +116,7 @@ export class FhirStoreService {
     id: string,
     resource: Record<string, unknown>,
     ifMatchHeader?: string,
+    prefer?: string,
   ): Promise<FhirReply> {
     if (resource.id === undefined) {
       throw OperationOutcomeError.invalid(
@@ -107,18 +131,9 @@ export class FhirStoreService {
       );
     }
     assertValid(version, resource, type);
-    let ifMatch: number | undefined;
-    if (ifMatchHeader !== undefined) {
-      ifMatch = parseVersionEtag(ifMatchHeader);
-      if (ifMatch === undefined) {
-        throw new OperationOutcomeError(
-          'conflict',
-          `If-Match "${ifMatchHeader}" is not a version ETag such as W/"1"`,
-          { status: 412 },
-        );
-      }
-    }
-    return this.writeReply(version, await this.writer.upsert(ctx, version, type, id, resource, { ifMatch }));
+    const ifMatch = ifMatchVersion(ifMatchHeader);
+    const written = await this.writer.upsert(ctx, version, type, id, resource, { ifMatch });
+    return this.writeReply(version, written, prefer);
   }
 
   async read(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<FhirReply> {

@@ -55,8 +55,11 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
     if (origin && isFhirRoute(req.path) && (origins.has(origin) || origins.has('*'))) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Vary', 'Origin');
-      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Prefer, If-Match');
-      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE');
+      res.setHeader(
+        'Access-Control-Allow-Headers',
+        'Authorization, Content-Type, Accept, Prefer, If-Match, If-None-Exist',
+      );
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
       res.setHeader('Access-Control-Expose-Headers', 'Location, ETag, Content-Location, X-Progress');
       if (req.method === 'OPTIONS') return res.status(204).end();
     }

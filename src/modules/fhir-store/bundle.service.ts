@@ -20,6 +20,7 @@ import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { ConditionalService } from './conditional.service';
 import { idParam, typeParam, type FhirReply } from './fhir-reply';
+import { entryPatchDocument, PatchService } from './patch.service';
 import { returnPreference } from './prefer';
 import { assertValid, FhirStoreService, type QueryParams } from './fhir-store.service';
 import type { ResourceDoc } from './resource-documents';
@@ -29,9 +30,9 @@ import { ResourceWriter, type WrittenVersion } from './resource-writer';
 /** SPEC §8: resources per posted bundle. */
 export const MAX_BUNDLE_ENTRIES = 20;
 
-const METHODS = new Set<EntryMethod>(['GET', 'POST', 'PUT', 'DELETE']);
+const METHODS = new Set<EntryMethod>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 /** https://hl7.org/fhir/R4/http.html#trules: deletes, then creates and updates, then reads. */
-const PROCESSING_ORDER: Record<EntryMethod, number> = { DELETE: 0, POST: 1, PUT: 1, GET: 2 };
+const PROCESSING_ORDER: Record<EntryMethod, number> = { DELETE: 0, POST: 1, PUT: 1, PATCH: 1, GET: 2 };
 
 const REASON: Record<number, string> = {
   200: 'OK',
@@ -84,6 +85,7 @@ export class BundleService {
     private readonly writer: ResourceWriter,
     private readonly store: FhirStoreService,
     private readonly conditional: ConditionalService,
+    private readonly patches: PatchService,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
@@ -105,7 +107,11 @@ export class BundleService {
     for (const entry of ordered.filter((e) => e.method === 'DELETE')) {
       await this.settle(entry.index, responses, () => this.deleteEntry(ctx, version, entry));
     }
-    await this.writeAll(ctx, version, plans, responses, returnPreference(prefer) === 'representation');
+    const representation = returnPreference(prefer) === 'representation';
+    await this.writeAll(ctx, version, plans, responses, representation);
+    for (const entry of ordered.filter((e) => e.method === 'PATCH')) {
+      await this.settle(entry.index, responses, () => this.patchEntry(ctx, version, entry, representation));
+    }
     for (const entry of ordered.filter((e) => e.method === 'GET')) {
       await this.settle(entry.index, responses, () => this.readEntry(ctx, version, entry));
     }
@@ -283,6 +289,22 @@ export class BundleService {
     };
   }
 
+  private async patchEntry(
+    ctx: TenantContext,
+    version: FhirVersion,
+    entry: RequestEntry,
+    representation: boolean,
+  ): Promise<TransactionResponseEntry> {
+    const target = parseRequestUrl(entry.url);
+    if (!target?.id || target.versionId || target.query) {
+      throw OperationOutcomeError.invalid(`PATCH needs a url Type/id (got "${entry.url}")`);
+    }
+    const type = typeParam(version, target.type);
+    const document = entryPatchDocument(entry.resource);
+    const written = await this.patches.apply(ctx, version, type, idParam(target.id), document, entry.ifMatch);
+    return this.writtenEntry(version, written, representation);
+  }
+
   private async readEntry(
     ctx: TenantContext,
     version: FhirVersion,
@@ -357,7 +379,7 @@ function readBundle(body: Record<string, unknown>): {
     if (typeof raw !== 'object' || raw === null || !request || typeof request !== 'object') {
       problems.push(`${path} has no request`);
     } else if (!method || !METHODS.has(method as EntryMethod)) {
-      problems.push(`${path}.request.method must be GET, POST, PUT or DELETE`);
+      problems.push(`${path}.request.method must be GET, POST, PUT, PATCH or DELETE`);
     } else if (typeof request.url !== 'string' || request.url.trim() === '') {
       problems.push(`${path}.request.url is missing`);
     }

@@ -5,6 +5,7 @@ import {
   Get,
   Headers,
   Param,
+  Patch,
   Post,
   Put,
   Req,
@@ -33,6 +34,7 @@ import { queryPairs } from './search/search-request';
 import { resourceBody, sendReply, versionParam } from './fhir-reply';
 import { FhirRouteGuard } from './fhir-route.guard';
 import { FhirStoreService } from './fhir-store.service';
+import { patchDocument, PatchService } from './patch.service';
 
 const VERSION = { name: 'version', description: 'FHIR version: r4, stu3 or dstu2 (any case)', example: 'r4' };
 const TYPE = { name: 'type', description: 'FHIR resource type', example: 'Patient' };
@@ -69,6 +71,7 @@ export class FhirStoreController {
     private readonly store: FhirStoreService,
     private readonly bundles: BundleService,
     private readonly conditional: ConditionalService,
+    private readonly patches: PatchService,
   ) {}
 
   @Post(':version')
@@ -219,6 +222,36 @@ export class FhirStoreController {
       req,
       res,
       await this.store.update(ctx, versionParam(version), type, id, resourceBody(body), ifMatch, prefer),
+    );
+  }
+
+  @Patch(':version/:type/:id')
+  @ApiOperation({
+    summary: 'patch (R4, STU3): JSON Patch (application/json-patch+json) or FHIRPath Patch (Parameters)',
+  })
+  @ApiParam(TYPE)
+  @ApiParam(ID)
+  @ApiBody({ description: 'JSON Patch operations, or a Parameters resource', schema: { type: 'object' } })
+  @ApiHeader(PREFER)
+  @ApiOkResponse({ description: 'the new version' })
+  @ApiPreconditionFailedResponse({ description: 'If-Match does not name the current version' })
+  @ApiResponse({ status: 422, description: 'the patched resource is not valid: nothing stored' })
+  async patch(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Param('type') type: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Headers('prefer') prefer: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const document = patchDocument(req.get('content-type'), body);
+    sendReply(
+      req,
+      res,
+      await this.patches.patch(ctx, versionParam(version), type, id, document, ifMatch, prefer),
     );
   }
 

@@ -6,6 +6,7 @@ import { FhirStoreController } from './fhir-store.controller';
 import { FhirStoreService } from './fhir-store.service';
 import { HistoryRepository } from './history.repository';
 import { HistoryService } from './history.service';
+import { PatchService } from './patch.service';
 import { ResourceRepository } from './resource.repository';
 import { ResourceWriter } from './resource-writer';
 import { StoreCheckService } from './store-check.service';
@@ -28,6 +29,7 @@ import { StoreMaintenanceRepository } from './store-maintenance.repository';
     HistoryRepository,
     HistoryService,
     ConditionalService,
+    PatchService,
   ],
   exports: [
     ResourceRepository,
@@ -36,6 +38,7 @@ import { StoreMaintenanceRepository } from './store-maintenance.repository';
     HistoryService,
     FhirRouteGuard,
     ConditionalService,
+    PatchService,
   ],
 })
 export class FhirStoreModule {}

@@ -29,15 +29,27 @@ export const MAX_PAGE_SIZE = 100;
 /** Parameters about the answer, not the match (https://hl7.org/fhir/R4/http.html#parameters). */
 const RESULT_PARAMS = new Set(['_count', '_skip', '_format', '_pretty']);
 
-/** Throws the validation issues of a resource as one OperationOutcome (400), all issues at once. */
-export function assertValid(version: FhirVersion, resource: unknown, expectedType: string): void {
+/**
+ * Throws the validation issues of a resource as one OperationOutcome, all issues at once: 400 for
+ * a posted resource, 422 for the result of a patch (https://hl7.org/fhir/R4/http.html#patch).
+ */
+export function assertValid(
+  version: FhirVersion,
+  resource: unknown,
+  expectedType: string,
+  status = 400,
+): void {
   const issues = validateResource(version, resource, expectedType);
   const errors = issues.filter((i) => i.severity === 'error');
   if (errors.length === 0) return;
-  throw new OperationOutcomeError('invalid', `${errors.length} validation error(s)`, {
-    status: 400,
-    issues: issues.map((i) => issue(i.code, i.message, { severity: i.severity, path: i.path })),
-  });
+  throw new OperationOutcomeError(
+    status === 422 ? 'processing' : 'invalid',
+    `${errors.length} validation error(s)`,
+    {
+      status,
+      issues: issues.map((i) => issue(i.code, i.message, { severity: i.severity, path: i.path })),
+    },
+  );
 }
 
 /** `If-Match: W/"n"` → n; anything but a version ETag → 412 (https://hl7.org/fhir/R4/http.html#concurrency). */

@@ -269,7 +269,12 @@ describe('FHIR store (e2e)', () => {
         ]),
       );
       expect(patientEntry.searchParam.map((p: any) => p.name)).toContain('_id');
-      expect(r4.body.rest[0].interaction.map((i: any) => i.code)).toEqual(['transaction', 'batch']);
+      expect(r4.body.rest[0].interaction.map((i: any) => i.code)).toEqual([
+        'transaction',
+        'batch',
+        'search-system',
+        'history-system',
+      ]);
       const dstu2 = await request(t.server).get('/DSTU2/metadata').expect(200);
       expect(dstu2.body.resourceType).toBe('Conformance');
       expect(dstu2.body.rest[0].resource.map((r: any) => r.type)).toContain('MedicationOrder');

@@ -8,6 +8,7 @@ import { GrantService, Realm, TokenSet } from '../tokens/grant.service';
 import { CLIENT_TOKEN_SCOPES, USER_TOKEN_SCOPES } from '../tokens/scopes';
 import { TokenService } from '../tokens/token.service';
 import { OAuthError } from './oauth-error';
+import { smartConfiguration } from './smart-configuration';
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 type GrantType = (typeof GRANT_TYPES)[number];
@@ -83,24 +84,9 @@ export class OAuthService {
     };
   }
 
-  /** SMART App Launch 2.x §2.1 discovery (codes are issued by the backend auth-code endpoint). */
+  /** SMART App Launch discovery (smart-configuration.ts). */
   smartConfiguration(): Record<string, unknown> {
-    const auth = this.settings.urls.auth;
-    return {
-      issuer: this.settings.jwt.issuer,
-      jwks_uri: `${auth}/.well-known/jwks.json`,
-      token_endpoint: `${auth}/oauth2/token`,
-      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
-      token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
-      scopes_supported: [...new Set([...USER_TOKEN_SCOPES, ...CLIENT_TOKEN_SCOPES])],
-      response_types_supported: ['code'],
-      capabilities: [
-        'client-confidential-symmetric',
-        'permission-user',
-        'permission-offline',
-        'sso-openid-connect',
-      ],
-    };
+    return smartConfiguration(this.settings);
   }
 
   jwks(): { keys: Record<string, string>[] } {

@@ -5,7 +5,7 @@ import { ClientsService } from '../clients/clients.service';
 import { PresentedClientCredentials } from '../clients/client-credentials';
 import { RateLimitService } from '../rate-limit/rate-limit.service';
 import { GrantService, Realm, TokenSet } from '../tokens/grant.service';
-import { CLIENT_TOKEN_SCOPES, USER_TOKEN_SCOPES } from '../tokens/scopes';
+import { USER_TOKEN_SCOPES } from '../tokens/scopes';
 import { TokenService } from '../tokens/token.service';
 import { OAuthError } from './oauth-error';
 import { smartConfiguration } from './smart-configuration';

@@ -8,7 +8,8 @@ import { GrantService, Realm, TokenSet } from '../tokens/grant.service';
 import { USER_TOKEN_SCOPES } from '../tokens/scopes';
 import { TokenService } from '../tokens/token.service';
 import { OAuthError } from './oauth-error';
-import { smartConfiguration } from './smart-configuration';
+import { smartConfiguration, tokenEndpoint } from './smart-configuration';
+import { BackendServicesService } from '../backend-services/backend-services.service';
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 type GrantType = (typeof GRANT_TYPES)[number];
@@ -22,6 +23,7 @@ export class OAuthService {
     private readonly grants: GrantService,
     private readonly tokens: TokenService,
     private readonly rateLimit: RateLimitService,
+    private readonly backendServices: BackendServicesService,
   ) {}
 
   /**
@@ -35,6 +37,13 @@ export class OAuthService {
   ): Promise<TokenSet> {
     const grantType = param(body, 'grant_type');
     if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
+    if (grantType === 'client_credentials' && param(body, 'client_assertion_type') !== undefined) {
+      // SMART Backend Services: the client authenticates with a signed JWT, at any token endpoint
+      const audience = realm
+        ? `${this.settings.urls.auth}/auth/realms/${realm}/protocol/openid-connect/token`
+        : tokenEndpoint(this.settings);
+      return this.backendServices.token(body, audience);
+    }
     if (
       !(GRANT_TYPES as readonly string[]).includes(grantType) ||
       (grantType === 'client_credentials' && !realm)

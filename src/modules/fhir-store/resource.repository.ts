@@ -96,7 +96,14 @@ export class ResourceRepository implements OnModuleInit {
       { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: 'user_type' },
       ...this.searchIndexSpecs(),
     ]);
-    await ensureIndexes(this.history, [{ key: { rk: 1, vid: -1 }, name: 'resource_versions' }]);
+    await ensureIndexes(this.history, [
+      { key: { rk: 1, vid: -1 }, name: 'resource_versions' },
+      // type and system history (HistoryRepository): per user, and client-wide on reads
+      { key: { v: 1, c: 1, u: 1, t: 1, lu: -1 }, name: 'user_type_history' },
+      { key: { v: 1, c: 1, t: 1, lu: -1 }, name: 'type_history' },
+      { key: { v: 1, c: 1, u: 1, lu: -1 }, name: 'user_system_history' },
+      { key: { v: 1, c: 1, lu: -1 }, name: 'system_history' },
+    ]);
   }
 
   /** Multikey `idx.*` indexes declared by the search lib (libs/fhir/src/search/search-index.ts). */

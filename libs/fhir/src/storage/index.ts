@@ -6,3 +6,4 @@ export * from './provenance';
 export * from './resource-stamping';
 export * from './content-negotiation';
 export * from './capability-statement';
+export * from './patch';

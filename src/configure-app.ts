@@ -40,6 +40,8 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   app.disable('x-powered-by');
   // 'simple': a query string never becomes nested objects, so `name[$ne]=` stays a literal key.
   app.set('query parser', 'simple');
+  // The source address (`req.ip`) counts failed client authentications: behind a proxy, trust it.
+  app.set('trust proxy', settings.trustProxy);
   // Swagger UI needs inline styles; the API itself serves JSON only, so a strict CSP elsewhere.
   const strict = helmet();
   const docs = helmet({ contentSecurityPolicy: false });

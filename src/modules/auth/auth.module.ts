@@ -7,6 +7,7 @@ import { OAuthController, RealmTokenController, WellKnownController } from './oa
 import { OAuthService } from './oauth/oauth.service';
 import { RateLimitRepository } from './rate-limit/rate-limit.repository';
 import { RateLimitDoc, RateLimitSchema } from './rate-limit/rate-limit.schema';
+import { ClientAuthenticator } from './rate-limit/client-authenticator';
 import { RateLimitService } from './rate-limit/rate-limit.service';
 import {
   AuthCodeDoc,
@@ -40,8 +41,9 @@ import { TokenService } from './tokens/token.service';
     GrantService,
     RateLimitRepository,
     RateLimitService,
+    ClientAuthenticator,
     OAuthService,
   ],
-  exports: [ClientsService, TokenService, GrantService, RateLimitService],
+  exports: [ClientsService, TokenService, GrantService, RateLimitService, ClientAuthenticator],
 })
 export class AuthModule {}

@@ -3,6 +3,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
+import { fhirStringsGuard, verifyUtf8 } from './common/body-hygiene';
 import { isFhirRoute } from './common/fhir-routes';
 import { Settings } from './config/settings';
 
@@ -64,8 +65,10 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   app.useBodyParser('json', {
     limit: settings.bodyLimitBytes,
     type: ['application/json', 'application/fhir+json', 'application/*+json'],
+    verify: verifyUtf8,
   });
-  app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false });
+  app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false, verify: verifyUtf8 });
+  app.use(fhirStringsGuard);
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   setupSwagger(app, settings);

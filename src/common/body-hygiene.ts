@@ -27,22 +27,59 @@ export function verifyUtf8(_req: IncomingMessage, _res: unknown, buf: Buffer, en
   }
 }
 
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Why `value` is not a valid FHIR string, or undefined when it is. */
 export function fhirStringProblem(value: string): string | undefined {
-  const control = CONTROL.exec(value);
-  if (control) {
-    const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
-    return `contains the control character U+${code} at position ${control.index} (only tab, CR and LF are allowed below U+0020)`;
-  }
-  if (LONE_SURROGATE.test(value)) return 'contains a lone UTF-16 surrogate (not a Unicode character)';
-  return undefined;
+  return controlProblem(value, CONTROL) ?? surrogateProblem(value);
 }
 
-/** The first bad string (value or key) in a parsed JSON body, with its path; iterative, so depth is no risk. */
+/** No control character at all (identifiers such as app_user_id, which also travel in headers). */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const ANY_CONTROL = /[\u0000-\u001F\u007F]/;
+
+export function identifierProblem(value: string): string | undefined {
+  return controlProblem(value, ANY_CONTROL) ?? surrogateProblem(value);
+}
+
+function controlProblem(value: string, pattern: RegExp): string | undefined {
+  const control = pattern.exec(value);
+  if (!control) return undefined;
+  const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+  const allowed = pattern === CONTROL ? ' (only tab, CR and LF are allowed below U+0020)' : '';
+  return `contains the control character U+${code} at position ${control.index}${allowed}`;
+}
+
+function surrogateProblem(value: string): string | undefined {
+  return LONE_SURROGATE.test(value)
+    ? 'contains a lone UTF-16 surrogate (not a Unicode character)'
+    : undefined;
+}
+
+/** Every string of a parsed JSON body (values and property names), depth first, without recursion. */
+function* stringsOf(body: unknown): Generator<string> {
+  const stack: unknown[] = [body];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') yield value;
+    else if (Array.isArray(value)) for (let i = value.length - 1; i >= 0; i--) stack.push(value[i]);
+    else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value as Record<string, unknown>);
+      for (let i = entries.length - 1; i >= 0; i--) stack.push(entries[i][1], entries[i][0]);
+    }
+  }
+}
+
+/**
+ * The first bad string (value or property name) in a parsed JSON body, with its path. Paths are
+ * built only for a body that has one (a second walk), so a good body costs one plain walk.
+ */
 export function firstBadString(body: unknown, root: string): { path: string; problem: string } | undefined {
+  let bad = false;
+  for (const value of stringsOf(body)) if ((bad = fhirStringProblem(value) !== undefined)) break;
+  if (!bad) return undefined;
   const stack: Array<[unknown, string]> = [[body, root]];
   while (stack.length > 0) {
     const [value, path] = stack.pop()!;

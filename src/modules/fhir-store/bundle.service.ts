@@ -330,7 +330,9 @@ function readBundle(body: Record<string, unknown>): {
   if (contradictions.length > 0) {
     throw new OperationOutcomeError('invalid', contradictions.map((p) => p.message).join('; '), {
       status: 400,
-      issues: contradictions.map((p) => issue('invalid', `${p.message}; nothing was stored`, { path: p.path })),
+      issues: contradictions.map((p) =>
+        issue('invalid', `${p.message}; nothing was stored`, { path: p.path }),
+      ),
     });
   }
   return { kind: body.type, entries };

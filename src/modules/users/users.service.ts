@@ -5,7 +5,7 @@ import {
   Injectable,
   NotFoundException,
 } from '@nestjs/common';
-import { fhirStringProblem } from '../../common/body-hygiene';
+import { identifierProblem } from '../../common/body-hygiene';
 import { ClientScope, TenantContext } from '../../tenancy/tenant-context';
 import { ClientRecord } from '../auth/clients/client.schema';
 import { PresentedClientCredentials } from '../auth/clients/client-credentials';
@@ -205,9 +205,7 @@ function requireAppUserId(raw: unknown, field: string): string {
   if (value.length > 256) throw new BadRequestException(`${field} is longer than 256 characters`);
   // An identifier that also travels in the x-app-user-id header: no control character at all
   // (a header cannot carry CR/LF, and a log line should not), no lone surrogate.
-  const problem = /[\u0000-\u001F\u007F]/.test(value)
-    ? 'contains a control character'
-    : fhirStringProblem(value);
+  const problem = identifierProblem(value);
   if (problem) throw new BadRequestException(`${field} ${problem}`);
   return value;
 }

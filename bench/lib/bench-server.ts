@@ -11,11 +11,12 @@ import { parseSettings, type Settings } from '../../src/config/settings';
 import { createApp } from '../../src/create-app';
 import { resolveDatabase, type DatabaseHandle } from '../../src/database/embedded-database';
 import { ClientsService } from '../../src/modules/auth/clients/clients.service';
+import { withCommandMonitoring } from '../../libs/testing/src/query-plans';
 
 /**
  * Shared benchmark plumbing: the real app on a real HTTP port, on `MONGO_URL` or an embedded
- * database resolved like test/global-setup.ts (a FerretDB/mongod of its own in a temporary folder),
- * with a database of its own that is dropped on close.
+ * database resolved like test/global-setup.ts (a DocumentDB or mongod of its own in a temporary
+ * folder), with a database of its own that is dropped on close.
  */
 export interface BenchServer {
   baseUrl: string;
@@ -24,15 +25,35 @@ export interface BenchServer {
   connection: Connection;
   settings: Settings;
   database: DatabaseHandle;
-  /** `MongoDB 8.0.x` or `FerretDB 1.24.0` (what answered buildInfo). */
+  /** `MongoDB 8.0.x` or `DocumentDB (MongoDB 7.0.0 wire)` (what answered buildInfo). */
   engine: string;
   dbName: string;
   close(): Promise<void>;
 }
 
-export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
+/**
+ * The engine that answered `buildInfo`. DocumentDB's gateway reports a MongoDB version too, but no
+ * `gitVersion` (every mongod and mongos does).
+ */
+export async function engineName(connection: Connection): Promise<string> {
+  const info = await connection.db!.admin().command({ buildInfo: 1 });
+  return info.gitVersion ? `MongoDB ${info.version}` : `DocumentDB (MongoDB ${info.version} wire)`;
+}
+
+export interface BenchServerOptions {
+  /** Driver command monitoring on (the search benchmark records the app's queries to replay them). */
+  monitorCommands?: boolean;
+}
+
+export async function startBenchServer(
+  env: Record<string, string> = {},
+  options: BenchServerOptions = {},
+): Promise<BenchServer> {
   const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-db-'));
-  const database = await resolveDatabase(process.env.MONGO_URL, dir);
+  const resolved = await resolveDatabase(process.env.MONGO_URL, dir);
+  const database = options.monitorCommands
+    ? { ...resolved, uri: withCommandMonitoring(resolved.uri) }
+    : resolved;
   const dbName = `bench_${randomBytes(4).toString('hex')}`;
   const settings = parseSettings({
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
@@ -45,8 +66,7 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
   await app.listen(0, '127.0.0.1');
   const port = (app.getHttpServer().address() as AddressInfo).port;
   const connection = app.get<Connection>(getConnectionToken());
-  const info = await connection.db!.admin().command({ buildInfo: 1 });
-  const engine = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`;
+  const engine = await engineName(connection);
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     port,
@@ -59,7 +79,7 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
     close: async () => {
       await connection.dropDatabase().catch(() => undefined);
       await app.close();
-      await database.stop();
+      await resolved.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -70,10 +70,12 @@ async function measure(total: number, concurrency: number, one: () => Promise<vo
 }
 
 async function main(): Promise<void> {
-  const server = await startBenchServer(
-    { DB_TIMEOUT_MS: '60000', DIRECTORY_SEED: 'false' },
-    { monitorCommands: true },
-  );
+  // METRICS_ENABLED: driver command monitoring, which records the app's queries for the replay.
+  const server = await startBenchServer({
+    DB_TIMEOUT_MS: '60000',
+    DIRECTORY_SEED: 'false',
+    METRICS_ENABLED: 'true',
+  });
   try {
     const users = await createBenchUsers(server, 1, USERS);
     process.stderr.write(`engine ${server.engine}; loading ${COPIES} copies of the sample\n`);

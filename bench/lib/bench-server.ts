@@ -11,7 +11,6 @@ import { parseSettings, type Settings } from '../../src/config/settings';
 import { createApp } from '../../src/create-app';
 import { resolveDatabase, type DatabaseHandle } from '../../src/database/embedded-database';
 import { ClientsService } from '../../src/modules/auth/clients/clients.service';
-import { withCommandMonitoring } from '../../libs/testing/src/query-plans';
 
 /**
  * Shared benchmark plumbing: the real app on a real HTTP port, on `MONGO_URL` or an embedded
@@ -40,20 +39,9 @@ export async function engineName(connection: Connection): Promise<string> {
   return info.gitVersion ? `MongoDB ${info.version}` : `DocumentDB (MongoDB ${info.version} wire)`;
 }
 
-export interface BenchServerOptions {
-  /** Driver command monitoring on (the search benchmark records the app's queries to replay them). */
-  monitorCommands?: boolean;
-}
-
-export async function startBenchServer(
-  env: Record<string, string> = {},
-  options: BenchServerOptions = {},
-): Promise<BenchServer> {
+export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
   const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-db-'));
-  const resolved = await resolveDatabase(process.env.MONGO_URL, dir);
-  const database = options.monitorCommands
-    ? { ...resolved, uri: withCommandMonitoring(resolved.uri) }
-    : resolved;
+  const database = await resolveDatabase(process.env.MONGO_URL, dir);
   const dbName = `bench_${randomBytes(4).toString('hex')}`;
   const settings = parseSettings({
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
@@ -79,7 +67,7 @@ export async function startBenchServer(
     close: async () => {
       await connection.dropDatabase().catch(() => undefined);
       await app.close();
-      await resolved.stop();
+      await database.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -14,30 +14,44 @@ import { join } from 'node:path';
 import type { Document } from 'mongodb';
 import { createBenchUsers, printTable, startBenchServer } from './lib/bench-server';
 import { loadSyntheaR4 } from './lib/synthea-load';
+import { benchReads } from './read';
+import { benchSearches, USERS as SEARCH_USERS } from './search';
 
 const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 6);
-const USERS = Number(process.env.BENCH_USERS ?? 4);
+const USERS = Number(process.env.BENCH_USERS ?? SEARCH_USERS);
 const PATIENTS = process.env.BENCH_PATIENTS ? Number(process.env.BENCH_PATIENTS) : undefined;
 const COPIES = Number(process.env.BENCH_COPIES ?? 5);
 const DRIVER_BATCH = 1000;
 
+/** BENCH_THEN=read,search: run those benchmarks on the data this load stored, before the driver part. */
+const THEN = new Set((process.env.BENCH_THEN ?? '').split(',').filter(Boolean));
+
 async function main(): Promise<void> {
-  const server = await startBenchServer();
+  // The search benchmark records the app's queries through command monitoring (METRICS_ENABLED).
+  const server = await startBenchServer(
+    THEN.has('search') ? { METRICS_ENABLED: 'true', DB_TIMEOUT_MS: '60000' } : {},
+  );
   try {
     const users = await createBenchUsers(server, 1, USERS);
     process.stderr.write(
       `engine ${server.engine}; loading through ${server.baseUrl} with ${PARALLEL} in flight\n`,
     );
+    const loadStarted = new Date().toISOString();
+    let loadMiddle = loadStarted;
     const api = await loadSyntheaR4(server, {
       users,
       parallel: PARALLEL,
       maxPatients: PATIENTS,
       copies: COPIES,
       onProgress: (done, total) => {
+        if (done <= total / 2) loadMiddle = new Date().toISOString();
         if (done % 2000 === 0)
           process.stderr.write(`  ${done}/${total} bundles, load ${loadavg()[0].toFixed(1)}\n`);
       },
     });
+
+    if (THEN.has('read')) await benchReads(server, users[0], api.observationIds.get(0) ?? []);
+    if (THEN.has('search')) await benchSearches(server, users, api, loadStarted, loadMiddle);
 
     // The same documents, through the driver, into a database of their own on the same engine.
     const db = server.connection.db!;

@@ -10,7 +10,13 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { resourceKey } from '../libs/fhir/src/storage/keys';
-import { createBenchUsers, printTable, startBenchServer } from './lib/bench-server';
+import {
+  createBenchUsers,
+  printTable,
+  startBenchServer,
+  type BenchServer,
+  type BenchUser,
+} from './lib/bench-server';
 import { loadSyntheaR4 } from './lib/synthea-load';
 
 const CONNECTIONS = 32;
@@ -40,18 +46,13 @@ async function driverReads(
   return { perSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
 }
 
-async function main(): Promise<void> {
-  const server = await startBenchServer();
-  try {
-    const [user] = await createBenchUsers(server, 1, 1);
-    process.stderr.write(`engine ${server.engine}; loading the sample\n`);
-    const load = await loadSyntheaR4(server, {
-      users: [user],
-      parallel: 6,
-      maxPatients: PATIENTS,
-      copies: COPIES,
-    });
-    const ids = load.observationIds.get(0) ?? [];
+/** The read benchmark on loaded data: `ids` are Observations of `user` (also run by bench/ingest.ts). */
+export async function benchReads(
+  server: BenchServer,
+  user: BenchUser,
+  ids: readonly string[],
+): Promise<void> {
+  {
     const stored = await server.connection.db!.collection('resources').countDocuments();
     process.stderr.write(`${ids.length} Observations (${stored} documents in resources); reading\n`);
     const random = () => ids[Math.floor(Math.random() * ids.length)];
@@ -122,12 +123,29 @@ async function main(): Promise<void> {
     };
     mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(join(__dirname, 'results', 'read.json'), JSON.stringify(result, null, 2));
+  }
+}
+
+async function main(): Promise<void> {
+  const server = await startBenchServer();
+  try {
+    const [user] = await createBenchUsers(server, 1, 1);
+    process.stderr.write(`engine ${server.engine}; loading the sample\n`);
+    const load = await loadSyntheaR4(server, {
+      users: [user],
+      parallel: 6,
+      maxPatients: PATIENTS,
+      copies: COPIES,
+    });
+    await benchReads(server, user, load.observationIds.get(0) ?? []);
   } finally {
     await server.close();
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

@@ -14,13 +14,22 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { recordQueries, type RecordedQuery } from '../libs/testing/src/query-plans';
 import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
-import { createBenchUsers, httpJson, inParallel, printTable, startBenchServer } from './lib/bench-server';
-import { loadSyntheaR4 } from './lib/synthea-load';
+import {
+  createBenchUsers,
+  httpJson,
+  inParallel,
+  printTable,
+  startBenchServer,
+  type BenchServer,
+  type BenchUser,
+} from './lib/bench-server';
+import { loadSyntheaR4, type SyntheaLoadResult } from './lib/synthea-load';
 
 const COPIES = Number(process.env.BENCH_COPIES ?? 5);
 const PATIENTS = process.env.BENCH_PATIENTS ? Number(process.env.BENCH_PATIENTS) : undefined;
 const REQUESTS = Number(process.env.SEARCH_BENCH_REQUESTS ?? 400);
-const USERS = 4;
+/** Users the sample's patients are spread over (round-robin), as bench/ingest.ts does. */
+export const USERS = 4;
 const CONCURRENCY = [8, 32];
 const TARGET_P99_MS = 50;
 
@@ -69,28 +78,18 @@ async function measure(total: number, concurrency: number, one: () => Promise<vo
   return { perSecond: total / seconds, p50: at(0.5), p99: at(0.99) };
 }
 
-async function main(): Promise<void> {
-  // METRICS_ENABLED: driver command monitoring, which records the app's queries for the replay.
-  const server = await startBenchServer({
-    DB_TIMEOUT_MS: '60000',
-    DIRECTORY_SEED: 'false',
-    METRICS_ENABLED: 'true',
-  });
-  try {
-    const users = await createBenchUsers(server, 1, USERS);
-    process.stderr.write(`engine ${server.engine}; loading ${COPIES} copies of the sample\n`);
-    const loadStarted = new Date().toISOString();
-    let loadMiddle = loadStarted;
-    const load = await loadSyntheaR4(server, {
-      users,
-      parallel: 6,
-      maxPatients: PATIENTS,
-      copies: COPIES,
-      onProgress: (done, total) => {
-        if (done <= total / 2) loadMiddle = new Date().toISOString();
-        if (done % 2000 === 0) process.stderr.write(`  ${done}/${total} bundles\n`);
-      },
-    });
+/**
+ * The search benchmark on loaded data (also run by bench/ingest.ts after its load): the app must run
+ * with METRICS_ENABLED=true (command monitoring records its queries for the driver replay).
+ */
+export async function benchSearches(
+  server: BenchServer,
+  users: readonly BenchUser[],
+  load: SyntheaLoadResult,
+  loadStarted: string,
+  loadMiddle: string,
+): Promise<void> {
+  {
     const stored = await server.connection.db!.collection('resources').countDocuments();
     // The patient with the most resources (first copy): the heaviest per-patient searches. Patients
     // go round-robin to the users, so patient n belongs to user n % USERS.
@@ -138,11 +137,11 @@ async function main(): Promise<void> {
           errors: api.errors + api.timeouts + (api.non2xx ?? 0),
           'API p50': api.latency.p50,
           'API p99': api.latency.p99,
-          'API req/s': Math.round(api.requests.average),
+          'API req/s': Math.round(api.requests.total / api.duration),
           'drv p50': Math.round(driver.p50 * 10) / 10,
           'drv p99': Math.round(driver.p99 * 10) / 10,
           'drv req/s': Math.round(driver.perSecond),
-          ratio: Math.round((api.requests.average / driver.perSecond) * 100) / 100,
+          ratio: Math.round((api.requests.total / api.duration / driver.perSecond) * 100) / 100,
         });
         process.stderr.write(
           `${name} @${connections}: API p99 ${api.latency.p99} ms, load ${loadavg()[0].toFixed(1)}\n`,
@@ -167,12 +166,40 @@ async function main(): Promise<void> {
       join(__dirname, 'results', 'search.json'),
       `${JSON.stringify({ engine: server.engine, copies: COPIES, resources: load.resources, documents: stored, rows, summary }, null, 2)}\n`,
     );
+  }
+}
+
+async function main(): Promise<void> {
+  // METRICS_ENABLED: driver command monitoring, which records the app's queries for the replay.
+  const server = await startBenchServer({
+    DB_TIMEOUT_MS: '60000',
+    DIRECTORY_SEED: 'false',
+    METRICS_ENABLED: 'true',
+  });
+  try {
+    const users = await createBenchUsers(server, 1, USERS);
+    process.stderr.write(`engine ${server.engine}; loading ${COPIES} copies of the sample\n`);
+    const loadStarted = new Date().toISOString();
+    let loadMiddle = loadStarted;
+    const load = await loadSyntheaR4(server, {
+      users,
+      parallel: 6,
+      maxPatients: PATIENTS,
+      copies: COPIES,
+      onProgress: (done, total) => {
+        if (done <= total / 2) loadMiddle = new Date().toISOString();
+        if (done % 2000 === 0) process.stderr.write(`  ${done}/${total} bundles\n`);
+      },
+    });
+    await benchSearches(server, users, load, loadStarted, loadMiddle);
   } finally {
     await server.close();
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

@@ -14,8 +14,8 @@ import { ClientsService } from '../../src/modules/auth/clients/clients.service';
 
 /**
  * Shared benchmark plumbing: the real app on a real HTTP port, on `MONGO_URL` or an embedded
- * database resolved like test/global-setup.ts (a DocumentDB or mongod of its own in a temporary
- * folder), with a database of its own that is dropped on close.
+ * database resolved like test/global-setup.ts (a DocumentDB/mongod of its own in a temporary folder),
+ * with a database of its own that is dropped on close.
  */
 export interface BenchServer {
   baseUrl: string;
@@ -24,19 +24,10 @@ export interface BenchServer {
   connection: Connection;
   settings: Settings;
   database: DatabaseHandle;
-  /** `MongoDB 8.0.x` or `DocumentDB (MongoDB 7.0.0 wire)` (what answered buildInfo). */
+  /** `DocumentDB 0.108-0 on PostgreSQL 15.x` or `MongoDB 8.0.x` (see `engineLabel`). */
   engine: string;
   dbName: string;
   close(): Promise<void>;
-}
-
-/**
- * The engine that answered `buildInfo`. DocumentDB's gateway reports a MongoDB version too, but no
- * `gitVersion` (every mongod and mongos does).
- */
-export async function engineName(connection: Connection): Promise<string> {
-  const info = await connection.db!.admin().command({ buildInfo: 1 });
-  return info.gitVersion ? `MongoDB ${info.version}` : `DocumentDB (MongoDB ${info.version} wire)`;
 }
 
 export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
@@ -54,7 +45,7 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
   await app.listen(0, '127.0.0.1');
   const port = (app.getHttpServer().address() as AddressInfo).port;
   const connection = app.get<Connection>(getConnectionToken());
-  const engine = await engineName(connection);
+  const engine = await engineLabel(connection, database);
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     port,
@@ -71,6 +62,14 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The engine that answers: the embedded engine's own description, else what buildInfo says. */
+export async function engineLabel(connection: Connection, database?: DatabaseHandle): Promise<string> {
+  if (database?.description) return database.description;
+  const info = await connection.db!.admin().command({ buildInfo: 1 });
+  // MongoDB reports its git version; MongoDB-compatible engines (DocumentDB) report a wire version only.
+  return info.gitVersion ? `MongoDB ${info.version}` : `MongoDB-compatible engine (wire ${info.version})`;
 }
 
 export interface BenchUser {

@@ -6,7 +6,17 @@
  * Run: npx ts-node --transpile-only -r tsconfig-paths/register bench/validation-vs-hapi/compare.ts
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -28,6 +38,34 @@ interface HapiIssue {
 }
 
 const HERE = __dirname;
+
+/**
+ * HAPI errors that are not rules of the base specification for a posted resource, left out of the
+ * comparison and counted on their own (each named in docs/validation.md):
+ */
+const OUT_OF_SCOPE: readonly [RegExp, string][] = [
+  [
+    /^VALIDATION_HL7_(WG_NEEDED|PUBLISHER_MISMATCH)/,
+    'HL7 publication policy for resources with hl7.org URLs',
+  ],
+  [/^exception$/, 'HAPI crashed (NullPointerException in its resource fetcher)'],
+  [
+    /^(ED_|SD_|SM_|VALUESET_|CODESYSTEM_|MEASURE_|ERROR_GENERATING_SNAPSHOT)/,
+    'content rules of conformance resources (profiles, value sets, maps)',
+  ],
+  [
+    /^(Extension_EXT|Validation_VAL_Profile_Unknown)/,
+    'extension and profile definitions this server does not hold',
+  ],
+  [/^BUNDLE_BUNDLE_ENTRY_NOTFOUND/, 'resolution of references between Bundle entries'],
+];
+/** HAPI 7.6 rejects Bundle.link.relation inside a Bundle nested in a Bundle entry: its own defect. */
+const HAPI_DEFECTS: readonly RegExp[] = [/Unrecognized property 'relation'/];
+
+function outOfScope(issue: HapiIssue): string | undefined {
+  if (HAPI_DEFECTS.some((d) => d.test(issue.message))) return 'HAPI defect: nested Bundle.link';
+  return OUT_OF_SCOPE.find(([pattern]) => pattern.test(issue.messageId ?? ''))?.[1];
+}
 const VALID_PER_TYPE = Number(process.env.VALID_PER_TYPE ?? 150);
 const BASES_PER_MUTATION = Number(process.env.BASES_PER_MUTATION ?? 3);
 const WITH_EXAMPLES = process.env.EXAMPLES !== '0';
@@ -77,7 +115,35 @@ function buildCorpus(): Case[] {
   return cases;
 }
 
-function runHapi(cases: readonly Case[]): { issues: HapiIssue[]; ms: number }[] {
+type HapiResult = { issues: HapiIssue[]; ms: number };
+
+/** HAPI takes minutes on the corpus: answers are cached by resource hash under target/ (not in git). */
+function runHapi(cases: readonly Case[]): HapiResult[] {
+  const cacheFile = join(HERE, 'target', 'hapi-cache.ndjson');
+  const cache = new Map<string, HapiResult>();
+  if (existsSync(cacheFile)) {
+    for (const line of readFileSync(cacheFile, 'utf8').split('\n')) {
+      if (!line) continue;
+      const { hash, result } = JSON.parse(line) as { hash: string; result: HapiResult };
+      cache.set(hash, result);
+    }
+  }
+  const hashes = cases.map((c) => createHash('sha1').update(JSON.stringify(c.resource)).digest('hex'));
+  const missing = cases.filter((_, i) => !cache.has(hashes[i]));
+  const missingHashes = hashes.filter((h) => !cache.has(h));
+  if (missing.length > 0) {
+    const fresh = runHapiProcess(missing);
+    mkdirSync(join(HERE, 'target'), { recursive: true });
+    appendFileSync(
+      cacheFile,
+      fresh.map((result, i) => JSON.stringify({ hash: missingHashes[i], result })).join('\n') + '\n',
+    );
+    fresh.forEach((result, i) => cache.set(missingHashes[i], result));
+  }
+  return hashes.map((h) => cache.get(h) as HapiResult);
+}
+
+function runHapiProcess(cases: readonly Case[]): HapiResult[] {
   if (!existsSync(join(HERE, 'target', 'lib'))) {
     console.error('building the HAPI harness with Maven (first run downloads HAPI 7.6.1)…');
     execFileSync('mvn', ['-q', '-B', 'package', '-DskipTests'], { cwd: HERE, stdio: 'inherit' });
@@ -101,7 +167,7 @@ function runHapi(cases: readonly Case[]): { issues: HapiIssue[]; ms: number }[] 
       `HAPI validated ${cases.length} resources in ${((performance.now() - started) / 1000).toFixed(0)} s`,
     );
     const lines = result.stdout.trim().split('\n');
-    return lines.map((line) => JSON.parse(line) as { issues: HapiIssue[]; ms: number });
+    return lines.map((line) => JSON.parse(line) as HapiResult);
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
@@ -111,9 +177,11 @@ function main(): void {
   const cases = buildCorpus();
   console.error(`corpus: ${cases.length} resources`);
   const hapi = runHapi(cases);
+  for (const c of cases) validateResource('r4', c.resource); // warm-up: compile tables and expansions
   const started = performance.now();
   const ours = cases.map((c) => validateResource('r4', c.resource));
   const oursMs = performance.now() - started;
+  const excluded = new Map<string, number>();
 
   const rows = new Map<
     string,
@@ -121,7 +189,12 @@ function main(): void {
   >();
   const details: Json[] = [];
   cases.forEach((c, i) => {
-    const hapiErrors = hapi[i].issues.filter((x) => x.severity === 'error' || x.severity === 'fatal');
+    const hapiAll = hapi[i].issues.filter((x) => x.severity === 'error' || x.severity === 'fatal');
+    const hapiErrors = hapiAll.filter((x) => !outOfScope(x));
+    if (hapiErrors.length === 0 && hapiAll.length > 0) {
+      const reason = outOfScope(hapiAll[0]) as string;
+      excluded.set(reason, (excluded.get(reason) ?? 0) + 1);
+    }
     const ourErrors = ours[i].filter((x) => x.severity === 'error');
     const row = rows.get(c.cls) ?? { cases: 0, hapi: 0, ours: 0, both: 0, missed: 0, extra: 0 };
     row.cases++;
@@ -179,6 +252,8 @@ function main(): void {
       catchRate: `${((100 * total.both) / total.hapi).toFixed(1)}%`,
     },
   ]);
+  console.log('resources HAPI refuses only for reasons outside the base specification (not counted above):');
+  console.table([...excluded].map(([reason, count]) => ({ reason, resources: count })));
   const hapiMs = hapi.reduce((t, h) => t + h.ms, 0);
   console.log(
     `speed on this corpus: ours ${Math.round((cases.length / oursMs) * 1000)} resources/s, HAPI ${Math.round((cases.length / hapiMs) * 1000)} resources/s (validation time only)`,
@@ -191,7 +266,7 @@ function main(): void {
   mkdirSync(results, { recursive: true });
   writeFileSync(
     join(results, 'validation-vs-hapi.json'),
-    `${JSON.stringify({ benchmark: 'validation-vs-hapi', date: new Date().toISOString(), table, total, oursMs, hapiMs, details }, null, 2)}\n`,
+    `${JSON.stringify({ benchmark: 'validation-vs-hapi', date: new Date().toISOString(), table, total, excluded: Object.fromEntries(excluded), oursMs, hapiMs, details }, null, 2)}\n`,
   );
 }
 

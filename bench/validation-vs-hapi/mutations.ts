@@ -309,6 +309,7 @@ export const MUTATIONS: readonly Mutation[] = [
   narrative('javascript URL', div('<a href="javascript:alert(1)">x</a>')),
   narrative('root not div', { status: 'generated', div: `<p xmlns="${XHTML}">text</p>` }),
   narrative('div in p', div('<p>a<div>b</div></p>')),
+  narrative('dangling #link', div('<a href="#nowhere">x</a>')),
   // Calendar validity.
   date('birthDate 30 February', 'Patient', (r) => void (r.birthDate = '2019-02-30')),
   date('birthDate 29 February non-leap', 'Patient', (r) => void (r.birthDate = '2019-02-29')),

@@ -172,8 +172,15 @@ export class ElementTables {
       const typeCode = element.types[0]?.code ?? 'BackboneElement';
       return [{ ...base, jsonName: name, typeCode, isPrimitive: false, tableKey: element.path }];
     }
-    const withConstraints = (code: string) => {
-      const constraints = [...(own ?? []), ...(this.definitions.aliasConstraints.get(code) ?? [])];
+    const withConstraints = (code: string, profile?: string) => {
+      const aliases = this.definitions.aliasConstraints;
+      // Snapshots repeat the type's own invariants on elements (ext-1 on every `extension`): the
+      // type's table runs those already.
+      const ofType = new Set(this.typeConstraintKeys(this.resolveAlias(code)));
+      const constraints = [
+        ...(own ?? []).filter((c) => !ofType.has(c.key)),
+        ...(aliases.get(code) ?? aliases.get(profile ?? '') ?? []),
+      ];
       return constraints.length > 0 ? { constraints } : {};
     };
     if (name.endsWith('[x]')) {
@@ -189,7 +196,7 @@ export class ElementTables {
           isPrimitive: this.primitiveTypes.has(typeCode),
           choiceOf: name,
           tableKey: typeCode,
-          ...withConstraints(code),
+          ...withConstraints(code, element.types.find((t) => t.code === code)?.profile),
         };
       });
     }
@@ -203,9 +210,15 @@ export class ElementTables {
         typeCode,
         isPrimitive: this.primitiveTypes.has(typeCode),
         tableKey: typeCode,
-        ...withConstraints(declared),
+        ...withConstraints(declared, element.types[0]?.profile),
       },
     ];
+  }
+
+  private typeConstraintKeys(typeCode: string): string[] {
+    const definition = this.definitions.byType.get(typeCode);
+    const root = definition?.elements.find((e) => e.path === typeCode);
+    return (root?.constraints ?? []).map((c) => c.key);
   }
 
   private resolveAlias(typeCode: string): string {

@@ -10,6 +10,8 @@ import type { DefinedFhirVersion } from './fhir-version';
 export interface ElementTypeRef {
   /** FHIR type code (`string`, `HumanName`, `Resource`, `BackboneElement` …). */
   readonly code: string;
+  /** Name of the constrained type the element uses (R4 `Quantity` + profile `SimpleQuantity`). */
+  readonly profile?: string;
 }
 
 export interface ElementDefinitionLite {
@@ -84,6 +86,7 @@ interface RawExtension {
 }
 interface RawType {
   code?: string;
+  profile?: string[] | string;
   extension?: RawExtension[];
 }
 interface RawConstraint {
@@ -188,7 +191,7 @@ function toBaseDefinition(
       path: element.path,
       min: element.min ?? 0,
       max: element.max ?? '*',
-      types: (element.type ?? []).map((t) => ({ code: fhirTypeCode(t) })),
+      types: (element.type ?? []).map(typeRef),
       ...(element.contentReference ? { contentReference: element.contentReference.replace(/^.*#/, '') } : {}),
       ...(element.isSummary ? { isSummary: true as const } : {}),
       ...bindingAndConstraints(element),
@@ -235,6 +238,12 @@ function bindingAndConstraints(element: RawElement): Pick<ElementDefinitionLite,
       expression: c.expression,
     }));
   return out;
+}
+
+function typeRef(type: RawType): ElementTypeRef {
+  const profiles = Array.isArray(type.profile) ? type.profile : type.profile ? [type.profile] : [];
+  const profile = profiles[0]?.replace(/^.*\//, '').replace(/\|.*$/, '');
+  return profile ? { code: fhirTypeCode(type), profile } : { code: fhirTypeCode(type) };
 }
 
 /** R4 types some elements as `http://hl7.org/fhirpath/System.String`; the extension names the FHIR type. */

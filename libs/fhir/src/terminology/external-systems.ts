@@ -41,11 +41,18 @@ export function isLanguageTag(code: string): boolean {
 const RESTRICTED_NAME = '[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}';
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const MIME = new RegExp(
-  `^${RESTRICTED_NAME}/${RESTRICTED_NAME}(?:\\s*;\\s*${TOKEN}=(?:${TOKEN}|"[^"\\\\]*"))*$`,
+  `^${RESTRICTED_NAME}/${RESTRICTED_NAME}(?:\\s*;\\s*${TOKEN}=(?:"[^"\\\\]*"|[^;"]+))*$`,
 );
 
 export function isMimeType(code: string): boolean {
   return code.length <= 300 && MIME.test(code);
+}
+
+/** CapabilityStatement.format binds to the MIME types but allows `xml | json | ttl` (R4 capabilitystatement.html). */
+const FORMAT_SHORTHANDS = new Set(['xml', 'json', 'ttl']);
+
+function isMimeTypeOrFormat(code: string): boolean {
+  return FORMAT_SHORTHANDS.has(code) || isMimeType(code);
 }
 
 export function isCurrencyCode(code: string): boolean {
@@ -82,7 +89,7 @@ export function externalCheck(system: string): ((code: string) => boolean) | und
     case BCP47:
       return isLanguageTag;
     case MIME_TYPES:
-      return isMimeType;
+      return isMimeTypeOrFormat;
     case CURRENCIES:
       return isCurrencyCode;
     default:

@@ -10,6 +10,8 @@ import { allCodes, ValueSetExpander, type Expansion } from './value-set-expansio
 export interface BoundValueSet {
   readonly url: string;
   has(system: string | undefined, code: string): boolean;
+  /** Whether any code of the system can be in the set (a coding from any other system never is). */
+  hasSystem(system: string): boolean;
 }
 
 /**
@@ -88,7 +90,11 @@ export class Terminology {
     const expansion = this.expander.expand(url);
     if (!expansion) {
       if (!MIME_VALUE_SETS.has(url)) return undefined;
-      return { url, has: (system, code) => (system === undefined || system === MIME_TYPES) && isMime(code) };
+      return {
+        url,
+        has: (system, code) => (system === undefined || system === MIME_TYPES) && isMime(code),
+        hasSystem: (system) => system === MIME_TYPES,
+      };
     }
     return compileExpansion(expansion);
   }
@@ -116,6 +122,8 @@ function compileExpansion(expansion: Expansion): BoundValueSet {
       if (at >= 0) return checks[at]?.(code) ?? true;
       return !expansion.complete;
     },
+    hasSystem: (system) =>
+      expansion.codes.has(system) || expansion.openSystems.has(system) || !expansion.complete,
   };
 }
 

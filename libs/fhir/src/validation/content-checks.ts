@@ -2,7 +2,9 @@ import type { ElementRule, ElementTable } from '../definitions/element-tables';
 import type { DefinedFhirVersion } from '../definitions/fhir-version';
 import { UCUM, isUcumCode } from '../terminology/external-systems';
 import { terminology, UNCHECKED_SYSTEMS, type Terminology } from '../terminology/terminology';
+import { checkBundle } from './bundle-rules';
 import { unreferencedContained, type InvariantScope } from './hand-coded-invariants';
+import { analyseNarrative } from './narrative';
 import { InvariantCompiler, type CompiledInvariant } from './invariants';
 import { errorIssue, type ValidationIssue } from './validation-issue';
 
@@ -53,6 +55,25 @@ export class ContentChecks {
     this.run(compiled, object, path, issues, scope);
     if (table.key === 'Coding') this.coding(object, path, issues);
     else if (QUANTITY_TYPES.has(table.key)) this.quantity(object, path, issues);
+    else if (table.key === 'Identifier') checkIdentifier(object, path, issues);
+    else if (table.key === 'Bundle') checkBundle(object, path, issues);
+  }
+
+  /**
+   * Narrative links to `#x` must land on an element of the div or an id in the resource
+   * (https://hl7.org/fhir/R4/narrative.html#id); the parse itself is memoised in narrative.ts.
+   */
+  narrativeLinks(xhtml: string, path: string, issues: ValidationIssue[], scope: InvariantScope): void {
+    const { fragments } = analyseNarrative(xhtml);
+    if (fragments.length === 0) return;
+    const ids = new Set<string>();
+    collectIds(scope.resource, ids, 0);
+    for (const fragment of fragments) {
+      if (!ids.has(fragment))
+        issues.push(
+          errorIssue('value', path, `Hyperlink '#${fragment}' in the narrative does not resolve`, 'txt-1'),
+        );
+    }
   }
 
   /** Invariants declared on the element itself and its binding, for one occurrence. */
@@ -125,8 +146,15 @@ export class ContentChecks {
 
   private quantity(quantity: JsonObject, path: string, issues: ValidationIssue[]): void {
     const { system, code } = quantity;
-    if (system !== UCUM || typeof code !== 'string' || isUcumCode(code)) return;
-    issues.push(errorIssue('code-invalid', `${path}.code`, `'${code}' is not a valid UCUM code`, UCUM));
+    if (typeof system !== 'string' || typeof code !== 'string') return;
+    if (system !== UCUM) {
+      // A unit from a FHIR-defined system (v3-orderableDrugForm …) must be one of its codes.
+      const problem = this.terminology.unknownCode(system, code);
+      if (problem) issues.push(errorIssue('code-invalid', `${path}.code`, problem, system));
+      return;
+    }
+    if (!isUcumCode(code))
+      issues.push(errorIssue('code-invalid', `${path}.code`, `'${code}' is not a valid UCUM code`, UCUM));
   }
 
   private bound(
@@ -160,18 +188,57 @@ export class ContentChecks {
       (c): c is JsonObject =>
         typeof c === 'object' && c !== null && typeof (c as JsonObject).code === 'string',
     );
-    // The reference accepts a CodeableConcept with text only; a code, when given, must be in the set.
-    if (withCode.length === 0) return;
+    const where = `${kind} ${url}`;
+    if (withCode.length === 0) {
+      // As the reference: a required binding needs a code; text alone does not say which one.
+      if (!isMaximum)
+        issues.push(
+          errorIssue('code-invalid', path, `No code provided, and a code is required from the ${where}`, url),
+        );
+      return;
+    }
     const system = (c: JsonObject) => (typeof c.system === 'string' ? c.system : undefined);
-    if (withCode.some((c) => valueSet.has(system(c), c.code as string))) return;
+    // The reference refuses a CodeableConcept that mixes in a coding from a system outside the value
+    // set, even when another coding is in it (HAPI 7.6, Terminology_TX_NoValid_1_CC).
+    const foreign = withCode.find((c) => system(c) !== undefined && !valueSet.hasSystem(system(c) as string));
+    if (!foreign && withCode.some((c) => valueSet.has(system(c), c.code as string))) return;
     const shown = withCode.map((c) => `${system(c) ?? ''}#${String(c.code)}`).join(', ');
     issues.push(
       errorIssue(
         'code-invalid',
         path,
-        `None of the codes (${shown}) is in the ${kind} ${url}, and a code from it is required`,
+        foreign
+          ? `The coding ${system(foreign)}#${String(foreign.code)} is from a system outside the ${where}, which is required`
+          : `None of the codes (${shown}) is in the ${where}, and a code from it is required`,
         url,
       ),
     );
+  }
+}
+
+/** Identifier.system `urn:ietf:rfc:3986` says the value is itself a URI (https://hl7.org/fhir/R4/datatypes.html#Identifier). */
+function checkIdentifier(identifier: JsonObject, path: string, issues: ValidationIssue[]): void {
+  const { system, value } = identifier;
+  if (system !== 'urn:ietf:rfc:3986' || typeof value !== 'string') return;
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value))
+    issues.push(
+      errorIssue(
+        'value',
+        `${path}.value`,
+        `With system urn:ietf:rfc:3986 the value must be an absolute URI, not '${value}'`,
+      ),
+    );
+}
+
+function collectIds(value: unknown, into: Set<string>, depth: number): void {
+  if (depth > 100 || typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (const item of value) collectIds(item, into, depth + 1);
+    return;
+  }
+  for (const key in value) {
+    const child = (value as JsonObject)[key];
+    if (key === 'id' && typeof child === 'string') into.add(child);
+    else collectIds(child, into, depth + 1);
   }
 }

@@ -31,7 +31,8 @@ export const HAND_CODED: Readonly<Record<string, { expressions: readonly string[
       ],
       check: (node, scope) => {
         const reference = (node as JsonObject).reference;
-        if (typeof reference !== 'string' || !reference.startsWith('#')) return true;
+        // '#' alone points at the container: substring(1) is empty, so the expression is empty (holds).
+        if (typeof reference !== 'string' || !reference.startsWith('#') || reference === '#') return true;
         scope.containedIds ??= containedIds(scope.rootResource);
         return scope.containedIds.has(reference.slice(1));
       },
@@ -228,6 +229,8 @@ export function compareDateTimes(a: string, b: string): -1 | 0 | 1 | undefined |
   const fa = FULL_DATE_TIME.exec(a);
   const fb = FULL_DATE_TIME.exec(b);
   if (fa && fb) {
+    // Fractions of different lengths: the engine's precision rules decide.
+    if ((fa[7] ?? '').length !== (fb[7] ?? '').length) return 'unknown';
     const ta = Date.parse(a);
     const tb = Date.parse(b);
     if (Number.isNaN(ta) || Number.isNaN(tb)) return undefined;

@@ -55,8 +55,33 @@ export interface NarrativeProblem {
   readonly message: string;
 }
 
+export interface NarrativeAnalysis {
+  readonly problem?: NarrativeProblem;
+  /** `#x` hyperlink and image targets with no element of that id or name in the div itself. */
+  readonly fragments: readonly string[];
+}
+
+/** Narratives repeat (generated text): results are memoised, the cap bounds what a client can fill. */
+const CACHE_LIMIT = 5_000;
+const CACHEABLE_LENGTH = 4_096;
+const cache = new Map<string, NarrativeAnalysis>();
+
+export function analyseNarrative(xhtml: string): NarrativeAnalysis {
+  const cached = cache.get(xhtml);
+  if (cached) return cached;
+  const analysis = parseNarrative(xhtml);
+  if (xhtml.length <= CACHEABLE_LENGTH && cache.size < CACHE_LIMIT) cache.set(xhtml, analysis);
+  return analysis;
+}
+
 export function checkNarrative(xhtml: string): NarrativeProblem | undefined {
+  return analyseNarrative(xhtml).problem;
+}
+
+function parseNarrative(xhtml: string): NarrativeAnalysis {
   const problems: NarrativeProblem[] = [];
+  const targets = new Set<string>();
+  const anchors = new Set<string>();
   let depth = 0;
   let hasContent = false;
   const stack: string[] = [];
@@ -92,6 +117,9 @@ export function checkNarrative(xhtml: string): NarrativeProblem | undefined {
       ) {
         fail(`Attribute '${attribute.name}' must not hold a script URL`);
       }
+      if ((qualified === 'href' || qualified === 'src') && attribute.value.startsWith('#'))
+        targets.add(attribute.value.slice(1));
+      if (qualified === 'id' || qualified === 'name') anchors.add(attribute.value);
     }
   });
   parser.on('closetag', () => {
@@ -105,7 +133,12 @@ export function checkNarrative(xhtml: string): NarrativeProblem | undefined {
   } catch (error) {
     fail(`The narrative is not well-formed XHTML: ${(error as Error).message}`);
   }
-  if (problems.length > 0) return problems[0];
-  if (!hasContent) return { rule: 'txt-2', message: 'The narrative SHALL have some non-whitespace content' };
-  return undefined;
+  const fragments = [...targets].filter((target) => !anchors.has(target));
+  if (problems.length > 0) return { problem: problems[0], fragments };
+  if (!hasContent)
+    return {
+      problem: { rule: 'txt-2', message: 'The narrative SHALL have some non-whitespace content' },
+      fragments,
+    };
+  return { fragments };
 }

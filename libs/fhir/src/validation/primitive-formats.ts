@@ -115,22 +115,12 @@ function daysInMonth(year: number, month: number): number {
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
-/** Narratives repeat (generated text); results are memoised, the cap bounds the memory a client can fill. */
-const NARRATIVE_CACHE_LIMIT = 5_000;
-const NARRATIVE_CACHEABLE_LENGTH = 4_096;
-const narrativeCache = new Map<string, PrimitiveProblem | null>();
-
 /** Narrative.div: https://hl7.org/fhir/R4/narrative.html#xhtml, checked by a real XML parse. */
 const narrativeCheck: PrimitiveCheck = (value) => {
   const basic = stringCheck('xhtml', () => true)(value);
   if (basic || typeof value !== 'string') return basic;
-  const cached = narrativeCache.get(value);
-  if (cached !== undefined) return cached ?? undefined;
   const found = checkNarrative(value);
-  const problem = found ? { code: 'value' as const, message: found.message, rule: found.rule } : undefined;
-  if (value.length <= NARRATIVE_CACHEABLE_LENGTH && narrativeCache.size < NARRATIVE_CACHE_LIMIT)
-    narrativeCache.set(value, problem ?? null);
-  return problem;
+  return found ? { code: 'value', message: found.message, rule: found.rule } : undefined;
 };
 
 function stringCheck(

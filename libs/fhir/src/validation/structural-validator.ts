@@ -261,7 +261,10 @@ export class StructuralValidator {
     if (rule.isPrimitive) {
       const problem = this.primitive(rule.typeCode)(value);
       if (problem) issues.push(errorIssue(problem.code, path, problem.message, problem.rule));
-      else if (rule.binding || rule.constraints) this.checks.value(rule, value, path, issues, this.scope);
+      else {
+        if (rule.binding || rule.constraints) this.checks.value(rule, value, path, issues, this.scope);
+        if (rule.typeCode === 'xhtml') this.checks.narrativeLinks(value as string, path, issues, this.scope);
+      }
       return;
     }
     if (rule.typeCode === 'Resource') {

@@ -12,7 +12,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import type { Db, Document } from 'mongodb';
+import type { mongo } from 'mongoose';
+
+type Db = mongo.Db;
+type Document = mongo.Document;
 import { extractIndex, historyKey, resourceKey } from '../libs/fhir/src';
 import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
 import { inParallel, printTable, startBenchServer } from './lib/bench-server';

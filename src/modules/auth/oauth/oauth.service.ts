@@ -32,6 +32,8 @@ export class OAuthService {
     body: Record<string, unknown>,
     creds: PresentedClientCredentials | null,
     realm?: Realm,
+    /** The request's source address (failed assertions are throttled per client and address). */
+    address = 'unknown',
   ): Promise<TokenSet> {
     const grantType = param(body, 'grant_type');
     if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
@@ -40,7 +42,7 @@ export class OAuthService {
       const audience = realm
         ? `${this.settings.urls.auth}/auth/realms/${realm}/protocol/openid-connect/token`
         : tokenEndpoint(this.settings);
-      return this.backendServices.token(body, audience);
+      return this.backendServices.token(body, audience, address);
     }
     if (
       !(GRANT_TYPES as readonly string[]).includes(grantType) ||

@@ -83,10 +83,13 @@ export class HistoryService {
       window.until = at.hi;
       window.fromVid = (await this.history.versionAt(ctx, key, at.lo)) ?? 1;
     }
-    const { rows, total } = await this.history.instancePage(ctx, key, window, { skip, limit: count });
+    const page = await this.history.instancePage(ctx, key, window, { skip, limit: count });
+    const { rows } = page;
+    let total = page.total;
     // The current version's row may be missing after a crash (write protocol step 3): it stands in.
     if (skip === 0 && rows[0]?.vid !== current.vid && inWindow(current.lu, window)) {
       rows.unshift(historyOf(current));
+      total += 1;
       if (rows.length > count) rows.pop();
     }
     const url = `${this.baseUrl(version)}/${type}/${id}/_history`;

@@ -220,7 +220,10 @@ async function main(): Promise<void> {
     const client = await app.get(ClientsService).create({ name: 'bench', programs: [] });
     const user = await app
       .get(UsersService)
-      .createUser({ clientId: client.client_id, secret: client.client_secret, basic: false }, 'bench-user');
+      .createUser(
+        { clientId: client.client_id, secret: client.client_secret, basic: false, address: '127.0.0.1' },
+        'bench-user',
+      );
     const headers = { authorization: `Bearer ${user.access_token}` };
 
     for (const scenario of SCENARIOS) {

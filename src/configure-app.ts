@@ -3,6 +3,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
+import { fhirStringsGuard, verifyUtf8 } from './common/body-hygiene';
 import { isFhirRoute } from './common/fhir-routes';
 import { Settings } from './config/settings';
 
@@ -43,6 +44,8 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   app.set('etag', false);
   // 'simple': a query string never becomes nested objects, so `name[$ne]=` stays a literal key.
   app.set('query parser', 'simple');
+  // The source address (`req.ip`) counts failed client authentications: behind a proxy, trust it.
+  app.set('trust proxy', settings.trustProxy);
   // Swagger UI needs inline styles; the API itself serves JSON only, so a strict CSP elsewhere.
   const strict = helmet();
   const docs = helmet({ contentSecurityPolicy: false });
@@ -68,8 +71,10 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   app.useBodyParser('json', {
     limit: settings.bodyLimitBytes,
     type: ['application/json', 'application/fhir+json', 'application/*+json'],
+    verify: verifyUtf8,
   });
-  app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false });
+  app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false, verify: verifyUtf8 });
+  app.use(fhirStringsGuard);
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   setupSwagger(app, settings);

@@ -36,7 +36,13 @@ export interface Settings {
   exportJobStaleMs: number;
   searchMaxSkip: number;
   userMgmtRateLimitPerHour: number;
-  tokenFailureLimitPerHour: number;
+  /** Failed client authentications per (client id, source address) per window, then 429. */
+  authFailureLimit: number;
+  /** Failed client authentications per source address (any client id) per window, then 429. */
+  authFailureLimitPerAddress: number;
+  authFailureWindowSeconds: number;
+  /** Express `trust proxy`: which hops' X-Forwarded-For is believed for the source address. */
+  trustProxy: boolean | number | string;
   fhirCorsOrigins: string[];
   directorySeed: boolean;
   metricsEnabled: boolean;
@@ -138,6 +144,14 @@ function parseBytes(r: Reader, key: string, fallback: number): number {
   return Number(m[1]) * (unit === 'mb' ? 1024 * 1024 : unit === 'kb' ? 1024 : 1);
 }
 
+/** TRUST_PROXY as Express takes it: true/false, a hop count, or addresses/subnets/`loopback`. */
+function trustProxy(raw: string | undefined): boolean | number | string {
+  if (raw === undefined || /^(0|false|no|off)$/i.test(raw)) return false;
+  if (/^(true|yes|on)$/i.test(raw)) return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw;
+}
+
 export function parseSettings(env: Env): Settings {
   const r = new Reader(env);
   const port = r.int('PORT', 8080, 0, 65535);
@@ -176,7 +190,10 @@ export function parseSettings(env: Env): Settings {
     exportJobStaleMs: r.int('EXPORT_JOB_STALE_MS', 120000, 200, 3600000),
     searchMaxSkip: r.int('SEARCH_MAX_SKIP', 10000, 0, 1000000),
     userMgmtRateLimitPerHour: r.int('USER_MGMT_RATE_LIMIT', 300, 1, 10000000),
-    tokenFailureLimitPerHour: r.int('TOKEN_FAILURE_LIMIT', 20, 1, 10000000),
+    authFailureLimit: r.int('TOKEN_FAILURE_LIMIT', 20, 1, 10000000),
+    authFailureLimitPerAddress: r.int('AUTH_FAILURE_LIMIT_PER_ADDRESS', 100, 1, 10000000),
+    authFailureWindowSeconds: r.int('AUTH_FAILURE_WINDOW', 300, 1, 86400),
+    trustProxy: trustProxy(r.optional('TRUST_PROXY')),
     fhirCorsOrigins: (r.optional('FHIR_CORS_ORIGINS') ?? '')
       .split(',')
       .map((s) => s.trim())

@@ -15,6 +15,7 @@ import { OAuthController, RealmTokenController, WellKnownController } from './oa
 import { OAuthService } from './oauth/oauth.service';
 import { RateLimitRepository } from './rate-limit/rate-limit.repository';
 import { RateLimitDoc, RateLimitSchema } from './rate-limit/rate-limit.schema';
+import { ClientAuthenticator } from './rate-limit/client-authenticator';
 import { RateLimitService } from './rate-limit/rate-limit.service';
 import {
   AuthCodeDoc,
@@ -50,10 +51,18 @@ import { TokenService } from './tokens/token.service';
     GrantService,
     RateLimitRepository,
     RateLimitService,
+    ClientAuthenticator,
     OAuthService,
     BackendServicesRepository,
     BackendServicesService,
   ],
-  exports: [ClientsService, TokenService, GrantService, RateLimitService, BackendServicesService],
+  exports: [
+    ClientsService,
+    TokenService,
+    GrantService,
+    RateLimitService,
+    BackendServicesService,
+    ClientAuthenticator,
+  ],
 })
 export class AuthModule {}

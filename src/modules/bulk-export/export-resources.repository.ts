@@ -110,8 +110,9 @@ export class ExportResourcesRepository {
   }
 
   /**
-   * Splits the selection into files of at most `perFile` resources, reading keys only: one count,
-   * then one covered index query per boundary (skip on the index, run by the engine).
+   * Splits the selection into files of at most `perFile` resources in one pass over its keys, in
+   * key order (`_id` only). One pass, not a count plus one `skip` query per boundary: an engine
+   * that sorts the matches (DocumentDB does, after fetching them) would sort them once per file.
    */
   async keyRanges(
     ctx: TenantContext,
@@ -120,26 +121,30 @@ export class ExportResourcesRepository {
     signal?: AbortSignal,
   ): Promise<KeyRange[]> {
     signal?.throwIfAborted();
-    const filter = this.selectionFilter(ctx, s);
-    const total = await this.collection.countDocuments({ ...filter, _id: keyBounds(ctx, s, null, null) });
-    if (total === 0) return [];
+    const cursor = this.collection
+      .find(
+        { ...this.selectionFilter(ctx, s), _id: keyBounds(ctx, s, null, null) },
+        { projection: { _id: 1 } },
+      )
+      .sort({ _id: 1 })
+      .batchSize(5000);
     const ranges: KeyRange[] = [];
     let from: string | null = null;
-    let remaining = total;
-    while (remaining > perFile) {
-      signal?.throwIfAborted();
-      const boundary = await this.collection
-        .find({ ...filter, _id: keyBounds(ctx, s, from, null) }, { projection: { _id: 1 } })
-        .sort({ _id: 1 })
-        .skip(perFile - 1)
-        .limit(1)
-        .next();
-      if (!boundary) break; // resources went away meanwhile: the rest fits in the last file
-      ranges.push({ from, to: boundary._id, count: perFile });
-      from = boundary._id;
-      remaining -= perFile;
+    let inFile = 0;
+    try {
+      for await (const doc of cursor) {
+        inFile += 1;
+        if (inFile === perFile) {
+          signal?.throwIfAborted();
+          ranges.push({ from, to: doc._id, count: inFile });
+          from = doc._id;
+          inFile = 0;
+        }
+      }
+    } finally {
+      await cursor.close();
     }
-    ranges.push({ from, to: null, count: remaining });
+    if (inFile > 0) ranges.push({ from, to: null, count: inFile });
     return ranges;
   }
 

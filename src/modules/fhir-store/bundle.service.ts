@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
+  bundleIntegrityProblems,
   entryIdSource,
   issue,
   newResourceId,
@@ -344,7 +345,10 @@ export class BundleService {
   }
 }
 
-/** Whole-bundle checks (nothing is stored when one fails): type, size, every entry's request. */
+/**
+ * Whole-bundle checks (nothing is stored when one fails): type, size, every entry's request, and
+ * entries that contradict each other (bundleIntegrityProblems).
+ */
 function readBundle(body: Record<string, unknown>): {
   kind: 'transaction' | 'batch';
   entries: RequestEntry[];
@@ -401,6 +405,15 @@ function readBundle(body: Record<string, unknown>): {
     throw new OperationOutcomeError('invalid', problems.join('; '), {
       status: 400,
       issues: problems.map((p) => issue('required', `${p}; nothing was stored`, { path: p.split(' ')[0] })),
+    });
+  }
+  const contradictions = bundleIntegrityProblems(entries);
+  if (contradictions.length > 0) {
+    throw new OperationOutcomeError('invalid', contradictions.map((p) => p.message).join('; '), {
+      status: 400,
+      issues: contradictions.map((p) =>
+        issue('invalid', `${p.message}; nothing was stored`, { path: p.path }),
+      ),
     });
   }
   return { kind: body.type, entries };

@@ -1,6 +1,7 @@
 export * from './keys';
 export * from './reference-rewriting';
 export * from './bundle-entries';
+export * from './bundle-integrity';
 export * from './bundle-builders';
 export * from './provenance';
 export * from './resource-stamping';

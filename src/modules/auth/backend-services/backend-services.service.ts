@@ -58,8 +58,8 @@ export class BackendServicesService {
   }
 
   /** The token of a verified assertion. `audience`: the URL of the token endpoint that was called. */
-  async token(body: Record<string, unknown>, audience: string): Promise<TokenSet> {
-    const client = await this.authenticate(body, audience);
+  async token(body: Record<string, unknown>, audience: string, address: string): Promise<TokenSet> {
+    const client = await this.authenticate(body, audience, address);
     const { scopes, unknown } = parseScope(param(body, 'scope'), BACKEND_SCOPES);
     if (unknown.length > 0) {
       throw new OAuthError(
@@ -79,7 +79,11 @@ export class BackendServicesService {
     };
   }
 
-  private async authenticate(body: Record<string, unknown>, audience: string): Promise<ClientRecord> {
+  private async authenticate(
+    body: Record<string, unknown>,
+    audience: string,
+    address: string,
+  ): Promise<ClientRecord> {
     if (param(body, 'client_assertion_type') !== JWT_BEARER_ASSERTION) {
       throw new OAuthError('invalid_request', `client_assertion_type must be ${JWT_BEARER_ASSERTION}`);
     }
@@ -94,7 +98,7 @@ export class BackendServicesService {
     const named = param(body, 'client_id');
     if (named !== undefined && named !== clientId)
       throw refuse('client_id differs from the assertion issuer');
-    await this.rateLimit.checkAuthFailures(clientId.slice(0, 200));
+    await this.rateLimit.checkAuthFailures(clientId.slice(0, 200), address);
     try {
       const client = await this.clients.findActive(clientId);
       if (!client) throw refuse('unknown or disabled client');
@@ -106,7 +110,8 @@ export class BackendServicesService {
         throw refuse('this assertion (jti) was used before');
       return client;
     } catch (error) {
-      if (error instanceof OAuthError) await this.rateLimit.recordAuthFailure(clientId.slice(0, 200));
+      if (error instanceof OAuthError)
+        await this.rateLimit.recordAuthFailure(clientId.slice(0, 200), address);
       throw error;
     }
   }

@@ -1,9 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { SETTINGS } from '../../../config/config.module';
 import { Settings } from '../../../config/settings';
-import { ClientsService } from '../clients/clients.service';
 import { PresentedClientCredentials } from '../clients/client-credentials';
-import { RateLimitService } from '../rate-limit/rate-limit.service';
+import { ClientAuthenticator } from '../rate-limit/client-authenticator';
 import { GrantService, Realm, TokenSet } from '../tokens/grant.service';
 import { USER_TOKEN_SCOPES } from '../tokens/scopes';
 import { TokenService } from '../tokens/token.service';
@@ -19,10 +18,9 @@ type GrantType = (typeof GRANT_TYPES)[number];
 export class OAuthService {
   constructor(
     @Inject(SETTINGS) private readonly settings: Settings,
-    private readonly clients: ClientsService,
     private readonly grants: GrantService,
     private readonly tokens: TokenService,
-    private readonly rateLimit: RateLimitService,
+    private readonly clientAuth: ClientAuthenticator,
     private readonly backendServices: BackendServicesService,
   ) {}
 
@@ -34,6 +32,8 @@ export class OAuthService {
     body: Record<string, unknown>,
     creds: PresentedClientCredentials | null,
     realm?: Realm,
+    /** The request's source address (failed assertions are throttled per client and address). */
+    address = 'unknown',
   ): Promise<TokenSet> {
     const grantType = param(body, 'grant_type');
     if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
@@ -42,7 +42,7 @@ export class OAuthService {
       const audience = realm
         ? `${this.settings.urls.auth}/auth/realms/${realm}/protocol/openid-connect/token`
         : tokenEndpoint(this.settings);
-      return this.backendServices.token(body, audience);
+      return this.backendServices.token(body, audience, address);
     }
     if (
       !(GRANT_TYPES as readonly string[]).includes(grantType) ||
@@ -60,13 +60,8 @@ export class OAuthService {
         },
       );
     }
-    const failureKey = creds.clientId.slice(0, 200);
-    await this.rateLimit.checkAuthFailures(failureKey);
-    const client = await this.clients.authenticate(creds.clientId, creds.secret);
-    if (!client) {
-      await this.rateLimit.recordAuthFailure(failureKey);
-      throw OAuthError.invalidClient(creds.basic);
-    }
+    const client = await this.clientAuth.authenticate(creds.clientId, creds.secret, creds.address);
+    if (!client) throw OAuthError.invalidClient(creds.basic);
     switch (grantType as GrantType) {
       case 'authorization_code':
         return this.grants.exchangeCode(client, required(body, 'code'));

@@ -151,7 +151,7 @@ export class SearchService {
 
   /**
    * Bundle.total: known without a count when the last page is reached (most patient-scoped
-   * searches fit one page): a second pass over the matches is what scans cost on FerretDB.
+   * searches fit one page), which saves the second pass over the matches a count is.
    */
   private async totalOf(
     ctx: TenantContext,

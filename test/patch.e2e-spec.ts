@@ -157,6 +157,7 @@ describe('PATCH (e2e)', () => {
 
   it('PATCH as a transaction entry (Binary JSON Patch and Parameters)', async () => {
     const { id } = await create('r4', { resourceType: 'Patient', gender: 'male' });
+    const second = await create('r4', { resourceType: 'Patient', gender: 'male' });
     const jsonPatch = Buffer.from(
       JSON.stringify([{ op: 'add', path: '/birthDate', value: '1980-02-02' }]),
     ).toString('base64');
@@ -179,7 +180,7 @@ describe('PATCH (e2e)', () => {
               ]),
             ],
           },
-          request: { method: 'PATCH', url: `Patient/${id}` },
+          request: { method: 'PATCH', url: `Patient/${second.id}` },
         },
       ],
     };
@@ -191,7 +192,12 @@ describe('PATCH (e2e)', () => {
       .expect(200);
     expect(res.body.entry.map((e: any) => e.response.status)).toEqual(['200 OK', '200 OK']);
     const read = await request(t.server).get(`/r4/Patient/${id}`).set(bearer(alice.access_token)).expect(200);
-    expect(read.body).toMatchObject({ birthDate: '1980-02-02', gender: 'other' });
-    expect(read.body.meta.versionId).toBe('3');
+    expect(read.body).toMatchObject({ birthDate: '1980-02-02', gender: 'male' });
+    expect(read.body.meta.versionId).toBe('2');
+    const other = await request(t.server)
+      .get(`/r4/Patient/${second.id}`)
+      .set(bearer(alice.access_token))
+      .expect(200);
+    expect(other.body.gender).toBe('other');
   });
 });

@@ -66,11 +66,6 @@ function operationsOf(version: FhirVersion, baseUrl: string): CapabilityOperatio
       definition: 'http://hl7.org/fhir/uv/bulkdata/OperationDefinition/group-export',
       types: ['Group'],
     },
-    {
-      name: 'validate',
-      definition: 'http://hl7.org/fhir/OperationDefinition/Resource-validate',
-      types: everyType,
-    },
     { name: 'purge', definition: `${baseUrl}/OperationDefinition/purge`, types: [] },
   ];
 }

@@ -144,6 +144,8 @@ export class HistoryService {
       if (value !== undefined) kept.push([name, value]);
     }
     const entries = rows.map((row) => this.entry(version, row));
+    // STU3/DSTU2 bdl-4: entry.response only in batch/transaction responses (R4 adds history)
+    if (version !== 'r4') for (const entry of entries) delete (entry as Partial<HistoryEntry>).response;
     const links = pagingLinks(url, kept, page);
     return { status: 200, body: historyBundleJson({ total: page.total, links, entries }) };
   }

@@ -230,7 +230,7 @@ describe('transaction and batch bundles (e2e)', () => {
     await postBundle(
       transaction([
         entry,
-        { resource: { resourceType: 'Patient' }, request: { method: 'PATCH', url: 'Patient' } },
+        { resource: { resourceType: 'Patient' }, request: { method: 'HEAD', url: 'Patient' } },
       ]),
     ).expect(400);
     await postBundle({ resourceType: 'Patient' }).expect(400);

@@ -10,6 +10,7 @@ import {
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import { tokenEndpoint } from '../auth/oauth/smart-configuration';
+import { registeredOperations } from '../fhir-operations/operation-registry';
 
 /** Interactions of the store, history and conditional routes (https://hl7.org/fhir/R4/http.html). */
 const TYPE_INTERACTIONS = [
@@ -34,12 +35,21 @@ const BULK_DATA_IG = 'http://hl7.org/fhir/uv/bulkdata/CapabilityStatement/bulk-d
 const STARTED = new Date().toISOString();
 
 /**
- * Operations and where their routes are: `$everything` (search module), `$export` (bulk-export),
- * `$validate` (fhir-operations), `purge` (purge module).
+ * Operations: those recorded by `@FhirOperation` (fhir-operations, e.g. `$validate`), and the ones
+ * of other modules: `$everything` (search), `$export` (bulk-export), `purge` (purge).
  */
 function operationsOf(version: FhirVersion, baseUrl: string): CapabilityOperation[] {
   const everyType = resourceTypes(version);
+  const recorded = registeredOperations().flatMap((op): CapabilityOperation[] => {
+    const definition = op.definition ?? `${baseUrl}/OperationDefinition/${op.name}`;
+    const onTypes = op.levels.some((level) => level !== 'system');
+    return [
+      ...(op.levels.includes('system') ? [{ name: op.name, definition, types: [] }] : []),
+      ...(onTypes ? [{ name: op.name, definition, types: op.resourceTypes ?? everyType }] : []),
+    ];
+  });
   return [
+    ...recorded,
     {
       name: 'everything',
       definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything',
@@ -55,11 +65,6 @@ function operationsOf(version: FhirVersion, baseUrl: string): CapabilityOperatio
       name: 'export',
       definition: 'http://hl7.org/fhir/uv/bulkdata/OperationDefinition/group-export',
       types: ['Group'],
-    },
-    {
-      name: 'validate',
-      definition: 'http://hl7.org/fhir/OperationDefinition/Resource-validate',
-      types: everyType,
     },
     { name: 'purge', definition: `${baseUrl}/OperationDefinition/purge`, types: [] },
   ];

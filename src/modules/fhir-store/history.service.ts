@@ -83,10 +83,13 @@ export class HistoryService {
       window.until = at.hi;
       window.fromVid = (await this.history.versionAt(ctx, key, at.lo)) ?? 1;
     }
-    const { rows, total } = await this.history.instancePage(ctx, key, window, { skip, limit: count });
+    const page = await this.history.instancePage(ctx, key, window, { skip, limit: count });
+    const { rows } = page;
+    let total = page.total;
     // The current version's row may be missing after a crash (write protocol step 3): it stands in.
     if (skip === 0 && rows[0]?.vid !== current.vid && inWindow(current.lu, window)) {
       rows.unshift(historyOf(current));
+      total += 1;
       if (rows.length > count) rows.pop();
     }
     const url = `${this.baseUrl(version)}/${type}/${id}/_history`;
@@ -141,6 +144,8 @@ export class HistoryService {
       if (value !== undefined) kept.push([name, value]);
     }
     const entries = rows.map((row) => this.entry(version, row));
+    // STU3/DSTU2 bdl-4: entry.response only in batch/transaction responses (R4 adds history)
+    if (version !== 'r4') for (const entry of entries) delete (entry as Partial<HistoryEntry>).response;
     const links = pagingLinks(url, kept, page);
     return { status: 200, body: historyBundleJson({ total: page.total, links, entries }) };
   }

@@ -69,7 +69,8 @@ export interface HistoryEntry {
   fullUrl: string;
   resourceJson?: string;
   request: { method: 'POST' | 'PUT' | 'DELETE' | 'PATCH'; url: string };
-  response: { status: string; etag: string; lastModified: string; outcome?: OperationOutcome };
+  /** R4 only: STU3 and DSTU2 Bundles allow `response` in batch/transaction responses alone (bdl-4). */
+  response?: { status: string; etag: string; lastModified: string; outcome?: OperationOutcome };
 }
 
 export function historyBundleJson(input: {
@@ -81,7 +82,7 @@ export function historyBundleJson(input: {
     const parts = [`"fullUrl":${JSON.stringify(entry.fullUrl)}`];
     if (entry.resourceJson !== undefined) parts.push(`"resource":${entry.resourceJson}`);
     parts.push(`"request":${JSON.stringify(entry.request)}`);
-    parts.push(`"response":${JSON.stringify(entry.response)}`);
+    if (entry.response) parts.push(`"response":${JSON.stringify(entry.response)}`);
     return `{${parts.join(',')}}`;
   });
   return bundleJson('history', input, entries);

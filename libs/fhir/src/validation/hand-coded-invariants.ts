@@ -10,6 +10,8 @@ export interface InvariantScope {
   readonly rootResource: JsonObject;
   /** ids of `rootResource.contained`, filled on first need (ref-1). */
   containedIds?: ReadonlySet<string>;
+  /** Engine time spent on the top-level resource (shared by its nested resources). */
+  budget?: { spentMs: number; skipped: number };
 }
 
 export type InvariantCheck = (node: unknown, scope: InvariantScope) => boolean;

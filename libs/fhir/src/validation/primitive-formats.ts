@@ -47,6 +47,7 @@ const INT32_MAX = 2147483647;
 const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
 
 /** Invalid UTF-8 arrives as U+FFFD; `\ud800` escapes in JSON arrive as unpaired surrogates. */
+const SURROGATE = /[\uD800-\uDFFF]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const INTEGER_MINIMUM: Readonly<Record<string, number>> = {
@@ -134,7 +135,7 @@ function stringCheck(
     if (value.length > maxLength) {
       return { code: 'too-long', message: `A ${typeCode} is at most ${maxLength} characters long` };
     }
-    if (CONTROL_CHARACTER.test(value) || LONE_SURROGATE.test(value)) {
+    if (CONTROL_CHARACTER.test(value) || (SURROGATE.test(value) && LONE_SURROGATE.test(value))) {
       return {
         code: 'value',
         message: `A ${typeCode} must not hold control characters (other than tab, CR, LF) or broken UTF-16`,

@@ -290,8 +290,12 @@ describe('validateResource (r4)', () => {
     let item: Record<string, unknown> = { linkId: 'leaf', type: 'display' };
     for (let i = 0; i < 5000; i++) item = { linkId: `${i}`, type: 'group', item: [item] };
     const issues = validateResource('r4', { resourceType: 'Questionnaire', status: 'draft', item: [item] });
-    expect(issues).toHaveLength(1);
-    expect(issues[0].message).toContain('nested');
+    const errors = issues.filter((i) => i.severity === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0].message).toContain('nested');
+    // The invariants on 200 nested items may exceed the engine's time budget (machine-dependent): the
+    // rest are then skipped, said as a warning, instead of the request taking seconds.
+    for (const other of issues.filter((i) => i.severity !== 'error')) expect(other.code).toBe('too-long');
     expect(validateResource('dstu2', { resourceType: 'Questionnaire', item: [item] })).toHaveLength(1);
   });
 

@@ -93,7 +93,12 @@ function main(): void {
     terminology: stats,
     total,
     summary: [
-      { figure: 'validation, all checks (Synthea R4)', value: total.perSecond, unit: 'resources/s', target: '≥ 20,000' },
+      {
+        figure: 'validation, all checks (Synthea R4)',
+        value: total.perSecond,
+        unit: 'resources/s',
+        target: '≥ 20,000',
+      },
       { figure: 'validation tables in memory', value: round1(tablesMb), unit: 'MB' },
     ],
     byType: rows,

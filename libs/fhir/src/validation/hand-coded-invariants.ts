@@ -102,6 +102,17 @@ export const HAND_CODED: Readonly<Record<string, { expressions: readonly string[
         return true;
       },
     },
+    'que-7': {
+      // fhirpath.js answers `answerBoolean is Boolean` with false (FHIR boolean vs System.Boolean); the
+      // reference and the spec's intent: an `exists` condition carries a boolean answer.
+      expressions: ["operator = 'exists' implies (answer is Boolean)"],
+      check: (node) => {
+        const object = node as JsonObject;
+        return (
+          object.operator !== 'exists' || present(object, 'answerBoolean') || !hasChoice(object, 'answer')
+        );
+      },
+    },
     'qty-3': {
       expressions: ['code.empty() or system.exists()'],
       check: (node) => !present(node as JsonObject, 'code') || present(node as JsonObject, 'system'),

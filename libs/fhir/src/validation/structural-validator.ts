@@ -205,7 +205,11 @@ export class StructuralValidator {
       if (reported.has(group)) continue;
       reported.add(group);
       issues.push(
-        errorIssue('structure', `${path}.${group}`, `Only one choice allowed, found both '${first}' and '${second}'`),
+        errorIssue(
+          'structure',
+          `${path}.${group}`,
+          `Only one choice allowed, found both '${first}' and '${second}'`,
+        ),
       );
     }
     for (const rule of table.required) {

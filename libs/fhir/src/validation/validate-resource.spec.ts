@@ -53,7 +53,9 @@ describe('validateResource (r4)', () => {
       const bundle = {
         resourceType: 'Bundle',
         type: 'collection',
-        entry: [{ fullUrl: 'urn:uuid:1', resource: observation({ x: 1 }) }],
+        entry: [
+          { fullUrl: 'urn:uuid:0c3151bd-1cbf-4d64-b04d-cd9187a4c6e0', resource: observation({ x: 1 }) },
+        ],
       };
       expect(issuesOf(bundle)).toEqual(['structure Bundle.entry[0].resource.x']);
     });

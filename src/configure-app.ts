@@ -3,6 +3,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
+import { fhirStringsGuard, verifyUtf8 } from './common/body-hygiene';
 import { isFhirRoute } from './common/fhir-routes';
 import { Settings } from './config/settings';
 
@@ -38,8 +39,13 @@ function setupSwagger(app: NestExpressApplication, settings: Settings): void {
 export function configureApp(app: NestExpressApplication, settings: Settings): void {
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  // No content-hash ETags from Express: an ETag on a FHIR route is the resource's W/"versionId"
+  // (https://hl7.org/fhir/R4/http.html#versioning), set by the store on resource responses only.
+  app.set('etag', false);
   // 'simple': a query string never becomes nested objects, so `name[$ne]=` stays a literal key.
   app.set('query parser', 'simple');
+  // The source address (`req.ip`) counts failed client authentications: behind a proxy, trust it.
+  app.set('trust proxy', settings.trustProxy);
   // Swagger UI needs inline styles; the API itself serves JSON only, so a strict CSP elsewhere.
   const strict = helmet();
   const docs = helmet({ contentSecurityPolicy: false });
@@ -52,8 +58,11 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
     if (origin && isFhirRoute(req.path) && (origins.has(origin) || origins.has('*'))) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Vary', 'Origin');
-      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Prefer, If-Match');
-      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE');
+      res.setHeader(
+        'Access-Control-Allow-Headers',
+        'Authorization, Content-Type, Accept, Prefer, If-Match, If-None-Exist',
+      );
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
       res.setHeader('Access-Control-Expose-Headers', 'Location, ETag, Content-Location, X-Progress');
       if (req.method === 'OPTIONS') return res.status(204).end();
     }
@@ -62,8 +71,10 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   app.useBodyParser('json', {
     limit: settings.bodyLimitBytes,
     type: ['application/json', 'application/fhir+json', 'application/*+json'],
+    verify: verifyUtf8,
   });
-  app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false });
+  app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false, verify: verifyUtf8 });
+  app.use(fhirStringsGuard);
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   setupSwagger(app, settings);

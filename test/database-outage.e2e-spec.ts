@@ -1,35 +1,32 @@
-import { mkdtempSync, rmSync } from 'fs';
+import { chmodSync, mkdtempSync, rmSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import request from 'supertest';
 import { createTestApp, TestApp } from '@app/testing';
-import {
-  findFerretDbBinary,
-  freePort,
-  RunningFerretDb,
-  startFerretDb,
-} from '../src/database/ferretdb-process';
+import { documentDbPaths, RunningDocumentDb, startDocumentDb } from '../src/database/documentdb-process';
+import { freePort } from '../src/database/free-port';
 
 /**
  * The database goes away under a running app and comes back: /health says 503 meanwhile,
- * requests fail fast, and service resumes without restarting the app (issue 2 §3).
+ * requests fail fast, and service resumes without restarting the app (issue 2 §3, issue 13).
+ * Runs on its own DocumentDB instance so that stopping it leaves the shared one alone.
  */
 describe('database outage (e2e)', () => {
-  const binary = findFerretDbBinary();
   const dir = mkdtempSync(join(tmpdir(), 'fhir-outage-'));
+  const paths = documentDbPaths(process.env);
   let port: number;
-  let db: RunningFerretDb;
+  let db: RunningDocumentDb;
   let t: TestApp;
 
   beforeAll(async () => {
-    if (!binary) throw new Error('this test needs a FerretDB binary (bash scripts/install-ferretdb.sh)');
+    chmodSync(dir, 0o755);
     port = await freePort();
-    db = await startFerretDb(binary, dir, port);
+    db = await startDocumentDb(paths, dir, port);
     process.env.TEST_MONGO_URL_SAVED = process.env.TEST_MONGO_URL;
     process.env.TEST_MONGO_URL = db.uri;
     t = await createTestApp({ DB_TIMEOUT_MS: '700' });
     process.env.TEST_MONGO_URL = process.env.TEST_MONGO_URL_SAVED;
-  });
+  }, 120_000);
 
   afterAll(async () => {
     await t?.app.close();
@@ -45,12 +42,12 @@ describe('database outage (e2e)', () => {
     expect({ status: down.status, body: down.body }).toEqual({ status: 503, body: expect.anything() });
     expect(Date.now() - started).toBeLessThan(5000);
 
-    db = await startFerretDb(binary!, dir, port);
+    db = await startDocumentDb(paths, dir, port);
     let status = 0;
     for (let i = 0; i < 50 && status !== 200; i++) {
       status = (await request(t.server).get('/health')).status;
       if (status !== 200) await new Promise((r) => setTimeout(r, 200));
     }
     expect(status).toBe(200);
-  });
+  }, 120_000);
 });

@@ -248,7 +248,7 @@ describe('identity: program realms, user list and rename, rate limits, CLI (e2e)
       await createUser(limited, other);
     });
 
-    it('token endpoint: failed client authentications are limited, even for the right secret after', async () => {
+    it('token endpoint: failed client authentications are limited per source; a never-verified secret from it too', async () => {
       const c = await createClient(limited, { programs: ['epa'] });
       const attempt = (secret: string) =>
         request(limited.server)
@@ -260,6 +260,7 @@ describe('identity: program realms, user list and rename, rate limits, CLI (e2e)
       const blocked = await attempt('guess-3');
       expect(blocked.status).toBe(429);
       expect(blocked.headers['retry-after']).toBeDefined();
+      // This source cannot be told from the owner: no verification for it (docs/security.md).
       expect((await attempt(c.client_secret)).status).toBe(429);
     });
   });

@@ -27,4 +27,17 @@ describe('parseSettings', () => {
     expect(s.bodyLimitBytes).toBe(1024 * 1024);
     expect(s.urls.base).toBe('https://fhir.example.org');
   });
+
+  it("lets MONGO_URL's database win over MONGO_DB, which applies only when the URL names none", () => {
+    const named = parseSettings({
+      MONGO_URL: 'mongodb://u:p@db:27017/tenant_a?authSource=admin',
+      MONGO_DB: 'x',
+    });
+    expect(named.mongoDb).toBe('tenant_a');
+    expect(parseSettings({ MONGO_URL: 'mongodb://db:27017/?replicaSet=rs0', MONGO_DB: 'x' }).mongoDb).toBe(
+      'x',
+    );
+    expect(parseSettings({ MONGO_URL: 'mongodb://db:27017' }).mongoDb).toBe('fhir');
+    expect(parseSettings({ MONGO_URL: 'mongodb+srv://c.example.net/prod' }).mongoDb).toBe('prod');
+  });
 });

@@ -32,9 +32,17 @@ export interface Settings {
   purgeBudgetMs: number;
   exportFileMaxResources: number;
   exportLinkTtlSeconds: number;
+  /** An async export job whose run has not beaten for this long is taken over by the next poll. */
+  exportJobStaleMs: number;
   searchMaxSkip: number;
   userMgmtRateLimitPerHour: number;
-  tokenFailureLimitPerHour: number;
+  /** Failed client authentications per (client id, source address) per window, then 429. */
+  authFailureLimit: number;
+  /** Failed client authentications per source address (any client id) per window, then 429. */
+  authFailureLimitPerAddress: number;
+  authFailureWindowSeconds: number;
+  /** Express `trust proxy`: which hops' X-Forwarded-For is believed for the source address. */
+  trustProxy: boolean | number | string;
   fhirCorsOrigins: string[];
   directorySeed: boolean;
   metricsEnabled: boolean;
@@ -113,6 +121,16 @@ class Reader {
   }
 }
 
+/** The database a MongoDB connection string names in its path (`mongodb://h/db?…`), if any. */
+export function databaseInUrl(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  const afterScheme = url.replace(/^mongodb(\+srv)?:\/\//, '');
+  const slash = afterScheme.indexOf('/');
+  if (slash < 0) return undefined;
+  const name = decodeURIComponent(afterScheme.slice(slash + 1).split('?')[0]);
+  return name || undefined;
+}
+
 /** Parses `1mb`, `512kb`, `5000000` into bytes. */
 function parseBytes(r: Reader, key: string, fallback: number): number {
   const raw = r.optional(key);
@@ -126,6 +144,14 @@ function parseBytes(r: Reader, key: string, fallback: number): number {
   return Number(m[1]) * (unit === 'mb' ? 1024 * 1024 : unit === 'kb' ? 1024 : 1);
 }
 
+/** TRUST_PROXY as Express takes it: true/false, a hop count, or addresses/subnets/`loopback`. */
+function trustProxy(raw: string | undefined): boolean | number | string {
+  if (raw === undefined || /^(0|false|no|off)$/i.test(raw)) return false;
+  if (/^(true|yes|on)$/i.test(raw)) return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw;
+}
+
 export function parseSettings(env: Env): Settings {
   const r = new Reader(env);
   const port = r.int('PORT', 8080, 0, 65535);
@@ -136,7 +162,8 @@ export function parseSettings(env: Env): Settings {
     port,
     host,
     mongoUrl: r.mongoUrl('MONGO_URL'),
-    mongoDb: r.str('MONGO_DB', 'fhir'),
+    // The database named in MONGO_URL's path wins; MONGO_DB applies only when the URL names none.
+    mongoDb: databaseInUrl(r.optional('MONGO_URL')) ?? r.str('MONGO_DB', 'fhir'),
     dataDir: r.str('DATA_DIR', './data'),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     urls: {
@@ -160,9 +187,13 @@ export function parseSettings(env: Env): Settings {
     purgeBudgetMs: r.int('PURGE_BUDGET_MS', 30000, 100, 600000),
     exportFileMaxResources: r.int('EXPORT_FILE_MAX_RESOURCES', 10000, 1, 10000000),
     exportLinkTtlSeconds: r.int('EXPORT_LINK_TTL', 3600, 1, 86400 * 7),
+    exportJobStaleMs: r.int('EXPORT_JOB_STALE_MS', 120000, 200, 3600000),
     searchMaxSkip: r.int('SEARCH_MAX_SKIP', 10000, 0, 1000000),
     userMgmtRateLimitPerHour: r.int('USER_MGMT_RATE_LIMIT', 300, 1, 10000000),
-    tokenFailureLimitPerHour: r.int('TOKEN_FAILURE_LIMIT', 20, 1, 10000000),
+    authFailureLimit: r.int('TOKEN_FAILURE_LIMIT', 20, 1, 10000000),
+    authFailureLimitPerAddress: r.int('AUTH_FAILURE_LIMIT_PER_ADDRESS', 100, 1, 10000000),
+    authFailureWindowSeconds: r.int('AUTH_FAILURE_WINDOW', 300, 1, 86400),
+    trustProxy: trustProxy(r.optional('TRUST_PROXY')),
     fhirCorsOrigins: (r.optional('FHIR_CORS_ORIGINS') ?? '')
       .split(',')
       .map((s) => s.trim())

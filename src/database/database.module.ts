@@ -13,7 +13,7 @@ import { Settings } from '../config/settings';
 import { SETTINGS } from '../config/config.module';
 import { DatabaseHandle } from './embedded-database';
 import { ensureIndexes } from './ensure-indexes';
-import { indexPlugin, ttlIndexesOf } from './index-plugin';
+import { indexPlugin } from './index-plugin';
 
 export const DATABASE_HANDLE = Symbol('DATABASE_HANDLE');
 
@@ -25,15 +25,11 @@ class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown
     @InjectConnection() private readonly connection: Connection,
   ) {}
 
-  private sweeper?: NodeJS.Timeout;
-
   async onApplicationBootstrap(): Promise<void> {
     const info = await this.connection.db!.admin().command({ buildInfo: 1 });
-    const engine = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`;
-    this.logger.log(
-      `database engine: ${this.handle.engine} (${engine}, wire ${info.version}), db ${this.connection.name}`,
-    );
-    // Indexes are created at start-up, before the first request is served.
+    const engine = this.handle.description ?? `MongoDB-compatible ${info.version}`;
+    this.logger.log(`database engine: ${this.handle.engine} (${engine}), db ${this.connection.name}`);
+    // Indexes (TTL ones included) are created at start-up, before the first request is served.
     for (const model of Object.values(this.connection.models)) {
       await model.init();
       const specs = model.schema
@@ -41,41 +37,9 @@ class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown
         .map(([key, options]) => ({ key, ...options }) as mongo.IndexDescription);
       await ensureIndexes(this.connection.db!.collection(model.collection.collectionName), specs);
     }
-    await this.ensureTtl(Boolean(info.ferretdbVersion));
-  }
-
-  /** Real TTL indexes on MongoDB; on FerretDB 1.x (no TTL) a sweeper deletes expired documents. */
-  private async ensureTtl(ferret: boolean): Promise<void> {
-    const db = this.connection.db!;
-    const ttl = Object.values(this.connection.models).flatMap((m) =>
-      ttlIndexesOf(m.schema).map((t) => ({ ...t, collection: m.collection.collectionName })),
-    );
-    if (!ferret) {
-      // createIndexes made a plain index on the field; collMod turns it into a TTL index (MongoDB ≥ 5.1)
-      for (const t of ttl) {
-        await db.command({
-          collMod: t.collection,
-          index: { keyPattern: { [t.field]: 1 }, expireAfterSeconds: t.expireAfterSeconds },
-        });
-      }
-      return;
-    }
-    if (ttl.length === 0) return;
-    const sweep = async () => {
-      for (const t of ttl) {
-        const cutoff = new Date(Date.now() - t.expireAfterSeconds * 1000);
-        await db
-          .collection(t.collection)
-          .deleteMany({ [t.field]: { $lt: cutoff } })
-          .catch(() => undefined);
-      }
-    };
-    this.sweeper = setInterval(() => void sweep(), 60_000);
-    this.sweeper.unref();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (this.sweeper) clearInterval(this.sweeper);
     await this.connection.close().catch(() => undefined);
     await this.handle.stop();
   }

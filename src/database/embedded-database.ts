@@ -1,13 +1,15 @@
 import { execFileSync } from 'child_process';
 import { existsSync, mkdirSync } from 'fs';
 import { join, resolve } from 'path';
-import { findFerretDbBinary, startFerretDb } from './ferretdb-process';
+import { documentDbPaths, missingDocumentDb, startDocumentDb } from './documentdb-process';
 
-export type EngineKind = 'external' | 'mongod' | 'ferretdb' | 'mongodb-memory-server-download';
+export type EngineKind = 'external' | 'mongod' | 'documentdb' | 'mongodb-memory-server-download';
 
 export interface DatabaseHandle {
   uri: string;
   engine: EngineKind;
+  /** Engine and version when known at start (an embedded engine), for the boot log. */
+  description?: string;
   /** Stops the embedded engine; a no-op for an external MONGO_URL. */
   stop(): Promise<void>;
 }
@@ -43,9 +45,9 @@ async function startMongoMemoryServer(dataDir: string, systemBinary?: string): P
 }
 
 /**
- * Resolves the database in the order of DESIGN.md §3: MONGO_URL; a local mongod; a FerretDB 1.x
- * binary with SQLite under `dataDir`; mongodb-memory-server's own download. When nothing works
- * the error lists every engine tried and why it failed.
+ * Resolves the database in the order of DESIGN.md §3: MONGO_URL; a local mongod; a local
+ * DocumentDB (PostgreSQL 15 + documentdb + its gateway) under `dataDir`; mongodb-memory-server's
+ * own download. When nothing works the error lists every engine tried and why it failed.
  */
 export async function resolveDatabase(
   mongoUrl: string | undefined,
@@ -67,16 +69,17 @@ export async function resolveDatabase(
     failures.push('local mongod: not found (MONGOMS_SYSTEM_BINARY unset, no mongod on PATH)');
   }
 
-  const ferret = findFerretDbBinary(env);
-  if (ferret) {
+  const paths = documentDbPaths(env);
+  const missing = missingDocumentDb(paths);
+  if (!missing) {
     try {
-      const running = await startFerretDb(ferret, join(dir, 'ferretdb'));
-      return { uri: running.uri, engine: 'ferretdb', stop: running.stop };
+      const running = await startDocumentDb(paths, join(dir, 'documentdb'));
+      return { uri: running.uri, engine: 'documentdb', description: running.version, stop: running.stop };
     } catch (e) {
-      failures.push(`FerretDB (${ferret}): ${(e as Error).message}`);
+      failures.push(`DocumentDB: ${(e as Error).message}`);
     }
   } else {
-    failures.push('FerretDB: not found (FERRETDB_BIN unset, not on PATH, not in $(go env GOPATH)/bin)');
+    failures.push(`DocumentDB: ${missing}`);
   }
 
   if (env.MONGOMS_DISABLE_DOWNLOAD !== '1') {
@@ -92,7 +95,7 @@ export async function resolveDatabase(
       'No database available. Tried, in order:',
       ...failures.map((f) => `  - ${f}`),
       'Provide one of: MONGO_URL=mongodb://…; a mongod on PATH (or MONGOMS_SYSTEM_BINARY);',
-      'or FerretDB: bash scripts/install-ferretdb.sh (builds it with Go into $(go env GOPATH)/bin).',
+      'or DocumentDB: bash ../shared/engines/documentdb/install.sh (PostgreSQL 15 + documentdb + gateway).',
     ].join('\n'),
   );
 }

@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { OperationOutcomeError } from '@app/fhir';
 import { ClientRecord } from '../modules/auth/clients/client.schema';
+import { sourceAddress } from '../modules/auth/clients/client-credentials';
 import { ClientsService } from '../modules/auth/clients/clients.service';
+import { ClientAuthenticator } from '../modules/auth/rate-limit/client-authenticator';
 import { GrantService } from '../modules/auth/tokens/grant.service';
 import { TokenService } from '../modules/auth/tokens/token.service';
 import { UsersService } from '../modules/users/users.service';
@@ -36,6 +38,7 @@ const READ_METHODS = new Set(['GET', 'HEAD']);
 export class TenantResolver {
   constructor(
     private readonly clients: ClientsService,
+    private readonly clientAuth: ClientAuthenticator,
     private readonly tokens: TokenService,
     private readonly users: UsersService,
     private readonly grants: GrantService,
@@ -120,7 +123,7 @@ export class TenantResolver {
       );
     }
     if (opts.bearerOnly) throw unauthorized('this request takes Authorization: Bearer <token>');
-    const client = await this.clients.authenticate(clientId, secret);
+    const client = await this.clientAuth.authenticate(clientId, secret, sourceAddress(req));
     if (!client) throw unauthorized('unknown client, wrong secret, or disabled client');
     const userId = await this.userFromHeaders(req, client, opts.userHeaderOptional === true);
     return {

@@ -1,13 +1,21 @@
 import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
+import { BackendServicesRepository } from './backend-services/backend-services.repository';
+import {
+  AssertionJtiDoc,
+  AssertionJtiSchema,
+  ClientJwksDoc,
+  ClientJwksSchema,
+} from './backend-services/backend-services.schemas';
+import { BackendServicesService } from './backend-services/backend-services.service';
 import { ClientDoc, ClientSchema } from './clients/client.schema';
 import { ClientsRepository } from './clients/clients.repository';
 import { ClientsService } from './clients/clients.service';
 import { OAuthController, RealmTokenController, WellKnownController } from './oauth/oauth.controller';
 import { OAuthService } from './oauth/oauth.service';
-import { ExpiredRecordsSweeper } from './expired-records.sweeper';
 import { RateLimitRepository } from './rate-limit/rate-limit.repository';
 import { RateLimitDoc, RateLimitSchema } from './rate-limit/rate-limit.schema';
+import { ClientAuthenticator } from './rate-limit/client-authenticator';
 import { RateLimitService } from './rate-limit/rate-limit.service';
 import {
   AuthCodeDoc,
@@ -30,6 +38,8 @@ import { TokenService } from './tokens/token.service';
       { name: RefreshTokenDoc.name, schema: RefreshTokenSchema },
       { name: RevokedFamilyDoc.name, schema: RevokedFamilySchema },
       { name: RateLimitDoc.name, schema: RateLimitSchema },
+      { name: ClientJwksDoc.name, schema: ClientJwksSchema },
+      { name: AssertionJtiDoc.name, schema: AssertionJtiSchema },
     ]),
   ],
   controllers: [OAuthController, RealmTokenController, WellKnownController],
@@ -41,9 +51,18 @@ import { TokenService } from './tokens/token.service';
     GrantService,
     RateLimitRepository,
     RateLimitService,
+    ClientAuthenticator,
     OAuthService,
-    ExpiredRecordsSweeper,
+    BackendServicesRepository,
+    BackendServicesService,
   ],
-  exports: [ClientsService, TokenService, GrantService, RateLimitService],
+  exports: [
+    ClientsService,
+    TokenService,
+    GrantService,
+    RateLimitService,
+    BackendServicesService,
+    ClientAuthenticator,
+  ],
 })
 export class AuthModule {}

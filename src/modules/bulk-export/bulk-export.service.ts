@@ -46,8 +46,6 @@ export interface ExportManifest {
 export type KickOffResult = { manifest: ExportManifest } | { statusUrl: string };
 export type JobStatus = { progress: string; retryAfterSeconds: number } | { manifest: ExportManifest };
 
-/** A job whose computing instance has been silent this long is taken over by the next poll. */
-const STALE_JOB_MS = 120_000;
 /** How long an asynchronous job (and its status URL) lives. */
 const JOB_TTL_MS = 24 * 3600_000;
 
@@ -105,12 +103,16 @@ export class BulkExportService {
     }
     const prefer = (req.prefer ?? '').toLowerCase();
     const params = parseExportParameters(v, req.query, /handling\s*=\s*lenient/.test(prefer));
+    if (params.patients && req.kind === 'system') {
+      throw OperationOutcomeError.invalid('patient applies to Patient and Group exports only', 'patient');
+    }
     const scope: ExportScope = {
       v,
       kind: req.kind,
       groupId: req.groupId ?? null,
       types: params.types,
       since: params.since,
+      patients: params.patients,
       transactionTime: new Date(),
     };
     const base = `${this.hostUrl(req.host)}${this.routePrefix(req, v)}`;
@@ -135,6 +137,7 @@ export class BulkExportService {
       groupId: scope.groupId,
       types: scope.types,
       since: scope.since,
+      patients: scope.patients ?? null,
       exportUrl,
       request,
       transactionTime: scope.transactionTime,
@@ -145,20 +148,40 @@ export class BulkExportService {
     return { statusUrl: `${base}/$export-status/${job._id}` };
   }
 
-  /** Computes the plan in the background; the status endpoint reports it when recorded. */
+  /**
+   * Computes the plan in the background; the status endpoint reports it when recorded. The run
+   * beats every quarter of the stale time; when a beat finds the job no longer its own (re-claimed
+   * after a silence, cancelled), the run stops instead of racing the new one.
+   */
   private runJob(ctx: TenantContext, job: ExportJobDoc): void {
     const jobCtx: TenantContext = { ...ctx, userId: job.u };
     const scope: ExportScope = { ...job };
+    const run = new AbortController();
+    const beat = setInterval(
+      () => {
+        this.jobs
+          .heartbeat(job._id, job.startedAt)
+          .then((mine) => (mine ? undefined : run.abort()))
+          .catch(() => undefined); // a missed beat: the next one tries again
+      },
+      Math.max(50, Math.floor(this.settings.exportJobStaleMs / 4)),
+    );
+    beat.unref();
     this.planner
-      .plan(jobCtx, scope, this.settings.exportFileMaxResources)
+      .plan(jobCtx, scope, this.settings.exportFileMaxResources, run.signal)
       .then((plan) => this.jobs.complete(job._id, job.startedAt, plan.files, plan.group))
       .catch(async (err: unknown) => {
+        if (run.signal.aborted) {
+          this.logger.warn({ job: job._id }, 'export run stopped: the job was taken over or cancelled');
+          return;
+        }
         const message =
           err instanceof OperationOutcomeError ? err.message : 'the export could not be prepared';
         if (!(err instanceof OperationOutcomeError))
           this.logger.error({ err, job: job._id }, 'export job failed');
         await this.jobs.fail(job._id, job.startedAt, message).catch(() => undefined);
-      });
+      })
+      .finally(() => clearInterval(beat));
   }
 
   async status(ctx: TenantContext, route: ExportRoute, jobId: string): Promise<JobStatus> {
@@ -173,9 +196,10 @@ export class BulkExportService {
       throw new OperationOutcomeError('exception', job.error ?? 'the export failed', { status: 500 });
     }
     if (job.state === 'in-progress') {
-      if (Date.now() - job.startedAt.getTime() > STALE_JOB_MS) {
-        const claimed = await this.jobs.reclaim(job._id, job.startedAt);
-        if (claimed) this.runJob(ctx, { ...job, startedAt: claimed });
+      const silentSince = new Date(Date.now() - this.settings.exportJobStaleMs);
+      if ((job.beat ?? job.startedAt) < silentSince) {
+        const claimed = await this.jobs.reclaim(job._id, job.startedAt, silentSince);
+        if (claimed) this.runJob(ctx, { ...job, startedAt: claimed, beat: claimed });
       }
       return { progress: 'computing the file list', retryAfterSeconds: 1 };
     }
@@ -200,7 +224,7 @@ export class BulkExportService {
 
   private manifest(
     ctx: TenantContext,
-    scope: Pick<ExportScope, 'v' | 'since' | 'transactionTime'>,
+    scope: Pick<ExportScope, 'v' | 'since' | 'transactionTime' | 'patients'>,
     plan: ExportPlan,
     exportUrl: string,
     request: string,
@@ -219,6 +243,7 @@ export class BulkExportService {
         exp,
       };
       if (plan.group) claims.g = plan.group;
+      if (scope.patients) claims.p = scope.patients;
       return `${exportUrl}/${file.type}/${signFileToken(this.signingKey, claims)}.ndjson`;
     };
     return {
@@ -253,6 +278,7 @@ export class BulkExportService {
       kind: claims.g ? 'group' : 'system',
       groupId: claims.g?.id ?? null,
       types: [type],
+      patients: claims.p ?? null,
       since: claims.since === null ? null : new Date(claims.since),
       transactionTime: new Date(claims.tt),
     };
@@ -266,6 +292,7 @@ export class BulkExportService {
       }
       patientIds = members.patientIds;
     }
+    patientIds = this.planner.patientsOf(scope, patientIds);
     const cursor = this.resources.openFileCursor(
       fileCtx,
       this.planner.selection(scope, type, patientIds),

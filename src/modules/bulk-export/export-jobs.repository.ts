@@ -8,8 +8,8 @@ import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 /**
  * One asynchronous kick-off (Bulk Data IG async flow). The job holds the request and, once computed,
  * the file plan (type + key range + count); file URLs are signed afresh on each status read, so the
- * job never stores a credential. Jobs expire (`exp`: a TTL index on MongoDB, the DatabaseLifecycle
- * sweeper on FerretDB 1.x; reads ignore expired jobs in between).
+ * job never stores a credential. Jobs expire (`exp`: a TTL index; reads ignore expired jobs until
+ * the engine's TTL monitor has removed them).
  */
 export type ExportKind = 'system' | 'patient' | 'group';
 export type JobState = 'in-progress' | 'complete' | 'failed';
@@ -31,12 +31,17 @@ export interface ExportJobDoc {
   groupId: string | null;
   types: string[] | null;
   since: Date | null;
+  /** `patient` kick-off parameter (ids), or null. */
+  patients: string[] | null;
   /** Absolute export URL (file links hang below it) and the kick-off request URL. */
   exportUrl: string;
   request: string;
   transactionTime: Date;
   state: JobState;
+  /** The claim of the run computing the plan: a re-claim replaces it and stops the old run. */
   startedAt: Date;
+  /** Heartbeat of the run computing the plan; a job silent for too long may be re-claimed. */
+  beat: Date;
   files: PlannedFile[];
   group: { id: string; vid: number } | null;
   error: string | null;
@@ -55,11 +60,13 @@ export const ExportJobSchema = new Schema<ExportJobDoc>(
     groupId: { type: String, default: null },
     types: { type: [String], default: null },
     since: { type: Date, default: null },
+    patients: { type: [String], default: null },
     exportUrl: { type: String, required: true },
     request: { type: String, required: true },
     transactionTime: { type: Date, required: true },
     state: { type: String, required: true },
     startedAt: { type: Date, required: true },
+    beat: { type: Date, required: true },
     files: { type: [{ _id: false, type: String, from: String, to: String, count: Number }], default: [] },
     group: { type: new Schema({ id: String, vid: Number }, { _id: false }), default: null },
     error: { type: String, default: null },
@@ -69,7 +76,7 @@ export const ExportJobSchema = new Schema<ExportJobDoc>(
 );
 ExportJobSchema.index({ exp: 1 }, { name: 'export_job_expiry', expireAfterSeconds: 0 });
 
-export type NewExportJob = Omit<ExportJobDoc, 'c' | 'u' | 'state' | 'files' | 'group' | 'error'>;
+export type NewExportJob = Omit<ExportJobDoc, 'c' | 'u' | 'state' | 'files' | 'group' | 'error' | 'beat'>;
 
 @Injectable()
 export class ExportJobsRepository {
@@ -85,6 +92,7 @@ export class ExportJobsRepository {
       c: ctx.clientId,
       u: ctx.userId,
       state: 'in-progress',
+      beat: job.startedAt,
       files: [],
       group: null,
       error: null,
@@ -122,14 +130,26 @@ export class ExportJobsRepository {
   }
 
   /**
-   * Takes over a job whose computing instance went silent (compare-and-set on `startedAt`, so one
-   * poller wins). Returns the new claim time, or null when someone else took it.
+   * The running plan says it is alive. False when the job is no longer this run's (re-claimed by
+   * another poller, cancelled, finished): the run then stops.
    */
-  async reclaim(id: string, previous: Date): Promise<Date | null> {
+  async heartbeat(id: string, startedAt: Date): Promise<boolean> {
+    const res = await this.collection.updateOne(
+      { _id: id, state: 'in-progress', startedAt },
+      { $set: { beat: new Date() } },
+    );
+    return res.matchedCount === 1;
+  }
+
+  /**
+   * Takes over a job whose run has not beaten since `silentSince` (compare-and-set on the claim, so
+   * one poller wins). Returns the new claim time, or null when the job is alive or someone else took it.
+   */
+  async reclaim(id: string, previous: Date, silentSince: Date): Promise<Date | null> {
     const now = new Date();
     const res = await this.collection.updateOne(
-      { _id: id, state: 'in-progress', startedAt: previous },
-      { $set: { startedAt: now } },
+      { _id: id, state: 'in-progress', startedAt: previous, beat: { $lt: silentSince } },
+      { $set: { startedAt: now, beat: now } },
     );
     return res.modifiedCount === 1 ? now : null;
   }

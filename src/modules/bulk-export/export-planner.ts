@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { FhirVersion, OperationOutcomeError, patientCompartmentParams } from '@app/fhir';
 import { TenantContext } from '../../tenancy/tenant-context';
 import { ExportKind, PlannedFile } from './export-jobs.repository';
-import { BoundaryStrategy, ExportResourcesRepository, TypeSelection } from './export-resources.repository';
+import { ExportResourcesRepository, TypeSelection } from './export-resources.repository';
 import { groupPatientIds } from './group-members';
 
 /** What one export covers, before it is split into files. */
@@ -12,6 +12,8 @@ export interface ExportScope {
   groupId: string | null;
   types: string[] | null;
   since: Date | null;
+  /** `patient` parameter of a Patient/Group export: only these patients (ids), or null. */
+  patients?: string[] | null;
   transactionTime: Date;
 }
 
@@ -32,14 +34,7 @@ function inPatientCompartment(v: FhirVersion, type: string): boolean {
  */
 @Injectable()
 export class ExportPlanner {
-  private strategy?: Promise<BoundaryStrategy>;
-
   constructor(private readonly resources: ExportResourcesRepository) {}
-
-  private boundaryStrategy(): Promise<BoundaryStrategy> {
-    this.strategy ??= this.resources.engineIsFerretDb().then((ferret) => (ferret ? 'scan' : 'skip'));
-    return this.strategy;
-  }
 
   /** The patients of a tenant's Group (404 when the tenant has no such live Group). */
   async groupMembers(
@@ -64,7 +59,20 @@ export class ExportPlanner {
     return selection;
   }
 
-  async plan(ctx: TenantContext, scope: ExportScope, perFile: number): Promise<ExportPlan> {
+  /** The `patient` parameter narrows a Patient export to those patients, a Group's to its members among them. */
+  patientsOf(scope: Pick<ExportScope, 'patients'>, members: string[] | undefined): string[] | undefined {
+    if (!scope.patients) return members;
+    const asked = new Set(scope.patients);
+    return members ? members.filter((id) => asked.has(id)) : [...asked];
+  }
+
+  /** `signal`: a background run stops at the next query once its job is no longer its own. */
+  async plan(
+    ctx: TenantContext,
+    scope: ExportScope,
+    perFile: number,
+    signal?: AbortSignal,
+  ): Promise<ExportPlan> {
     let group: ExportPlan['group'] = null;
     let patientIds: string[] | undefined;
     if (scope.kind === 'group') {
@@ -72,27 +80,16 @@ export class ExportPlanner {
       group = { id: scope.groupId!, vid: members.vid };
       patientIds = members.patientIds;
     }
+    patientIds = this.patientsOf(scope, patientIds);
     if (patientIds?.length === 0) return { files: [], group };
     const wanted = scope.types ? new Set(scope.types) : null;
     const selected = (type: string) =>
       (!wanted || wanted.has(type)) && (scope.kind === 'system' || inPatientCompartment(scope.v, type));
-    const strategy = await this.boundaryStrategy();
     const files: PlannedFile[] = [];
-    if (strategy === 'scan' && !patientIds) {
-      const byType = await this.resources.keyRangesOfAllTypes(ctx, scope, selected, perFile);
-      for (const type of [...byType.keys()].sort()) {
-        for (const range of byType.get(type)!) files.push({ type, ...range });
-      }
-      return { files, group };
-    }
     const types = (await this.resources.typesWithData(ctx, scope.v)).filter(selected);
     for (const type of types) {
-      const ranges = await this.resources.keyRanges(
-        ctx,
-        this.selection(scope, type, patientIds),
-        perFile,
-        strategy,
-      );
+      const selection = this.selection(scope, type, patientIds);
+      const ranges = await this.resources.keyRanges(ctx, selection, perFile, signal);
       for (const range of ranges) files.push({ type, ...range });
     }
     return { files, group };

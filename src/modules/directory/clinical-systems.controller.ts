@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Ip, Post, Query, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -23,13 +23,13 @@ const LIST_DESCRIPTION =
   'Active entries ordered by name, at most 500 (header X-Total-Count has the full count; narrow with `query`, ' +
   'which matches like /api/search).';
 
-function credentialsFrom(headers: Fields, ...sources: Fields[]): PresentedClientCredentials {
+function credentialsFrom(address: string, headers: Fields, ...sources: Fields[]): PresentedClientCredentials {
   for (const source of [headers, ...sources]) {
     if (source?.client_id !== undefined || source?.client_secret !== undefined) {
-      return { clientId: source.client_id, clientSecret: source.client_secret };
+      return { clientId: source.client_id, clientSecret: source.client_secret, address };
     }
   }
-  return {};
+  return { address };
 }
 
 @ApiTags('directory')
@@ -51,11 +51,16 @@ export class ClinicalSystemsController {
   @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown systemType' })
   @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Missing or bad client credentials' })
   async listGet(
+    @Ip() address: string,
     @Headers() headers: Fields,
     @Query() query: Fields,
     @Res({ passthrough: true }) res: Response,
   ): Promise<DirectoryEntry[]> {
-    const page = await this.clinical.list(credentialsFrom(headers, query), query.systemType, query.query);
+    const page = await this.clinical.list(
+      credentialsFrom(address, headers, query),
+      query.systemType,
+      query.query,
+    );
     res.setHeader('X-Total-Count', String(page.total));
     return page.entries;
   }
@@ -72,6 +77,7 @@ export class ClinicalSystemsController {
   @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown systemType' })
   @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Missing or bad client credentials' })
   async listPost(
+    @Ip() address: string,
     @Headers() headers: Fields,
     @Query() query: Fields,
     @Body() body: unknown,
@@ -79,7 +85,7 @@ export class ClinicalSystemsController {
   ): Promise<DirectoryEntry[]> {
     const form = typeof body === 'object' && body !== null ? (body as Fields) : {};
     const page = await this.clinical.list(
-      credentialsFrom(headers, form, query),
+      credentialsFrom(address, headers, form, query),
       form.systemType ?? query.systemType,
       form.query ?? query.query,
     );

@@ -1,5 +1,5 @@
 import { Injectable, UnauthorizedException } from '@nestjs/common';
-import { ClientsService } from '../../tenancy';
+import { ClientAuthenticator } from '../auth/rate-limit/client-authenticator';
 import { DirectoryPage } from './directory.repository';
 import { DirectoryService } from './directory.service';
 
@@ -7,13 +7,15 @@ import { DirectoryService } from './directory.service';
 export interface PresentedClientCredentials {
   clientId?: unknown;
   clientSecret?: unknown;
+  /** Source address of the request: failed authentications are throttled per client and address. */
+  address: string;
 }
 
 /** `{base_url}/connect/system/clinical` (SPEC §4.9): the supported systems, for a client. */
 @Injectable()
 export class ClinicalSystemsService {
   constructor(
-    private readonly clients: ClientsService,
+    private readonly clientAuth: ClientAuthenticator,
     private readonly directory: DirectoryService,
   ) {}
 
@@ -22,10 +24,10 @@ export class ClinicalSystemsService {
     systemType: unknown,
     query: unknown,
   ): Promise<DirectoryPage> {
-    const { clientId, clientSecret } = credentials;
+    const { clientId, clientSecret, address } = credentials;
     const client =
       typeof clientId === 'string' && typeof clientSecret === 'string'
-        ? await this.clients.authenticate(clientId, clientSecret)
+        ? await this.clientAuth.authenticate(clientId, clientSecret, address)
         : null;
     if (!client) {
       throw new UnauthorizedException({

@@ -12,7 +12,6 @@ import {
   SystemType,
 } from './directory-entry';
 import { DIRECTORY_ENTRY_MODEL, DirectoryEntryDocument } from './directory-entry.schema';
-import { CachedEntry, DirectorySearchCache } from './directory-search-cache';
 
 /** What the search matches: every word as a word prefix, optionally one system type, active only. */
 export interface DirectoryCriteria {
@@ -33,13 +32,7 @@ export interface UpsertCounts {
 /** The only code that touches the directory collection. The directory is global (not tenant data). */
 @Injectable()
 export class DirectoryRepository {
-  private readonly cache: DirectorySearchCache;
-
-  constructor(@InjectModel(DIRECTORY_ENTRY_MODEL) private readonly model: Model<DirectoryEntryDocument>) {
-    this.cache = new DirectorySearchCache(this.model.db.collection('directory_meta'), () =>
-      this.loadActive(),
-    );
-  }
+  constructor(@InjectModel(DIRECTORY_ENTRY_MODEL) private readonly model: Model<DirectoryEntryDocument>) {}
 
   /**
    * Idempotent upsert by id (import, seed). One bulkWrite per batch; `created_at` is kept on
@@ -60,23 +53,20 @@ export class DirectoryRepository {
       }),
       { ordered: false },
     );
-    await this.cache.bump();
     return { inserted: result.upsertedCount, updated: result.matchedCount };
   }
 
   /**
-   * Inserts entries whose ids are not stored yet, in one command (the first-start seed: much
-   * cheaper than upserts on FerretDB). An id that exists already is skipped, not overwritten.
+   * Inserts entries whose ids are not stored yet, in one command (the first-start seed: cheaper
+   * than upserts). An id that exists already is skipped, not overwritten.
    */
   async insertNew(inputs: readonly DirectoryEntryInput[], now = new Date()): Promise<number> {
     if (inputs.length === 0) return 0;
     try {
       const docs = inputs.map((input) => storedForm(input, now));
       const result = await this.model.collection.insertMany(docs as any[], { ordered: false });
-      await this.cache.bump();
       return result.insertedCount;
     } catch (e) {
-      await this.cache.bump();
       const err = e as { code?: number; insertedCount?: number; writeErrors?: { code?: number }[] };
       const writeErrors = err.writeErrors ?? [];
       const onlyDuplicates = writeErrors.length > 0 && writeErrors.every((w) => w.code === 11000);
@@ -85,18 +75,16 @@ export class DirectoryRepository {
     }
   }
 
-  /** Served from the in-memory copy (see DirectorySearchCache): same matching as `filterFor`. */
+  /**
+   * Active entries matching every word as a word prefix, in name order: equality on the multikey
+   * `prefixes` index (no regex from input), sorted by the index's `sort_name`.
+   */
   async search(criteria: DirectoryCriteria, offset: number, limit: number): Promise<DirectoryPage> {
-    return this.cache.search(criteria.words, criteria.systemType, offset, limit);
-  }
-
-  /** The database form of the same search, for MongoDB-side tools and the benchmark's driver baseline. */
-  async searchInDatabase(criteria: DirectoryCriteria, offset: number, limit: number): Promise<DirectoryPage> {
     const filter = this.filterFor(criteria);
     const [total, docs] = await Promise.all([
       this.model.countDocuments(filter),
       this.model
-        .find(filter)
+        .find(filter, { prefixes: 0, words: 0 })
         .sort({ sort_name: 1, _id: 1 })
         .skip(offset)
         .limit(limit)
@@ -105,21 +93,14 @@ export class DirectoryRepository {
     return { total, entries: docs.map(toEntry) };
   }
 
-  /** Every active entry with its words; sorted by the cache (an unsorted read is cheaper on FerretDB). */
-  private async loadActive(): Promise<CachedEntry[]> {
-    const docs = await this.model
-      .find({ status: 'active' }, { prefixes: 0 })
-      .lean<DirectoryEntryDocument[]>();
-    return docs.map((doc) => ({ entry: toEntry(doc), words: doc.words ?? [], sortName: doc.sort_name }));
-  }
-
   async findById(id: string): Promise<DirectoryEntry | null> {
     const doc = await this.model.findById(id).lean<DirectoryEntryDocument>();
     return doc ? toEntry(doc) : null;
   }
 
+  /** Exact (an estimated count comes from engine statistics, which lag behind on DocumentDB). */
   async count(): Promise<number> {
-    return this.model.estimatedDocumentCount();
+    return this.model.countDocuments({});
   }
 
   /** Every entry (any status) in id order, read in batches: `directory export`. */

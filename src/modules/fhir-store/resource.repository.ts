@@ -1,10 +1,9 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import type { Connection, mongo } from 'mongoose';
-import { historyKey, indexSpecs, OperationOutcomeError, resourceKey, type FhirVersion } from '@app/fhir';
+import { historyKey, indexSpecs, resourceKey, RETIRED_INDEX_NAMES, type FhirVersion } from '@app/fhir';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 import { HISTORY_COLLECTION, HistoryDoc, RESOURCES_COLLECTION, ResourceDoc } from './resource-documents';
-import { engineTraits } from '../../database/engine-traits';
 import { ensureIndexes } from '../../database/ensure-indexes';
 
 /** Options of `search`: the search lib builds `filter`/`sort`; the repository adds tenant and version. */
@@ -39,53 +38,29 @@ type MongoBulkWriteError = mongo.MongoBulkWriteError;
 const DUPLICATE_KEY = 11000;
 const WITHOUT_INDEX = { idx: 0 } as const;
 
-/**
- * One document by `_id` alone, `scope` (a tenant filter, `del: false` …) checked on the document.
- * A filter of exactly `{_id}` is the one FerretDB 1.x (SQLite) pushes down to its engine (an index
- * search with the fix of docs/ferretdb.md): adding any other field, or `{_id: {$in}}`, makes it scan
- * the whole collection in Go. MongoDB answers both forms from the `_id` index. The keys
- * embed the client id, so the client part of the scope holds by construction as well.
- */
-export async function findScoped<T extends { _id: string }>(
+/** One document by `_id` within `scope` (a tenant filter, `del: false` …), without its index entries. */
+export function findScoped<T extends { _id: string }>(
   collection: Collection<T>,
   id: string,
   scope: object,
 ): Promise<T | null> {
-  const doc = (await collection.findOne({ _id: id } as mongo.Filter<T>, {
+  return collection.findOne({ _id: id, ...scope } as mongo.Filter<T>, {
     projection: WITHOUT_INDEX,
-  })) as T | null;
-  if (!doc) return null;
-  const fields = doc as unknown as Record<string, unknown>;
-  return Object.entries(scope).every(([field, value]) => fields[field] === value) ? doc : null;
+  }) as Promise<T | null>;
 }
 
-/** `findScoped` for many ids, as parallel point look-ups; missing ones are left out, order kept. */
+/** `findScoped` for many ids in one `$in` query; missing ones are left out, order of `ids` kept. */
 export async function byIds<T extends { _id: string }>(
   collection: Collection<T>,
   ids: readonly string[],
   scope: object,
 ): Promise<T[]> {
-  const found = await Promise.all(ids.map((id) => findScoped(collection, id, scope)));
-  return found.filter((doc) => doc !== null);
-}
-
-const BUSY = /SQLITE_BUSY|database is locked/;
-
-async function retryWhileBusy<T>(operation: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await operation();
-    } catch (error) {
-      if (!BUSY.test((error as Error)?.message ?? '')) throw error;
-      if (attempt >= 6) {
-        throw new OperationOutcomeError('transient', 'the database is busy; retry', {
-          status: 503,
-          headers: { 'Retry-After': '1' },
-        });
-      }
-      await new Promise((resolve) => setTimeout(resolve, 10 * 2 ** attempt));
-    }
-  }
+  if (ids.length === 0) return [];
+  const docs = (await collection
+    .find({ _id: { $in: [...ids] }, ...scope } as mongo.Filter<T>, { projection: WITHOUT_INDEX })
+    .toArray()) as T[];
+  const byId = new Map(docs.map((d) => [d._id, d]));
+  return ids.map((id) => byId.get(id)).filter((d): d is T => d !== undefined);
 }
 
 /** The whole client: a user's writer must see other users' ids to answer 409 (SPEC §4.4). */
@@ -114,36 +89,25 @@ export class ResourceRepository implements OnModuleInit {
     return this.connection.db!.collection<HistoryDoc>(HISTORY_COLLECTION);
   }
 
-  /** FerretDB 1.x: only `{_id}` filters are pushed down (see `findScoped`). */
-  private engineScansCompoundFilters = false;
-  /** The tail of the in-process write queue (FerretDB on SQLite only, see `write`). */
-  private writeQueue: Promise<unknown> = Promise.resolve();
-
-  /**
-   * Runs one write. SQLite takes one writer at a time, and FerretDB 1.x answers concurrent writes
-   * with SQLITE_BUSY (and, under sustained contention, has been seen to stop): on FerretDB the
-   * writes of this process are queued, one at a time. A busy answer (another process writing) is
-   * retried with backoff, then reported as 503. MongoDB writes run concurrently.
-   */
-  private write<T>(operation: () => Promise<T>): Promise<T> {
-    if (!this.engineScansCompoundFilters) return retryWhileBusy(operation);
-    const run = this.writeQueue.then(
-      () => retryWhileBusy(operation),
-      () => retryWhileBusy(operation),
-    );
-    this.writeQueue = run.catch(() => undefined);
-    return run;
-  }
-
   /** Indexes are created at start-up, before the first request (DESIGN.md §3). */
   async onModuleInit(): Promise<void> {
-    this.engineScansCompoundFilters = (await engineTraits(this.connection)).onlyIdLookupsIndexed;
     await ensureIndexes(this.resources, [
       { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: 'type_lastUpdated' },
       { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: 'user_type' },
       ...this.searchIndexSpecs(),
     ]);
-    await ensureIndexes(this.history, [{ key: { rk: 1, vid: -1 }, name: 'resource_versions' }]);
+    await ensureIndexes(this.history, [
+      { key: { rk: 1, vid: -1 }, name: 'resource_versions' },
+      // type and system history (HistoryRepository): per user, and client-wide on reads
+      { key: { v: 1, c: 1, u: 1, t: 1, lu: -1 }, name: 'user_type_history' },
+      { key: { v: 1, c: 1, t: 1, lu: -1 }, name: 'type_history' },
+      { key: { v: 1, c: 1, u: 1, lu: -1 }, name: 'user_system_history' },
+      { key: { v: 1, c: 1, lu: -1 }, name: 'system_history' },
+    ]);
+    // Every index costs each write: those of an earlier search-index layout go (`store reindex`
+    // rebuilds the entries of stored resources in the current layout).
+    const present = new Set((await this.resources.indexes()).map((index) => index.name));
+    for (const name of RETIRED_INDEX_NAMES) if (present.has(name)) await this.resources.dropIndex(name);
   }
 
   /** Multikey `idx.*` indexes declared by the search lib (libs/fhir/src/search/search-index.ts). */
@@ -261,10 +225,8 @@ export class ResourceRepository implements OnModuleInit {
    */
   async removeResources(ctx: TenantContext, keys: readonly string[]): Promise<number> {
     if (keys.length === 0) return 0;
-    const removed = await this.write(() =>
-      this.resources.deleteMany({ _id: { $in: [...keys] }, ...tenantFilter(ctx) }),
-    );
-    await this.write(() => this.history.deleteMany({ rk: { $in: [...keys] }, ...tenantFilter(ctx) }));
+    const removed = await this.resources.deleteMany({ _id: { $in: [...keys] }, ...tenantFilter(ctx) });
+    await this.history.deleteMany({ rk: { $in: [...keys] }, ...tenantFilter(ctx) });
     return removed.deletedCount;
   }
 
@@ -286,7 +248,7 @@ export class ResourceRepository implements OnModuleInit {
   /** Step 1 for a new resource. False when the key exists already (someone created it first). */
   async insertCurrent(doc: ResourceDoc): Promise<boolean> {
     try {
-      await this.write(() => this.resources.insertOne(doc));
+      await this.resources.insertOne(doc);
       return true;
     } catch (error) {
       if (isDuplicateKey(error)) return false;
@@ -321,13 +283,8 @@ export class ResourceRepository implements OnModuleInit {
             $unset: { idx: '' as const },
           }
         : { $set: { vid: next.vid, lu: next.lu, del: next.del, json: next.json, idx: next.idx } };
-    // FerretDB scans for any filter beyond `{_id}` and does not apply a filtered update atomically
-    // anyway: there the version claim (claimVersion) is what serialises writers, and the caller
-    // checked the tenant on the document it read. MongoDB gets the full compare-and-set.
-    const filter = this.engineScansCompoundFilters
-      ? { _id: key }
-      : { _id: key, ...tenantFilter(ctx), vid: expectedVid };
-    const result = await this.write(() => this.resources.updateOne(filter, update));
+    const filter = { _id: key, ...tenantFilter(ctx), vid: expectedVid };
+    const result = await this.resources.updateOne(filter, update);
     return result.matchedCount === 1;
   }
 
@@ -342,9 +299,7 @@ export class ResourceRepository implements OnModuleInit {
     if (rows.length === 0) return kept;
     for (const index of await this.insertIgnoringDuplicates(this.history, rows)) {
       const row = rows[index];
-      const replaced = await this.write(() =>
-        this.history.replaceOne({ _id: row._id, lu: { $lt: row.lu } }, row),
-      );
+      const replaced = await this.history.replaceOne({ _id: row._id, lu: { $lt: row.lu } }, row);
       if (replaced.matchedCount === 0) kept.add(index);
     }
     return kept;
@@ -356,7 +311,7 @@ export class ResourceRepository implements OnModuleInit {
     docs: readonly T[],
   ): Promise<number[]> {
     try {
-      await this.write(() => collection.insertMany([...docs] as never[], { ordered: false }));
+      await collection.insertMany([...docs] as never[], { ordered: false });
       return [];
     } catch (error) {
       const writeErrors = (error as MongoBulkWriteError).writeErrors;
@@ -368,7 +323,7 @@ export class ResourceRepository implements OnModuleInit {
 
   /**
    * Claims version `next.vid` of a resource by inserting its history row: the insert of a unique
-   * `_id` is atomic on every engine (FerretDB 1.x does not make a filtered update atomic), so of
+   * `_id` is atomic, so of
    * concurrent writers of the same version exactly one succeeds. `previous` (the version being
    * replaced) is inserted in the same call in case a crash had left its row missing.
    * Returns false when another writer holds that version.
@@ -384,10 +339,7 @@ export class ResourceRepository implements OnModuleInit {
 
   /** Replaces a history row still holding `expectedLu` (an orphan of an earlier life of the id). */
   async replaceHistoryRow(row: HistoryDoc, expectedLu: Date): Promise<boolean> {
-    return (
-      (await this.write(() => this.history.replaceOne({ _id: row._id, lu: expectedLu }, row)))
-        .matchedCount === 1
-    );
+    return (await this.history.replaceOne({ _id: row._id, lu: expectedLu }, row)).matchedCount === 1;
   }
 
   /** Inserts current documents that may exist already (Provenances with deterministic ids). */
@@ -405,12 +357,10 @@ export class ResourceRepository implements OnModuleInit {
     // in $setOnInsert is refused by some engines, so only the others are listed.
     const { _id, json: _json, gone: _gone, c: _c, u, ...identity } = row;
     const onInsert = scope.u === undefined ? { ...identity, u } : identity;
-    await this.write(() =>
-      this.history.updateOne(
-        { _id, ...scope },
-        { $set: { gone: true, json: null }, $setOnInsert: onInsert },
-        { upsert: true },
-      ),
+    await this.history.updateOne(
+      { _id, ...scope },
+      { $set: { gone: true, json: null }, $setOnInsert: onInsert },
+      { upsert: true },
     );
   }
 
@@ -419,8 +369,8 @@ export class ResourceRepository implements OnModuleInit {
    * its history rows (a crash in between leaves orphan rows no reader sees; `store check` deletes them).
    */
   async removeResource(ctx: TenantContext, key: string): Promise<boolean> {
-    const removed = await this.write(() => this.resources.deleteOne({ _id: key, ...tenantFilter(ctx) }));
-    await this.write(() => this.history.deleteMany({ rk: key, ...tenantFilter(ctx) }));
+    const removed = await this.resources.deleteOne({ _id: key, ...tenantFilter(ctx) });
+    await this.history.deleteMany({ rk: key, ...tenantFilter(ctx) });
     return removed.deletedCount === 1;
   }
 }

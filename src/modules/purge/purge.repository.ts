@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { FilterQuery, Model } from 'mongoose';
-import { historyKey, type FhirVersion } from '@app/fhir';
-import { engineTraits } from '../../database/engine-traits';
+import type { FhirVersion } from '@app/fhir';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 import {
   PURGE_HISTORY_MODEL,
@@ -52,8 +51,7 @@ export class PurgeRepository {
 
   /**
    * Up to `limit` matching current documents. No sort and no resume key: every key found is
-   * removed before the next call (or no longer matches), and an unsorted, limited read stops early
-   * on every engine, where a sorted one makes FerretDB 1.x read and sort the whole collection.
+   * removed before the next call (or no longer matches), so the next read starts where it stops.
    */
   async matchingKeys(
     ctx: TenantContext,
@@ -71,14 +69,11 @@ export class PurgeRepository {
   /**
    * Deletes the current documents of `keys` that still match (a concurrent update may have moved
    * one past `_before`). Returns the keys that are gone, whose history may now be removed.
-   * Without `_before` nothing can stop a key found by `matchingKeys` from matching (user and type
-   * never change), so where only `_id` look-ups are indexed (FerretDB) the keys go one by one.
    */
   async removeCurrent(ctx: TenantContext, selection: PurgeSelection, keys: string[]): Promise<Set<string>> {
-    const byId = selection.before === null && (await this.onlyIdLookupsIndexed());
-    const result = byId
-      ? await this.deleteEachById(this.resources, keys)
-      : await this.resources.deleteMany({ ...this.currentFilter(ctx, selection), _id: { $in: keys } }).exec();
+    const result = await this.resources
+      .deleteMany({ ...this.currentFilter(ctx, selection), _id: { $in: keys } })
+      .exec();
     const gone = new Set(keys);
     if (result.deletedCount !== keys.length) {
       for (const key of await this.existingKeys(ctx, selection.version, keys)) gone.delete(key);
@@ -86,69 +81,32 @@ export class PurgeRepository {
     return gone;
   }
 
-  /**
-   * Removes every history row of the given (already removed) resources; returns how many.
-   * Where only `_id` look-ups are indexed (FerretDB), by the rows' ids `key|1` … `key|versions`
-   * (the keys come from this tenant's documents; rows outside that range, left by a crash, are
-   * phase 2's leftovers); elsewhere one tenant-scoped delete by resource key.
-   */
+  /** Removes every history row of the given (already removed) resources; returns how many. */
   async removeHistoryOf(
     ctx: TenantContext,
     version: FhirVersion,
     refs: ReadonlyArray<Pick<ResourceKeyRef, 'key' | 'versions'>>,
   ): Promise<number> {
-    if (await this.onlyIdLookupsIndexed()) {
-      const ids = refs.flatMap(({ key, versions }) =>
-        Array.from({ length: versions }, (_, i) => historyKey(key, i + 1)),
-      );
-      return (await this.deleteEachById(this.history, ids)).deletedCount;
-    }
     const result = await this.history
       .deleteMany({ ...tenantFilter(ctx), v: version, rk: { $in: refs.map((ref) => ref.key) } })
       .exec();
     return result.deletedCount;
   }
 
-  private async onlyIdLookupsIndexed(): Promise<boolean> {
-    return (await engineTraits(this.resources.db)).onlyIdLookupsIndexed;
-  }
-
-  /** One `deleteOne({_id})` per id in one unordered bulk write: each an index search on FerretDB. */
-  private async deleteEachById<T>(
-    model: Model<T>,
-    ids: readonly string[],
-  ): Promise<{ deletedCount: number }> {
-    if (ids.length === 0) return { deletedCount: 0 };
-    const result = await model.bulkWrite(
-      ids.map((_id) => ({ deleteOne: { filter: { _id } } })),
-      { ordered: false },
-    );
-    return { deletedCount: result.deletedCount };
-  }
-
-  /**
-   * Counts per type of what a purge would remove: resources and their versions (dry-run). Summed
-   * here from a key-only scan: FerretDB 1.x answers 0 for `$sum` over a field in `$group`.
-   */
+  /** Counts per type of what a purge would remove: resources and their versions (dry-run). */
   async countMatchingByType(
     ctx: TenantContext,
     selection: PurgeSelection,
     maxTimeMs: number,
   ): Promise<TypeCount[]> {
-    const counts = new Map<string, TypeCount>();
-    const cursor = this.resources
-      .find(this.currentFilter(ctx, selection), { _id: 0, t: 1, vid: 1 })
-      .maxTimeMS(maxTimeMs)
-      .batchSize(5000)
-      .lean<Pick<PurgeResourceDoc, 't' | 'vid'>>()
-      .cursor();
-    for await (const doc of cursor) {
-      const count = counts.get(doc.t) ?? { type: doc.t, resources: 0, versions: 0 };
-      count.resources += 1;
-      count.versions += doc.vid;
-      counts.set(doc.t, count);
-    }
-    return [...counts.values()];
+    const rows = await this.resources
+      .aggregate<{ _id: string; resources: number; versions: number }>([
+        { $match: this.currentFilter(ctx, selection) },
+        { $group: { _id: '$t', resources: { $sum: 1 }, versions: { $sum: '$vid' } } },
+      ])
+      .option({ maxTimeMS: maxTimeMs })
+      .exec();
+    return rows.map((row) => ({ type: row._id, resources: row.resources, versions: row.versions }));
   }
 
   async countMatching(ctx: TenantContext, selection: PurgeSelection, maxTimeMs: number): Promise<number> {

@@ -136,7 +136,7 @@ export class PurgeService {
       }
       for (const ref of removed) tally.add(ref.type, 1, ref.versions);
       pacer.recordBatch(Date.now() - startedAt, refs.length);
-      // A short batch took the last matches: no need for one more (on FerretDB, scanning) read.
+      // A short batch took the last matches: no need for one more read.
       if (refs.length < limit) return undefined;
     }
   }

@@ -26,7 +26,7 @@ export const UserSchema = SchemaFactory.createForClass(UserDoc);
 // One app_user_id per client, also under concurrent creates (SPEC §4.1 "this user already exists").
 UserSchema.index({ c: 1, app_user_id: 1 }, { unique: true });
 
-/** Atomic sequence counters (`findOneAndUpdate` + `$inc` + upsert works on FerretDB 1.x too). */
+/** Atomic sequence counters (`findOneAndUpdate` + `$inc` + upsert). */
 @Schema({ collection: 'counters', versionKey: false })
 export class CounterDoc {
   @Prop({ type: String, required: true })

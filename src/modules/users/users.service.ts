@@ -5,10 +5,11 @@ import {
   Injectable,
   NotFoundException,
 } from '@nestjs/common';
+import { identifierProblem } from '../../common/body-hygiene';
 import { ClientScope, TenantContext } from '../../tenancy/tenant-context';
 import { ClientRecord } from '../auth/clients/client.schema';
 import { PresentedClientCredentials } from '../auth/clients/client-credentials';
-import { ClientsService } from '../auth/clients/clients.service';
+import { ClientAuthenticator } from '../auth/rate-limit/client-authenticator';
 import { RateLimitService } from '../auth/rate-limit/rate-limit.service';
 import { GrantService } from '../auth/tokens/grant.service';
 import { UserRecord } from './user.schema';
@@ -39,7 +40,7 @@ export interface UserListPage {
 export class UsersService {
   constructor(
     private readonly repo: UsersRepository,
-    private readonly clients: ClientsService,
+    private readonly clientAuth: ClientAuthenticator,
     private readonly grants: GrantService,
     private readonly rateLimit: RateLimitService,
   ) {}
@@ -80,7 +81,11 @@ export class UsersService {
     ctx: TenantContext,
     q: { app_user_id?: string; service_user_id?: string; limit?: string; offset?: string },
   ): Promise<UserListPage> {
-    await this.rateLimit.hitUserManagement(ctx.clientId);
+    // A user token lists its own user only, and counts against that user's allowance.
+    await this.rateLimit.hitUserManagement(
+      ctx.clientId,
+      ctx.form === 'user-token' ? (ctx.userId ?? undefined) : undefined,
+    );
     const limit = intParam(q.limit, 'limit', 50, 1, MAX_PAGE);
     const offset = intParam(q.offset, 'offset', 0, 0, 1_000_000);
     const serviceUserId =
@@ -107,8 +112,8 @@ export class UsersService {
     try {
       found = await this.repo.rename(client, serviceUserId, newName);
     } catch (e) {
-      // A concurrent rename took the name. MongoDB says E11000; FerretDB 1.x reports a unique
-      // violation on update with another code, so ask the data rather than the error.
+      // A concurrent rename took the name (E11000 on the unique index): ask the data rather than
+      // the error code, which engines word differently for updates.
       if (await taken()) throw nameConflict(newName);
       throw e;
     }
@@ -166,7 +171,7 @@ export class UsersService {
   /** Client authentication for the user-management routes, counted against the hourly limit. */
   private async authenticate(creds: PresentedClientCredentials | null): Promise<ClientRecord & ClientScope> {
     if (!creds) throw unauthorized('client_id and client_secret are required (body or headers)');
-    const client = await this.clients.authenticate(creds.clientId, creds.secret);
+    const client = await this.clientAuth.authenticate(creds.clientId, creds.secret, creds.address);
     if (!client) throw unauthorized('unknown client, wrong secret, or disabled client');
     await this.rateLimit.hitUserManagement(client.clientId);
     return client;
@@ -198,6 +203,10 @@ function requireAppUserId(raw: unknown, field: string): string {
   const value = typeof raw === 'number' ? String(raw) : raw;
   if (typeof value !== 'string' || value.trim() === '') throw new BadRequestException(`${field} is required`);
   if (value.length > 256) throw new BadRequestException(`${field} is longer than 256 characters`);
+  // An identifier that also travels in the x-app-user-id header: no control character at all
+  // (a header cannot carry CR/LF, and a log line should not), no lone surrogate.
+  const problem = identifierProblem(value);
+  if (problem) throw new BadRequestException(`${field} ${problem}`);
   return value;
 }
 

@@ -6,6 +6,13 @@ export interface PresentedClientCredentials {
   clientId: string;
   secret: string;
   basic: boolean;
+  /** The source address of the request (Express `req.ip`, so TRUST_PROXY applies): failures are counted per client and address. */
+  address: string;
+}
+
+/** The request's source address as Express sees it (the forwarded one when TRUST_PROXY trusts the hop). */
+export function sourceAddress(req: Request): string {
+  return req.ip ?? req.socket?.remoteAddress ?? 'unknown';
 }
 
 function str(v: unknown): string | undefined {
@@ -18,6 +25,11 @@ function str(v: unknown): string | undefined {
  * then the `client_id` / `client_secret` headers (SPEC §4.1 PUT). Never from the query string.
  */
 export function presentedClientCredentials(req: Request): PresentedClientCredentials | null {
+  const found = presented(req);
+  return found ? { ...found, address: sourceAddress(req) } : null;
+}
+
+function presented(req: Request): Omit<PresentedClientCredentials, 'address'> | null {
   const auth = req.headers.authorization;
   if (auth && /^basic /i.test(auth)) {
     const decoded = Buffer.from(auth.slice(6).trim(), 'base64').toString('utf8');

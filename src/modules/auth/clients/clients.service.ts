@@ -71,6 +71,14 @@ export class ClientsService {
     return result;
   }
 
+  /**
+   * The client when this process verified exactly this id and secret as right within the cache
+   * time; otherwise null, without verifying (no scrypt: a throttled source cannot spend CPU).
+   */
+  recentlyVerified(clientId: string, secret: string): ClientRecord | null {
+    return this.verified.get(`${clientId}\0${sha256(secret)}`) ?? null;
+  }
+
   /** The enabled client with this id (cached briefly), for bearer tokens; null if gone/disabled. */
   async findActive(clientId: string): Promise<ClientRecord | null> {
     const cached = this.byId.get(clientId);

@@ -24,10 +24,6 @@ export class RateLimitRepository {
     return doc?.n ?? 0;
   }
 
-  async deleteExpired(now: Date): Promise<number> {
-    return (await this.model.deleteMany({ expiresAt: { $lt: now } }).exec()).deletedCount;
-  }
-
   private async incrementOnce(key: string, expiresAt: Date): Promise<number> {
     const doc = await this.model
       .findOneAndUpdate(

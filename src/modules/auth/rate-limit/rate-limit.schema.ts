@@ -2,7 +2,7 @@ import { Prop, Schema, SchemaFactory } from '@nestjs/mongoose';
 
 /**
  * One fixed-window counter: `_id` = `${bucket}|${clientId}|${windowStart}`, incremented with an
- * upserting `$inc` (a single-document atomic update, the same on MongoDB and FerretDB).
+ * upserting `$inc` (a single-document atomic update).
  */
 @Schema({ collection: 'rate_limits', versionKey: false })
 export class RateLimitDoc {
@@ -17,5 +17,5 @@ export class RateLimitDoc {
 }
 
 export const RateLimitSchema = SchemaFactory.createForClass(RateLimitDoc);
-// Swept by ExpiredRecordsSweeper: FerretDB 1.x has no TTL indexes.
-RateLimitSchema.index({ expiresAt: 1 });
+// Expired windows are deleted by the engine (TTL index).
+RateLimitSchema.index({ expiresAt: 1 }, { expireAfterSeconds: 0 });

@@ -33,9 +33,9 @@ export class AuthCodeDoc {
 }
 
 export const AuthCodeSchema = SchemaFactory.createForClass(AuthCodeDoc);
-// Expired documents are deleted by ExpiredRecordsSweeper (FerretDB 1.x has no TTL indexes);
-// expiry is also checked on every use.
-AuthCodeSchema.index({ expiresAt: 1 });
+// Expired documents are deleted by the engine (TTL index); expiry is also checked on every use,
+// because a TTL monitor runs only now and then.
+AuthCodeSchema.index({ expiresAt: 1 }, { expireAfterSeconds: 0 });
 
 /**
  * Refresh tokens, stored as `${client_id}|SHA-256` (`_id`). Each exchange marks the presented token used and
@@ -74,7 +74,7 @@ export class RefreshTokenDoc {
 
 export const RefreshTokenSchema = SchemaFactory.createForClass(RefreshTokenDoc);
 RefreshTokenSchema.index({ c: 1, family: 1 });
-RefreshTokenSchema.index({ expiresAt: 1 });
+RefreshTokenSchema.index({ expiresAt: 1 }, { expireAfterSeconds: 0 });
 
 /**
  * Revoked refresh-token families (`_id` = `${client_id}|${family}`), kept as long as an access
@@ -94,4 +94,4 @@ export class RevokedFamilyDoc {
 }
 
 export const RevokedFamilySchema = SchemaFactory.createForClass(RevokedFamilyDoc);
-RevokedFamilySchema.index({ expiresAt: 1 });
+RevokedFamilySchema.index({ expiresAt: 1 }, { expireAfterSeconds: 0 });

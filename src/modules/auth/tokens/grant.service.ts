@@ -45,6 +45,10 @@ const REVOCATION_CACHE_MS = 5_000;
 
 const familyCacheKey = (clientId: string, family: string) => `${clientId}|${family}`;
 
+function reused(message = 'the credential was already used; what it issued is revoked'): OAuthError {
+  return new OAuthError('invalid_grant', message);
+}
+
 /** The OAuth flows: authorization codes, their exchange, refresh rotation, client credentials. */
 @Injectable()
 export class GrantService {
@@ -97,12 +101,24 @@ export class GrantService {
     return code;
   }
 
-  /** Access + refresh (+ id when `openid`) tokens for a user, starting or continuing a family. */
-  async issueUserTokens(
+  /** Access + refresh (+ id when `openid`) tokens for a user, starting a new family. */
+  async issueUserTokens(scope: ClientScope, user: GrantUser, scopes: string[]): Promise<TokenSet> {
+    return this.issueInFamily(scope, user, scopes, randomUUID());
+  }
+
+  /**
+   * Tokens of `family`. The refresh token is stored first, then the family's revocation record is
+   * read: a reuse racing with this issue either wrote its record before that read (this issue
+   * fails, and its refresh token is revoked with the family) or revokes the family's refresh tokens
+   * after this one was stored (revokeFamily writes the record, then revokes). Either way nothing
+   * issued from a reused credential stays live.
+   */
+  private async issueInFamily(
     scope: ClientScope,
     user: GrantUser,
     scopes: string[],
-    family: string = randomUUID(),
+    family: string,
+    continued = false,
   ): Promise<TokenSet> {
     const refreshToken = randomBytes(32).toString('base64url');
     await this.repo.insertRefreshToken(scope, {
@@ -113,6 +129,10 @@ export class GrantService {
       scope: scopes,
       expiresAt: new Date(Date.now() + this.settings.refreshTokenTtlSeconds * 1000),
     });
+    if (continued && (await this.repo.isFamilyRevoked(scope, family))) {
+      await this.revokeFamily(scope, family);
+      throw reused();
+    }
     const set: TokenSet = {
       access_token: this.tokens.signUserAccessToken(scope.clientId, user.userId, scopes, family),
       token_type: 'Bearer',
@@ -125,28 +145,38 @@ export class GrantService {
     return set;
   }
 
-  /** grant_type=authorization_code (RFC 6749 §4.1.3). */
+  /**
+   * grant_type=authorization_code (RFC 6749 §4.1.3). Consumption is one conditional write: of
+   * requests racing with one code the first wins; every other is a reuse, which revokes all that
+   * the code issued (RFC 6749 §4.1.2, §10.5).
+   */
   async exchangeCode(client: ClientRecord, code: string): Promise<TokenSet> {
     const hash = sha256(code);
     const family = randomUUID();
     const record = await this.repo.consumeCode(client, hash, family);
     if (!record) {
-      // A second use of a code: revoke what the first use issued (RFC 6749 §4.1.2).
       const previous = await this.repo.findCode(client, hash);
-      if (previous?.family) await this.revokeFamily(client, previous.family);
+      if (previous?.used) {
+        if (previous.family) await this.revokeFamily(client, previous.family);
+        throw reused('the code was already used; the tokens issued with it are revoked');
+      }
+      if (previous) throw new OAuthError('invalid_grant', 'the code has expired');
       throw new OAuthError('invalid_grant', 'the code is unknown, already used, or issued to another client');
     }
-    if (record.expiresAt.getTime() <= Date.now())
-      throw new OAuthError('invalid_grant', 'the code has expired');
-    return this.issueUserTokens(
+    return this.issueInFamily(
       client,
       { userId: record.u, appUserId: record.app_user_id },
       record.scope,
       family,
+      true,
     );
   }
 
-  /** grant_type=refresh_token with rotation and reuse detection (RFC 9700 §4.14.2). */
+  /**
+   * grant_type=refresh_token with rotation and reuse detection (RFC 9700 §4.14.2): consumption is
+   * one conditional write; a used token presented again (also by a request racing the first)
+   * revokes its whole family, the rotation the winner got included.
+   */
   async refresh(client: ClientRecord, refreshToken: string): Promise<TokenSet> {
     const hash = sha256(refreshToken);
     const record = await this.repo.consumeRefreshToken(client, hash);
@@ -154,23 +184,21 @@ export class GrantService {
       const previous = await this.repo.findRefreshToken(client, hash);
       if (previous?.used) {
         await this.revokeFamily(client, previous.family);
-        throw new OAuthError(
-          'invalid_grant',
-          'the refresh token was already used; its token family is revoked',
-        );
+        throw reused('the refresh token was already used; its token family is revoked');
       }
+      if (previous && !previous.revoked)
+        throw new OAuthError('invalid_grant', 'the refresh token has expired');
       throw new OAuthError(
         'invalid_grant',
         'the refresh token is unknown, revoked, or issued to another client',
       );
     }
-    if (record.expiresAt.getTime() <= Date.now())
-      throw new OAuthError('invalid_grant', 'the refresh token has expired');
-    return this.issueUserTokens(
+    return this.issueInFamily(
       client,
       { userId: record.u, appUserId: record.app_user_id },
       record.scope,
       record.family,
+      true,
     );
   }
 

@@ -6,8 +6,7 @@ import { AuthCodeDoc, RefreshTokenDoc, RevokedFamilyDoc } from './grant.schemas'
 
 /**
  * `_id` = `${client_id}|${sha256}`: the client is part of the key, so every lookup is one `_id`
- * equality (the filter FerretDB's SQLite backend pushes down) and another client's code or
- * token simply does not exist under this client's key.
+ * equality and another client's code or token simply does not exist under this client's key.
  */
 function grantKey(scope: ClientScope, hash: string): string {
   return `${clientFilter(scope).c}|${hash}`;
@@ -30,12 +29,17 @@ export class GrantsRepository {
   }
 
   /**
-   * Marks the code used (recording the token family it starts) in one atomic update and returns it as it was, or null when no unused
-   * code of this client has this hash (unknown, another client's, or already used).
+   * Marks the code used (recording the token family it starts) in one conditional write and
+   * returns it as it was, or null when no unused, unexpired code of this client has this hash
+   * (unknown, another client's, expired or already used). Of requests racing with one code
+   * exactly one wins: the engine applies the filter and the update as one document operation.
    */
   async consumeCode(scope: ClientScope, hash: string, family: string): Promise<AuthCodeDoc | null> {
     return this.codes
-      .findOneAndUpdate({ _id: grantKey(scope, hash), used: false }, { $set: { used: true, family } })
+      .findOneAndUpdate(
+        { _id: grantKey(scope, hash), used: false, expiresAt: { $gt: new Date() } },
+        { $set: { used: true, family } },
+      )
       .lean()
       .exec();
   }
@@ -57,10 +61,13 @@ export class GrantsRepository {
     });
   }
 
-  /** Atomically marks a live refresh token used; returns it as it was, or null. */
+  /** Marks a live (unused, unrevoked, unexpired) refresh token used in one conditional write; returns it as it was, or null. */
   async consumeRefreshToken(scope: ClientScope, hash: string): Promise<RefreshTokenDoc | null> {
     return this.refreshTokens
-      .findOneAndUpdate({ _id: grantKey(scope, hash), used: false, revoked: false }, { $set: { used: true } })
+      .findOneAndUpdate(
+        { _id: grantKey(scope, hash), used: false, revoked: false, expiresAt: { $gt: new Date() } },
+        { $set: { used: true } },
+      )
       .lean()
       .exec();
   }
@@ -93,15 +100,5 @@ export class GrantsRepository {
 
   async isFamilyRevoked(scope: ClientScope, family: string): Promise<boolean> {
     return (await this.revokedFamilies.exists({ _id: grantKey(scope, family) }).exec()) !== null;
-  }
-
-  /** Housekeeping across all clients (not a tenant query): removes expired codes and tokens. */
-  async deleteExpired(now: Date): Promise<number> {
-    const results = await Promise.all([
-      this.codes.deleteMany({ expiresAt: { $lt: now } }).exec(),
-      this.refreshTokens.deleteMany({ expiresAt: { $lt: now } }).exec(),
-      this.revokedFamilies.deleteMany({ expiresAt: { $lt: now } }).exec(),
-    ]);
-    return results.reduce((sum, r) => sum + r.deletedCount, 0);
   }
 }

@@ -1,0 +1,37 @@
+import { fhirStringProblem, firstBadString, identifierProblem, verifyUtf8 } from './body-hygiene';
+
+describe('body hygiene', () => {
+  it('verifyUtf8 refuses bytes that are not UTF-8, and only for a UTF-8 body', () => {
+    const verify =
+      (bytes: number[], encoding = 'utf-8') =>
+      () =>
+        verifyUtf8({} as never, {}, Buffer.from(bytes), encoding);
+    expect(verify([0x7b, 0xff, 0x7d])).toThrow(/not valid UTF-8/);
+    expect(verify([0xed, 0xa0, 0x80])).toThrow(/not valid UTF-8/); // an encoded surrogate
+    expect(verify([0xc3, 0xbc])).not.toThrow(); // ü
+    expect(verify([0xff, 0xfe], 'utf-16le')).not.toThrow();
+  });
+
+  it('FHIR strings: controls below U+0020 but tab, CR, LF; lone surrogates', () => {
+    expect(fhirStringProblem('a\tb\r\nc 😀')).toBeUndefined();
+    expect(fhirStringProblem('a\u0000')).toMatch(/U\+0000 at position 1/);
+    expect(fhirStringProblem('\u001b[31m')).toMatch(/U\+001B/);
+    expect(fhirStringProblem('x\ud800')).toMatch(/lone/);
+    expect(fhirStringProblem('\udc00x')).toMatch(/lone/);
+    expect(identifierProblem('a\tb')).toMatch(/U\+0009/);
+    expect(identifierProblem('a\u007f')).toMatch(/U\+007F/);
+    expect(identifierProblem('ordinary ü')).toBeUndefined();
+  });
+
+  it('firstBadString names the first bad value or property name by its path, at any depth', () => {
+    expect(firstBadString({ a: [{ b: 'ok' }], c: 'fine' }, 'Patient')).toBeUndefined();
+    expect(firstBadString({ a: [{ b: 'ok' }, { b: 'x\u0001' }] }, 'Patient')).toEqual({
+      path: 'Patient.a[1].b',
+      problem: expect.stringMatching(/U\+0001/),
+    });
+    expect(firstBadString({ ['k\u0002']: 1 }, '$')?.path).toBe('$ (a property name)');
+    let deep: unknown = 'x\u0000';
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(firstBadString(deep, '$')?.problem).toMatch(/U\+0000/);
+  });
+});

@@ -1,0 +1,114 @@
+import { isUtf8 } from 'buffer';
+import type { IncomingMessage } from 'http';
+import type { NextFunction, Request, Response } from 'express';
+import { OperationOutcomeError } from '@app/fhir';
+import { isFhirRoute } from './fhir-routes';
+
+/**
+ * Body checks that hold for every request before any route sees it (issue 16 item 6):
+ * bytes that are not UTF-8 are refused rather than decoded into U+FFFD, and FHIR strings keep to
+ * https://hl7.org/fhir/R4/datatypes.html#string: no characters below U+0020 but tab, CR and LF,
+ * and (JSON escapes can make them) no lone surrogates, which UTF-8 cannot store.
+ */
+
+/** A body that is not what its charset says: 400, never silently repaired. */
+export class BadEncodingError extends Error {
+  readonly status = 400;
+  readonly type = 'encoding.invalid';
+  constructor(message: string) {
+    super(message);
+  }
+}
+
+/** body-parser `verify`: the raw bytes of a UTF-8 body must be UTF-8 (body-parser would replace them). */
+export function verifyUtf8(_req: IncomingMessage, _res: unknown, buf: Buffer, encoding: string): void {
+  if (/^utf-?8$/i.test(encoding) && !isUtf8(buf)) {
+    throw new BadEncodingError('the request body is not valid UTF-8; nothing was read');
+  }
+}
+
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Why `value` is not a valid FHIR string, or undefined when it is. */
+export function fhirStringProblem(value: string): string | undefined {
+  return controlProblem(value, CONTROL) ?? surrogateProblem(value);
+}
+
+/** No control character at all (identifiers such as app_user_id, which also travel in headers). */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const ANY_CONTROL = /[\u0000-\u001F\u007F]/;
+
+export function identifierProblem(value: string): string | undefined {
+  return controlProblem(value, ANY_CONTROL) ?? surrogateProblem(value);
+}
+
+function controlProblem(value: string, pattern: RegExp): string | undefined {
+  const control = pattern.exec(value);
+  if (!control) return undefined;
+  const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+  const allowed = pattern === CONTROL ? ' (only tab, CR and LF are allowed below U+0020)' : '';
+  return `contains the control character U+${code} at position ${control.index}${allowed}`;
+}
+
+function surrogateProblem(value: string): string | undefined {
+  return LONE_SURROGATE.test(value)
+    ? 'contains a lone UTF-16 surrogate (not a Unicode character)'
+    : undefined;
+}
+
+/** Every string of a parsed JSON body (values and property names), depth first, without recursion. */
+function* stringsOf(body: unknown): Generator<string> {
+  const stack: unknown[] = [body];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') yield value;
+    else if (Array.isArray(value)) for (let i = value.length - 1; i >= 0; i--) stack.push(value[i]);
+    else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value as Record<string, unknown>);
+      for (let i = entries.length - 1; i >= 0; i--) stack.push(entries[i][1], entries[i][0]);
+    }
+  }
+}
+
+/**
+ * The first bad string (value or property name) in a parsed JSON body, with its path. Paths are
+ * built only for a body that has one (a second walk), so a good body costs one plain walk.
+ */
+export function firstBadString(body: unknown, root: string): { path: string; problem: string } | undefined {
+  let bad = false;
+  for (const value of stringsOf(body)) if ((bad = fhirStringProblem(value) !== undefined)) break;
+  if (!bad) return undefined;
+  const stack: Array<[unknown, string]> = [[body, root]];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!;
+    if (typeof value === 'string') {
+      const problem = fhirStringProblem(value);
+      if (problem) return { path, problem };
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], `${path}[${i}]`]);
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value as Record<string, unknown>);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i];
+        const problem = fhirStringProblem(key);
+        if (problem) return { path: `${path} (a property name)`, problem };
+        stack.push([child, `${path}.${key}`]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Middleware after the body parsers: a FHIR route's JSON body with a bad string → 400 OperationOutcome. */
+export function fhirStringsGuard(req: Request, _res: Response, next: NextFunction): void {
+  const body: unknown = req.body;
+  if (body === null || typeof body !== 'object' || !isFhirRoute(req.path)) return next();
+  const rootName = (body as { resourceType?: unknown }).resourceType;
+  const bad = firstBadString(body, typeof rootName === 'string' ? rootName.slice(0, 64) : '$');
+  if (!bad) return next();
+  // the path is made of the sender's property names: bounded, so the answer stays small
+  bad.path = bad.path.length > 200 ? `${bad.path.slice(0, 200)}…` : bad.path;
+  next(OperationOutcomeError.invalid(`${bad.path} ${bad.problem}; nothing was stored`, bad.path));
+}

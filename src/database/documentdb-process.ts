@@ -1,0 +1,411 @@
+import { ChildProcess, execFile, spawn } from 'child_process';
+import { createHash, randomBytes } from 'crypto';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'fs';
+import { dirname, join } from 'path';
+import { promisify } from 'util';
+import { MongoClient } from 'mongodb';
+import { freePort } from './free-port';
+import { stopStaleProcess, stopChild } from './child-processes';
+
+const run = promisify(execFile);
+
+/** Where the DocumentDB kit puts PostgreSQL 15 and the gateway (settings point elsewhere). */
+export interface DocumentDbPaths {
+  pgBinDir: string;
+  gatewayBin: string;
+}
+
+export function documentDbPaths(env: NodeJS.ProcessEnv): DocumentDbPaths {
+  return {
+    pgBinDir: env.DOCUMENTDB_PG_BIN_DIR || '/usr/lib/postgresql/15/bin',
+    gatewayBin: env.DOCUMENTDB_GATEWAY_BIN || '/opt/documentdb/bin/documentdb_gateway',
+  };
+}
+
+/** Why this machine cannot run DocumentDB, or undefined when every binary is there. */
+export function missingDocumentDb(paths: DocumentDbPaths): string | undefined {
+  const need = [join(paths.pgBinDir, 'postgres'), join(paths.pgBinDir, 'initdb'), paths.gatewayBin];
+  const absent = need.filter((p) => !existsSync(p));
+  if (absent.length > 0) return `not installed (missing ${absent.join(', ')})`;
+  if (!existsSync('/usr/share/postgresql/15/extension/documentdb.control')) {
+    return 'the documentdb extension is not installed in PostgreSQL 15';
+  }
+  return undefined;
+}
+
+export interface RunningDocumentDb {
+  uri: string;
+  /** The gateway's process id (tests pause it to play a hung database). */
+  gatewayPid?: number;
+  version: string;
+  stop(): Promise<void>;
+}
+
+const MONGO_USER = 'fhir';
+const PG_SOCKET_NUMBER = 9712;
+/** Written last by a first start: without it the cluster is half made and is made again. */
+const READY_MARKER = 'initialized';
+
+interface Layout {
+  root: string;
+  pgData: string;
+  socketDir: string;
+  gatewayDir: string;
+  logs: string;
+  passwordFile: string;
+}
+
+function layoutOf(root: string): Layout {
+  let socketDir = join(root, 'run');
+  // Unix socket paths are limited to 107 bytes.
+  if (socketDir.length + 20 > 100) {
+    socketDir = `/tmp/docdb-sock-${createHash('sha256').update(root).digest('hex').slice(0, 12)}`;
+  }
+  return {
+    root,
+    pgData: join(root, 'pg'),
+    socketDir,
+    gatewayDir: join(root, 'gateway'),
+    logs: join(root, 'logs'),
+    passwordFile: join(root, 'password'),
+  };
+}
+
+/** PostgreSQL refuses to run as root: root runs both children as the `postgres` OS user. */
+interface RunAs {
+  uid: number;
+  gid: number;
+  wrap(cmd: string, args: string[], deathSignal: string): [string, string[]];
+}
+
+async function runAs(): Promise<RunAs> {
+  const asRoot = process.getuid?.() === 0;
+  const ids = asRoot
+    ? await Promise.all([run('id', ['-u', 'postgres']), run('id', ['-g', 'postgres'])]).catch(() => {
+        throw new Error(
+          'running as root needs the `postgres` OS user (apt package postgresql-15 creates it)',
+        );
+      })
+    : undefined;
+  const uid = ids ? Number(ids[0].stdout.trim()) : process.getuid!();
+  const gid = ids ? Number(ids[1].stdout.trim()) : process.getgid!();
+  return {
+    uid,
+    gid,
+    // setpriv sets the parent-death signal after the user switch, so a SIGKILLed app still takes
+    // its database down with it; a stale instance is also stopped at the next start.
+    wrap: (cmd, args, deathSignal) => [
+      'setpriv',
+      [
+        ...(asRoot ? [`--reuid=${uid}`, `--regid=${gid}`, '--init-groups'] : []),
+        `--pdeathsig=${deathSignal}`,
+        '--',
+        cmd,
+        ...args,
+      ],
+    ],
+  };
+}
+
+/**
+ * Run as root, the database runs as `postgres`, which must be able to pass through every folder
+ * above DATA_DIR (a `mkdtemp` folder is 0700). Those folders get search permission for others
+ * (`o+x`: pass through, not list); each change is reported.
+ */
+function letUserReach(root: string, user: RunAs, report: (message: string) => void): void {
+  if (process.getuid?.() !== 0) return;
+  for (let dir = dirname(root); ; dir = dirname(dir)) {
+    const mode = statSync(dir).mode;
+    if ((mode & 0o001) === 0) {
+      chmodSync(dir, (mode & 0o7777) | 0o001);
+      report(
+        `gave ${dir} search permission (o+x) so that the database user (uid ${user.uid}) can reach DATA_DIR`,
+      );
+    }
+    if (dir === dirname(dir)) return;
+  }
+}
+
+function prepareFolders(l: Layout, user: RunAs): void {
+  for (const dir of [l.root, l.socketDir, l.gatewayDir, l.logs]) mkdirSync(dir, { recursive: true });
+  chmodSync(l.socketDir, 0o700);
+  for (const dir of [l.root, l.socketDir, l.gatewayDir, l.logs]) chownSync(dir, user.uid, user.gid);
+  if (existsSync(l.pgData)) chownSync(l.pgData, user.uid, user.gid);
+}
+
+async function asUser(user: RunAs, cmd: string, args: string[]): Promise<string> {
+  const [c, a] = user.wrap(cmd, args, 'KILL');
+  const { stdout } = await run(c, a, { maxBuffer: 16 * 1024 * 1024 });
+  return stdout;
+}
+
+/** initdb with the settings of the kit's start.sh; PostgreSQL listens on a Unix socket only. */
+async function initCluster(l: Layout, paths: DocumentDbPaths, user: RunAs): Promise<void> {
+  rmSync(l.pgData, { recursive: true, force: true });
+  rmSync(join(l.root, READY_MARKER), { force: true });
+  await asUser(user, join(paths.pgBinDir, 'initdb'), [
+    '-D',
+    l.pgData,
+    '-U',
+    'postgres',
+    '--auth=trust',
+    '-E',
+    'UTF8',
+    '--locale=C.UTF-8',
+  ]);
+  const conf = [
+    '',
+    '# ---- DocumentDB (written by the FHIR data service on first start) ----',
+    "listen_addresses = ''",
+    'max_connections = 300',
+    "shared_preload_libraries = 'pg_cron, pg_documentdb_core, pg_documentdb'",
+    "cron.database_name = 'postgres'",
+    'cron.log_statement = off',
+    'documentdb.enableBackgroundWorker = true',
+    'documentdb.enableBackgroundWorkerJobs = true',
+    'ssl = off',
+    'jit = off',
+    "shared_buffers = '512MB'",
+    // Ordered compound index keys (like MongoDB's B-trees): fixed at cluster creation so that
+    // re-creating an existing index stays idempotent.
+    'documentdb.defaultUseCompositeOpClass = on',
+    "include_if_exists = 'docdb-extra.conf'",
+    '',
+  ].join('\n');
+  writeFileSync(
+    join(l.pgData, 'postgresql.conf'),
+    readFileSync(join(l.pgData, 'postgresql.conf'), 'utf8') + conf,
+  );
+}
+
+async function psql(l: Layout, paths: DocumentDbPaths, user: RunAs, sql: string): Promise<string> {
+  return asUser(user, join(paths.pgBinDir, 'psql'), [
+    '-h',
+    l.socketDir,
+    '-p',
+    String(PG_SOCKET_NUMBER),
+    '-U',
+    'postgres',
+    '-d',
+    'postgres',
+    '-X',
+    '-q',
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-tA',
+    '-c',
+    sql,
+  ]);
+}
+
+/** The extension and the gateway's login; idempotent, so a start interrupted half way repeats it. */
+async function initDatabase(l: Layout, paths: DocumentDbPaths, user: RunAs, password: string) {
+  await psql(l, paths, user, 'CREATE EXTENSION IF NOT EXISTS documentdb CASCADE');
+  const exists = (await psql(l, paths, user, `SELECT 1 FROM pg_roles WHERE rolname='${MONGO_USER}'`)).trim();
+  const verb = exists === '1' ? 'ALTER' : 'CREATE';
+  // The password is hex (no quoting issues) and goes over the private socket only.
+  await psql(l, paths, user, `${verb} ROLE "${MONGO_USER}" WITH LOGIN INHERIT PASSWORD '${password}'`);
+  if (verb === 'CREATE') {
+    await psql(l, paths, user, `GRANT documentdb_admin_role TO "${MONGO_USER}"`);
+    await psql(l, paths, user, `ALTER ROLE "${MONGO_USER}" CREATEROLE`);
+    await psql(l, paths, user, `GRANT "${MONGO_USER}" TO postgres WITH ADMIN OPTION`);
+  }
+}
+
+function readOrCreatePassword(l: Layout, fresh: boolean): string {
+  if (!fresh && existsSync(l.passwordFile)) return readFileSync(l.passwordFile, 'utf8').trim();
+  const password = randomBytes(24).toString('hex');
+  writeFileSync(l.passwordFile, password + '\n', { mode: 0o600 });
+  chmodSync(l.passwordFile, 0o600);
+  return password;
+}
+
+async function writeGatewayConfig(l: Layout, user: RunAs, port: number): Promise<string> {
+  const cert = join(l.gatewayDir, 'cert.pem');
+  const key = join(l.gatewayDir, 'key.pem');
+  if (!existsSync(cert) || !existsSync(key)) {
+    // The gateway needs a certificate even when TLS is not required on its port.
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '3650',
+      '-subj',
+      '/CN=localhost',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ]);
+    chmodSync(key, 0o600);
+    chownSync(key, user.uid, user.gid);
+    chownSync(cert, user.uid, user.gid);
+  }
+  const file = join(l.gatewayDir, 'SetupConfiguration.json');
+  const config = {
+    NodeHostName: 'localhost',
+    BlockedRolePrefixes: ['documentdb', 'citus', 'pg', 'internal_role'],
+    PostgresSystemUser: 'postgres',
+    PostgresHostName: l.socketDir,
+    PostgresPort: PG_SOCKET_NUMBER,
+    PostgresDatabase: 'postgres',
+    GatewayListenPort: port,
+    UseLocalHost: true,
+    EnforceSslTcp: false,
+    TransactionTimeoutSecs: 30,
+    CursorTimeoutSecs: 600,
+    PostgresCommandTimeoutSecs: 120,
+    CertificateOptions: { CertType: 'PemFile', FilePath: cert, KeyFilePath: key },
+  };
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  chownSync(file, user.uid, user.gid);
+  return file;
+}
+
+function spawnLogged(user: RunAs, cmd: string, args: string[], cwd: string, log: string, signal: string) {
+  const [c, a] = user.wrap(cmd, args, signal);
+  const child = spawn(c, a, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let tail = '';
+  const keep = (b: Buffer) => (tail = (tail + b.toString()).slice(-4000));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return { child, tail: () => tail, log };
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, child: ChildProcess, why: () => string) {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited: ${why()}`);
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} did not answer within 60 s: ${why()}`);
+}
+
+function logTail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').slice(-1500);
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Starts DocumentDB (PostgreSQL 15 + the documentdb extension, and its MongoDB-wire gateway) as
+ * two child processes under `dir`, initialising the cluster on first start the way the kit's
+ * start.sh does. A first start cut off half way is detected (no ready marker) and done again.
+ */
+export async function startDocumentDb(
+  paths: DocumentDbPaths,
+  dir: string,
+  gatewayPort?: number,
+  report: (message: string) => void = (m) => process.stderr.write(`documentdb: ${m}\n`),
+): Promise<RunningDocumentDb> {
+  const l = layoutOf(dir);
+  const user = await runAs();
+  stopStaleProcess(join(l.root, 'gateway.pid'), 'documentdb_gateway', 'SIGKILL');
+  stopStaleProcess(join(l.pgData, 'postmaster.pid'), 'postgres', 'SIGQUIT');
+  prepareFolders(l, user);
+  letUserReach(l.root, user, report);
+  const fresh = !existsSync(join(l.root, READY_MARKER)) || !existsSync(join(l.pgData, 'PG_VERSION'));
+  if (fresh) await initCluster(l, paths, user);
+  const password = readOrCreatePassword(l, fresh);
+
+  const pgLog = join(l.logs, 'postgres.log');
+  const pg = spawnLogged(
+    user,
+    join(paths.pgBinDir, 'postgres'),
+    [
+      '-D',
+      l.pgData,
+      '-c',
+      `port=${PG_SOCKET_NUMBER}`,
+      '-c',
+      `unix_socket_directories=${l.socketDir}`,
+      // No TCP listener: pg_cron (index builds, TTL) and DocumentDB's own loopback use the socket.
+      '-c',
+      `cron.host=${l.socketDir}`,
+      '-c',
+      `documentdb.localhost_connection_string=host=${l.socketDir}`,
+      '-c',
+      `log_destination=stderr`,
+      '-c',
+      'logging_collector=on',
+      '-c',
+      `log_directory=${l.logs}`,
+      '-c',
+      'log_filename=postgres.log',
+    ],
+    l.root,
+    pgLog,
+    'INT',
+  );
+  const stopPg = () => stopChild(pg.child, 'SIGINT', 15_000);
+  let gateway: ReturnType<typeof spawnLogged> | undefined;
+  const stopAll = async () => {
+    if (gateway) await stopChild(gateway.child, 'SIGINT', 5_000);
+    await stopPg();
+  };
+  try {
+    const isReady = join(paths.pgBinDir, 'pg_isready');
+    await waitFor(
+      'postgres',
+      async () => (await run(isReady, ['-q', '-h', l.socketDir, '-p', String(PG_SOCKET_NUMBER)]), true),
+      pg.child,
+      () => pg.tail() + logTail(pgLog),
+    );
+    if (fresh) {
+      await initDatabase(l, paths, user, password);
+      writeFileSync(join(l.root, READY_MARKER), new Date().toISOString() + '\n');
+    }
+    const version = (
+      await psql(
+        l,
+        paths,
+        user,
+        "SELECT 'DocumentDB ' || extversion || ' on PostgreSQL ' || current_setting('server_version') FROM pg_extension WHERE extname='documentdb'",
+      )
+    ).trim();
+    if (!version) throw new Error('the documentdb extension is missing from the cluster');
+
+    const port = gatewayPort ?? (await freePort());
+    const config = await writeGatewayConfig(l, user, port);
+    const gwLog = join(l.logs, 'gateway.log');
+    gateway = spawnLogged(user, paths.gatewayBin, [config], l.gatewayDir, gwLog, 'TERM');
+    if (gateway.child.pid) writeFileSync(join(l.root, 'gateway.pid'), String(gateway.child.pid));
+    const uri = `mongodb://${MONGO_USER}:${password}@127.0.0.1:${port}/?authMechanism=SCRAM-SHA-256`;
+    const gw = gateway;
+    await waitFor(
+      'documentdb gateway',
+      () => ping(uri),
+      gw.child,
+      () => gw.tail(),
+    );
+    return { uri, version, gatewayPid: gw.child.pid, stop: stopAll };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
+
+async function ping(uri: string): Promise<boolean> {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 1000, connectTimeoutMS: 1000 });
+  try {
+    await client.db('admin').command({ ping: 1 });
+    return true;
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}

@@ -61,6 +61,7 @@ const OUT_OF_SCOPE: readonly [RegExp, string][] = [
 ];
 /** HAPI 7.6 rejects Bundle.link.relation inside a Bundle nested in a Bundle entry: its own defect. */
 const HAPI_DEFECTS: readonly RegExp[] = [/Unrecognized property 'relation'/];
+// (HAPI also rejects Specimen.collection.collector inside a contained Specimen: counted as a miss.)
 /** Snapshot slicing rules of StructureDefinitions (profile content, reported without a message id). */
 const PROFILE_CONTENT: readonly RegExp[] = [/launches straight into slicing/];
 

@@ -80,7 +80,11 @@ describe('transaction and batch bundles (e2e)', () => {
             status: 'final',
             code: { text: 'bp' },
             subject: { reference: uuid(1) },
-            extension: [{ url: 'http://example.org/ext', valueReference: { reference: uuid(1) } }],
+            extension: [
+              { url: 'http://example.org/ext', valueReference: { reference: uuid(1) } },
+              // A contained resource must be referenced from its container (dom-3).
+              { url: 'http://example.org/provenance', valueReference: { reference: '#p' } },
+            ],
             contained: [
               {
                 resourceType: 'Provenance',

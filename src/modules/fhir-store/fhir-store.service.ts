@@ -47,7 +47,9 @@ export function assertValid(
     `${errors.length} validation error(s)`,
     {
       status,
-      issues: issues.map((i) => issue(i.code, i.message, { severity: i.severity, path: i.path })),
+      issues: issues.map((i) =>
+        issue(i.code, i.message, { severity: i.severity, path: i.path, rule: i.rule }),
+      ),
     },
   );
 }

@@ -44,6 +44,8 @@ export interface OutcomeIssue {
   details?: { text: string };
   expression?: string[];
   location?: string[];
+  /** `operationoutcome-message-id`: the rule broken (an invariant key, a value set URL …). */
+  extension?: { url: string; valueString: string }[];
 }
 
 export interface OperationOutcome {
@@ -61,7 +63,7 @@ export function operationOutcome(issues: OutcomeIssue[], id?: string): Operation
 export function issue(
   code: IssueCode,
   diagnostics: string,
-  opts: { severity?: IssueSeverity; path?: string } = {},
+  opts: { severity?: IssueSeverity; path?: string; rule?: string } = {},
 ): OutcomeIssue {
   const out: OutcomeIssue = {
     severity: opts.severity ?? 'error',
@@ -72,6 +74,11 @@ export function issue(
   if (opts.path) {
     out.expression = [opts.path];
     out.location = [opts.path];
+  }
+  if (opts.rule) {
+    out.extension = [
+      { url: 'http://hl7.org/fhir/StructureDefinition/operationoutcome-message-id', valueString: opts.rule },
+    ];
   }
   return out;
 }

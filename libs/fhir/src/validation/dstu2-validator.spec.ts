@@ -30,6 +30,9 @@ describe('validateResource (dstu2, light checks)', () => {
     expect(issuesOf({ resourceType: 'Patient', meta: { versionId: 'v 1' } })).toEqual([
       'value Patient.meta.versionId',
     ]);
+    expect(issuesOf({ resourceType: 'Patient', meta: { lastUpdated: '2016-02-30T00:00:00Z' } })).toEqual([
+      'value Patient.meta.lastUpdated',
+    ]);
     expect(issuesOf({ resourceType: 'Patient', meta: { lastUpdated: '2016-01-01' } })).toEqual([
       'value Patient.meta.lastUpdated',
     ]);

@@ -1,4 +1,5 @@
 import { isResourceType } from '../definitions/resource-types';
+import { isCalendarDate } from './primitive-formats';
 import { MAX_DEPTH } from './structural-validator';
 import { errorIssue, type ValidationIssue } from './validation-issue';
 
@@ -87,7 +88,7 @@ function checkFormat(
     issues.push(errorIssue('structure', path, `Expected a string (${typeName})`));
   } else if (typeName === 'id' && value.length > 64) {
     issues.push(errorIssue('too-long', path, 'An id is at most 64 characters long'));
-  } else if (!format.test(value)) {
+  } else if (!format.test(value) || (typeName === 'instant' && !isCalendarDate(value))) {
     issues.push(errorIssue('value', path, `${JSON.stringify(value)} is not a valid ${typeName}`));
   }
 }

@@ -134,6 +134,16 @@ const CASES: Record<string, Case> = {
     ],
     resource: (node) => node,
   },
+  'que-7': {
+    base: 'Questionnaire.item.enableWhen',
+    nodes: [
+      { question: 'q', operator: 'exists', answerBoolean: true },
+      { question: 'q', operator: 'exists', answerString: 'yes' },
+      { question: 'q', operator: '=', answerString: 'yes' },
+    ],
+    // fhirpath.js says `answerBoolean is Boolean` is false; the spec (and HAPI) say true.
+    expected: [true, false, true],
+  },
   'qty-3': { base: 'Quantity', nodes: [{ code: 'kg' }, { code: 'kg', system: 'u' }, { value: 1 }] },
   'cpt-2': {
     base: 'ContactPoint',

@@ -10,6 +10,8 @@ export interface InvariantScope {
   readonly rootResource: JsonObject;
   /** ids of `rootResource.contained`, filled on first need (ref-1). */
   containedIds?: ReadonlySet<string>;
+  /** Engine time spent on the top-level resource (shared by its nested resources). */
+  budget?: { spentMs: number; skipped: number };
 }
 
 export type InvariantCheck = (node: unknown, scope: InvariantScope) => boolean;
@@ -98,6 +100,17 @@ export const HAND_CODED: Readonly<Record<string, { expressions: readonly string[
             if (codings.some((c) => deepEqual(c, coding))) return false;
         }
         return true;
+      },
+    },
+    'que-7': {
+      // fhirpath.js answers `answerBoolean is Boolean` with false (FHIR boolean vs System.Boolean); the
+      // reference and the spec's intent: an `exists` condition carries a boolean answer.
+      expressions: ["operator = 'exists' implies (answer is Boolean)"],
+      check: (node) => {
+        const object = node as JsonObject;
+        return (
+          object.operator !== 'exists' || present(object, 'answerBoolean') || !hasChoice(object, 'answer')
+        );
       },
     },
     'qty-3': {

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { compile, parse } from 'fhirpath';
 import * as r4Model from 'fhirpath/fhir-context/r4';
 import * as stu3Model from 'fhirpath/fhir-context/stu3';
@@ -25,8 +26,49 @@ type AstNode = { type: string; text?: string; children?: AstNode[] };
 type Compiled = (node: unknown, env?: Record<string, unknown>) => unknown[];
 
 const MODELS = { r4: r4Model, stu3: stu3Model } as const;
-/** trace() in the published expressions (ref-1, dom-3) must not print. */
-const OPTIONS = { traceFn: () => undefined };
+/**
+ * trace() in the published expressions (ref-1, dom-3) must not print. isDistinct() is replaced: the
+ * engine's compares every pair, so sdf-16 or bdl-7 on a resource with 100,000 items would take
+ * minutes; this one keys each item once (same answer for the values these invariants compare).
+ */
+const OPTIONS: Parameters<typeof compile>[2] = {
+  traceFn: () => undefined,
+  userInvocationTable: { isDistinct: { fn: (items: unknown[]) => [isDistinct(items)], arity: { 0: [] } } },
+};
+
+function isDistinct(items: readonly unknown[]): boolean {
+  const seen = new Set<string>();
+  for (const item of items) {
+    const key =
+      typeof item === 'object' && item !== null ? stableJson(item) : `${typeof item}:${String(item)}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+  }
+  return true;
+}
+
+function stableJson(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value) ?? 'undefined';
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  const object = value as Record<string, unknown>;
+  const keys = Object.keys(object)
+    .filter((k) => object[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableJson(object[k])}`).join(',')}}`;
+}
+
+/**
+ * Engine time one top-level resource may use. Patient data needs well under a millisecond, the largest
+ * official StructureDefinitions about half a second (eld-* on every element); a Bundle of 1,000
+ * StructureDefinitions would need minutes, so past the budget
+ * the remaining engine invariants are skipped and a warning says so (warnings never refuse).
+ */
+export const ENGINE_BUDGET_MS = 1_000;
+
+export interface EngineBudget {
+  spentMs: number;
+  skipped: number;
+}
 
 /** Terms that read the focus itself or the environment: an expression with one cannot be guarded. */
 const IMPLICIT_FOCUS = new Set([
@@ -70,12 +112,20 @@ export class InvariantCompiler {
       return null;
     }
     const run = (node: unknown, scope: InvariantScope): boolean => {
+      const budget = scope.budget;
+      if (budget && budget.spentMs > ENGINE_BUDGET_MS) {
+        budget.skipped++;
+        return true;
+      }
+      const started = performance.now();
       try {
         const result = evaluate(node, { resource: scope.resource, rootResource: scope.rootResource });
         // A constraint holds unless it evaluates to false (an empty result is not a failure).
         return !(result.length === 1 && result[0] === false);
       } catch {
         return true;
+      } finally {
+        if (budget) budget.spentMs += performance.now() - started;
       }
     };
     const hand = HAND_CODED[key];

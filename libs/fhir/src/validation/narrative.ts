@@ -66,11 +66,14 @@ const CACHE_LIMIT = 5_000;
 const CACHEABLE_LENGTH = 4_096;
 const cache = new Map<string, NarrativeAnalysis>();
 
+/** The last analysis, whatever its length: the format check and the link check ask in a row. */
+let last: { xhtml: string; analysis: NarrativeAnalysis } | undefined;
+
 export function analyseNarrative(xhtml: string): NarrativeAnalysis {
-  const cached = cache.get(xhtml);
-  if (cached) return cached;
-  const analysis = parseNarrative(xhtml);
+  if (last?.xhtml === xhtml) return last.analysis;
+  const analysis = cache.get(xhtml) ?? parseNarrative(xhtml);
   if (xhtml.length <= CACHEABLE_LENGTH && cache.size < CACHE_LIMIT) cache.set(xhtml, analysis);
+  last = { xhtml, analysis };
   return analysis;
 }
 

@@ -47,6 +47,7 @@ const INT32_MAX = 2147483647;
 const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
 
 /** Invalid UTF-8 arrives as U+FFFD; `\ud800` escapes in JSON arrive as unpaired surrogates. */
+const SURROGATE = /[\uD800-\uDFFF]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const INTEGER_MINIMUM: Readonly<Record<string, number>> = {
@@ -92,13 +93,27 @@ function compileCheck(typeCode: string, regexSource: string | undefined): Primit
   const maxLength = typeCode === 'id' ? MAX_ID_LENGTH : MAX_STRING_LENGTH;
   const matches = regex ? (text: string) => regex.test(text) : () => true;
   // The published regexes allow 2019-02-30; the calendar does not (month lengths, leap years).
-  const isWellFormed = DATE_TYPES.has(typeCode)
-    ? (text: string) => matches(text) && isCalendarDate(text)
-    : matches;
+  let isWellFormed = matches;
+  if (DATE_TYPES.has(typeCode)) isWellFormed = (text) => matches(text) && isCalendarDate(text);
+  else if (URI_TYPES.has(typeCode)) isWellFormed = (text) => matches(text) && isWellFormedUri(typeCode, text);
   return stringCheck(typeCode, isWellFormed, maxLength);
 }
 
 const DATE_TYPES = new Set(['date', 'dateTime', 'instant']);
+const URI_TYPES = new Set(['uri', 'url', 'canonical', 'oid', 'uuid']);
+const OID_URN = /^urn:oid:[0-2](\.(0|[1-9][0-9]*))+$/;
+const UUID_URN = /^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * `urn:oid:` and `urn:uuid:` values follow their RFCs (lower-case UUIDs), and a canonical is absolute
+ * unless it is a `#fragment` (https://hl7.org/fhir/R4/datatypes.html#canonical).
+ */
+function isWellFormedUri(typeCode: string, text: string): boolean {
+  if (text.startsWith('urn:oid:')) return OID_URN.test(text);
+  if (text.startsWith('urn:uuid:')) return UUID_URN.test(text);
+  if (typeCode === 'canonical') return text.startsWith('#') || /^[A-Za-z][A-Za-z0-9+.-]*:/.test(text);
+  return true;
+}
 
 /** Whether the `YYYY-MM-DD` part (if any) names a real day: no 30 February, no 31 April. */
 export function isCalendarDate(text: string): boolean {
@@ -134,7 +149,7 @@ function stringCheck(
     if (value.length > maxLength) {
       return { code: 'too-long', message: `A ${typeCode} is at most ${maxLength} characters long` };
     }
-    if (CONTROL_CHARACTER.test(value) || LONE_SURROGATE.test(value)) {
+    if (CONTROL_CHARACTER.test(value) || (SURROGATE.test(value) && LONE_SURROGATE.test(value))) {
       return {
         code: 'value',
         message: `A ${typeCode} must not hold control characters (other than tab, CR, LF) or broken UTF-16`,

@@ -286,7 +286,7 @@ const CASES: Record<string, [string, unknown, string[]][]> = {
       {
         resourceType: 'Bundle',
         type: 'transaction',
-        entry: [{ fullUrl: 'urn:uuid:1', resource: patient() }],
+        entry: [{ fullUrl: 'urn:uuid:0c3151bd-1cbf-4d64-b04d-cd9187a4c6e0', resource: patient() }],
       },
       ['Bundle [bdl-3]'],
     ],

@@ -42,6 +42,8 @@ export class StructuralValidator {
   private depth = 0;
   /** `%resource` / `%rootResource` of the element being walked. */
   private scope: InvariantScope = { resource: {}, rootResource: {} };
+  /** Engine time of the current top-level validation. */
+  private budget = { spentMs: 0, skipped: 0 };
 
   constructor(private readonly version: DefinedFhirVersion) {
     this.tables = elementTables(version);
@@ -51,7 +53,17 @@ export class StructuralValidator {
   /** Validates a top-level resource: every issue, then one note per code system not checked here. */
   validate(resource: unknown, issues: ValidationIssue[], expectedType?: string): void {
     this.checks.unchecked.clear();
+    const budget = { spentMs: 0, skipped: 0 };
+    this.budget = budget;
     this.validateResource(resource, issues, undefined, expectedType);
+    if (budget.skipped > 0) {
+      issues.push({
+        severity: 'warning',
+        code: 'too-long',
+        path: resourceTypeOf(resource) ?? expectedType ?? 'Resource',
+        message: `${budget.skipped} invariant evaluations skipped: the resource exceeds the validation time budget`,
+      });
+    }
     for (const system of this.checks.unchecked) {
       issues.push({
         severity: 'information',
@@ -111,9 +123,10 @@ export class StructuralValidator {
       );
     }
     const outer = this.scope;
+    const budget = this.budget;
     this.scope = container
-      ? { resource, rootResource: outer.rootResource }
-      : { resource, rootResource: resource };
+      ? { resource, rootResource: outer.rootResource, budget }
+      : { resource, rootResource: resource, budget };
     try {
       if (table.elements.has('contained')) this.checks.containedIds(resource, path ?? type, issues);
       this.validateObject(table, resource, path ?? type, issues);
@@ -148,6 +161,15 @@ export class StructuralValidator {
     issues: ValidationIssue[],
   ): void {
     let present = 0;
+    // Choice elements seen, by their `[x]` name: an ElementDefinition has ten groups of fifty names,
+    // so looking at the object's own keys is far cheaper than probing every name of every group.
+    let choices: Map<string, string> | undefined;
+    let conflicts: [string, string, string][] | undefined;
+    const noteChoice = (group: string, jsonName: string) => {
+      const first = (choices ??= new Map()).get(group);
+      if (first === undefined) choices.set(group, jsonName);
+      else if (first !== jsonName) (conflicts ??= []).push([group, first, jsonName]);
+    };
     for (const key in object) {
       const value = object[key];
       if (value === undefined) continue;
@@ -155,11 +177,13 @@ export class StructuralValidator {
       if (key === 'resourceType' && table.isResource) continue;
       const rule = table.elements.get(key);
       if (rule) {
+        if (rule.choiceOf) noteChoice(rule.choiceOf, rule.jsonName);
         const extension = rule.isPrimitive ? object[`_${key}`] : undefined;
         this.validateElement(rule, value, extension, `${path}.${key}`, issues);
         continue;
       }
       const primitiveRule = key.charCodeAt(0) === 0x5f ? table.elements.get(key.slice(1)) : undefined;
+      if (primitiveRule?.choiceOf) noteChoice(primitiveRule.choiceOf, primitiveRule.jsonName);
       if (primitiveRule?.isPrimitive) {
         this.validatePrimitiveExtension(
           primitiveRule,
@@ -176,34 +200,24 @@ export class StructuralValidator {
       issues.push(errorIssue('structure', path, 'Empty objects are not allowed; omit the element instead'));
       return;
     }
-    for (const group of table.choiceGroups)
-      this.checkSingleChoice(group.jsonNames, object, `${path}.${group.name}`, issues);
+    const reported = new Set<string>();
+    for (const [group, first, second] of conflicts ?? []) {
+      if (reported.has(group)) continue;
+      reported.add(group);
+      issues.push(
+        errorIssue(
+          'structure',
+          `${path}.${group}`,
+          `Only one choice allowed, found both '${first}' and '${second}'`,
+        ),
+      );
+    }
     for (const rule of table.required) {
       if (!rule.jsonNames.some((name) => hasElement(object, name))) {
         issues.push(
           errorIssue('required', `${path}.${rule.name}`, `Required element '${rule.name}' is missing`),
         );
       }
-    }
-  }
-
-  private checkSingleChoice(
-    jsonNames: readonly string[],
-    object: JsonObject,
-    path: string,
-    issues: ValidationIssue[],
-  ): void {
-    let first: string | undefined;
-    for (const name of jsonNames) {
-      if (!hasElement(object, name)) continue;
-      if (first === undefined) {
-        first = name;
-        continue;
-      }
-      issues.push(
-        errorIssue('structure', path, `Only one choice allowed, found both '${first}' and '${name}'`),
-      );
-      return;
     }
   }
 

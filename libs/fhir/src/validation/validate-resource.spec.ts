@@ -53,7 +53,9 @@ describe('validateResource (r4)', () => {
       const bundle = {
         resourceType: 'Bundle',
         type: 'collection',
-        entry: [{ fullUrl: 'urn:uuid:1', resource: observation({ x: 1 }) }],
+        entry: [
+          { fullUrl: 'urn:uuid:0c3151bd-1cbf-4d64-b04d-cd9187a4c6e0', resource: observation({ x: 1 }) },
+        ],
       };
       expect(issuesOf(bundle)).toEqual(['structure Bundle.entry[0].resource.x']);
     });
@@ -290,8 +292,12 @@ describe('validateResource (r4)', () => {
     let item: Record<string, unknown> = { linkId: 'leaf', type: 'display' };
     for (let i = 0; i < 5000; i++) item = { linkId: `${i}`, type: 'group', item: [item] };
     const issues = validateResource('r4', { resourceType: 'Questionnaire', status: 'draft', item: [item] });
-    expect(issues).toHaveLength(1);
-    expect(issues[0].message).toContain('nested');
+    const errors = issues.filter((i) => i.severity === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0].message).toContain('nested');
+    // The invariants on 200 nested items may exceed the engine's time budget (machine-dependent): the
+    // rest are then skipped, said as a warning, instead of the request taking seconds.
+    for (const other of issues.filter((i) => i.severity !== 'error')) expect(other.code).toBe('too-long');
     expect(validateResource('dstu2', { resourceType: 'Questionnaire', item: [item] })).toHaveLength(1);
   });
 

@@ -42,7 +42,7 @@ export class ValidateOperationService {
       );
     }
     const issues: OutcomeIssue[] = validateResource(version, input.resource, type).map((i) =>
-      issue(i.code, i.message, { severity: i.severity, path: i.path }),
+      issue(i.code, i.message, { severity: i.severity, path: i.path, rule: i.rule }),
     );
     if (mode === 'update') {
       if (!input.resource.id)

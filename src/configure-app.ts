@@ -4,6 +4,7 @@ import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
 import { fhirStringsGuard, verifyUtf8 } from './common/body-hygiene';
+import { answerParserErrors, cacheControl, urlLengthLimit } from './common/response-hygiene';
 import { isFhirRoute } from './common/fhir-routes';
 import { Settings } from './config/settings';
 
@@ -39,6 +40,9 @@ function setupSwagger(app: NestExpressApplication, settings: Settings): void {
 export function configureApp(app: NestExpressApplication, settings: Settings): void {
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  answerParserErrors(app.getHttpServer(), settings.maxUrlLength);
+  app.use(urlLengthLimit(settings.maxUrlLength));
+  app.use(cacheControl);
   // 'simple': a query string never becomes nested objects, so `name[$ne]=` stays a literal key.
   app.set('query parser', 'simple');
   // The source address (`req.ip`) counts failed client authentications: behind a proxy, trust it.

@@ -24,6 +24,7 @@ const CODE_BY_STATUS: Record<number, IssueCode> = {
   410: 'deleted',
   412: 'conflict',
   413: 'too-long',
+  414: 'too-long',
   415: 'not-supported',
   422: 'processing',
   429: 'throttled',

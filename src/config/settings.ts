@@ -28,6 +28,8 @@ export interface Settings {
   refreshTokenTtlSeconds: number;
   authCodeTtlSeconds: number;
   bodyLimitBytes: number;
+  /** Longest request URL (path and query) accepted; longer → 414. */
+  maxUrlLength: number;
   dbTimeoutMs: number;
   purgeBudgetMs: number;
   exportFileMaxResources: number;
@@ -183,6 +185,7 @@ export function parseSettings(env: Env): Settings {
     refreshTokenTtlSeconds: r.int('REFRESH_TOKEN_TTL', 86400 * 30, 1, 86400 * 365),
     authCodeTtlSeconds: r.int('AUTH_CODE_TTL', 7200, 1, 86400),
     bodyLimitBytes: parseBytes(r, 'BODY_LIMIT', 5 * 1024 * 1024),
+    maxUrlLength: r.int('MAX_URL_LENGTH', 8192, 256, 1024 * 1024),
     dbTimeoutMs: r.int('DB_TIMEOUT_MS', 5000, 100, 120000),
     purgeBudgetMs: r.int('PURGE_BUDGET_MS', 30000, 100, 600000),
     exportFileMaxResources: r.int('EXPORT_FILE_MAX_RESOURCES', 10000, 1, 10000000),

@@ -20,6 +20,7 @@ const ORDER = [
   'purge',
   'directory',
   'load',
+  'fairness',
 ];
 const root = join(__dirname, '..');
 

@@ -3,7 +3,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
-import { fhirStringsGuard, verifyUtf8 } from './common/body-hygiene';
+import { fhirBodyGuard, verifyUtf8 } from './common/body-hygiene';
 import { answerParserErrors, cacheControl, urlLengthLimit } from './common/response-hygiene';
 import { isFhirRoute } from './common/fhir-routes';
 import { Settings } from './config/settings';
@@ -72,7 +72,9 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
     verify: verifyUtf8,
   });
   app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false, verify: verifyUtf8 });
-  app.use(fhirStringsGuard);
+  app.use(
+    fhirBodyGuard({ maxResourceBytes: settings.maxResourceBytes, maxArrayLength: settings.maxArrayLength }),
+  );
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   setupSwagger(app, settings);

@@ -3,6 +3,7 @@ import { InjectModel } from '@nestjs/mongoose';
 import { Model, Schema } from 'mongoose';
 import type { Collection, Filter, FindCursor } from 'mongodb';
 import type { FhirVersion } from '@app/fhir';
+import { LONG_CURSOR } from '../../database/ensure-indexes';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 
 /**
@@ -138,7 +139,7 @@ export class ExportResourcesRepository {
     const bounded = Object.keys(keyBounds).length > 0 ? { ...filter, _id: keyBounds } : filter;
     return (
       this.collection
-        .find(bounded, { projection: { _id: 0, json: 1 } })
+        .find(bounded, { projection: { _id: 0, json: 1 }, ...LONG_CURSOR })
         .sort({ _id: 1 })
         // Small batches: a download holds one batch of stored JSON at a time (a few hundred KB),
         // so N parallel downloads do not grow the server by N × megabytes.

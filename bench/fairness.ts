@@ -52,7 +52,14 @@ async function searchLoop(
 }
 
 async function main(): Promise<void> {
-  const server = await startBenchServer();
+  // the fairness settings may be varied from the environment (e.g. CLIENT_MAX_CONCURRENT_REQUESTS=4)
+  const server = await startBenchServer(
+    Object.fromEntries(
+      ['CLIENT_MAX_CONCURRENT_REQUESTS', 'DB_TIMEOUT_MS', 'MAX_RESOURCE_BYTES', 'MAX_ARRAY_LENGTH']
+        .filter((key) => process.env[key])
+        .map((key) => [key, process.env[key]!]),
+    ),
+  );
   try {
     const [victim, heavy] = await createBenchUsers(server, 2, 1);
     const auth = (u: BenchUser) => ({ Authorization: `Bearer ${u.accessToken}` });

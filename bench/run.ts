@@ -16,6 +16,7 @@ const ORDER = [
   'ingest',
   'read',
   'search',
+  'write-transactions',
   'export',
   'purge',
   'directory',

@@ -1,42 +1,53 @@
 /**
- * FHIR search latency (issue 5): Synthea R4 loaded under 3 users (each its own client, so the same
- * ids coexist), then 10 typical searches with 8 connections each: p50/p99 and req/s. Target p99 <
- * 50 ms on MongoDB; on FerretDB 1.x (SQLite) only `_id` equality is pushed down to SQL, so every
- * search below but `$everything`'s patient look-up is a scan of the tenant's documents there.
- * Starts its own app and database (MONGO_URL, else as the tests do); prints a table and writes
- * bench/results/search.json. Run: npm run bench -- search
- *   SEARCH_BENCH_PATIENTS=<n> (default 100: ≈117k resources with Provenances), SEARCH_BENCH_REQUESTS=<n> per
- *   search (default 400), SEARCH_BENCH_CONNECTIONS=<n> (default 8).
+ * FHIR search latency (issues 5 and 13): the Synthea R4 sample loaded BENCH_COPIES times (default 5,
+ * ≈195,000 resources plus their Provenances) into one client through the API, then 10 typical
+ * searches at 8 and at 32 connections: through the HTTP API (autocannon) and through the raw driver
+ * doing the same work (the very commands the app sent for that search, recorded with driver command
+ * monitoring and replayed in order, same concurrency and request count). Target: API p99 < 50 ms.
+ * Prints a table and writes bench/results/search.json. Run: npm run bench -- search
+ *   BENCH_COPIES=<n>, BENCH_PATIENTS=<n> (patients per copy, default 100),
+ *   SEARCH_BENCH_REQUESTS=<n> per search and concurrency (default 400).
  */
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { getConnectionToken } from '@nestjs/mongoose';
-import type { Connection } from 'mongoose';
-import { syntheaRecords, type SyntheaRecord } from '../libs/testing/src/synthea';
-import { call, loadInBundles } from './lib/fhir-load';
-import { parseSettings } from '../src/config/settings';
-import { createApp } from '../src/create-app';
-import { resolveDatabase } from '../src/database/embedded-database';
-import { ClientsService } from '../src/modules/auth/clients/clients.service';
+import { recordQueries, type RecordedQuery } from '../libs/testing/src/query-plans';
+import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
+import {
+  createBenchUsers,
+  httpJson,
+  inParallel,
+  printTable,
+  startBenchServer,
+  type BenchServer,
+  type BenchUser,
+} from './lib/bench-server';
+import { loadSyntheaR4, type SyntheaLoadResult } from './lib/synthea-load';
 
-const USERS = 3;
-const CONNECTIONS = Number(process.env.SEARCH_BENCH_CONNECTIONS ?? 8);
+const COPIES = Number(process.env.BENCH_COPIES ?? 5);
+const PATIENTS = process.env.BENCH_PATIENTS ? Number(process.env.BENCH_PATIENTS) : undefined;
+const REQUESTS = Number(process.env.SEARCH_BENCH_REQUESTS ?? 400);
+/** Users the sample's patients are spread over (round-robin), as bench/ingest.ts does. */
+export const USERS = 4;
+const CONCURRENCY = [8, 32];
 const TARGET_P99_MS = 50;
 
-function searches(record: SyntheaRecord, loadStarted: string, loadMiddle: string): Array<[string, string]> {
-  const p = record.patientId;
-  const family = encodeURIComponent(String((record.resources[0] as any).name[0].family));
+function searches(
+  patientId: string,
+  family: string,
+  loadStarted: string,
+  loadMiddle: string,
+): Array<[string, string]> {
+  const p = patientId;
   return [
     ['Observation by patient+code', `/r4/Observation?subject=Patient/${p}&code=http://loinc.org|8302-2`],
     ['Observation by patient+date range', `/r4/Observation?subject=Patient/${p}&date=ge2015&date=lt2020`],
     ['Condition by patient', `/r4/Condition?patient=Patient/${p}`],
-    ['Patient by name', `/r4/Patient?name=${family}`],
+    ['Patient by name', `/r4/Patient?name=${encodeURIComponent(family)}`],
     ['Encounter _include=Encounter:patient', `/r4/Encounter?patient=${p}&_include=Encounter:patient`],
     ['Patient _revinclude=Provenance:target', `/r4/Patient?_id=${p}&_revinclude=Provenance:target`],
-    ['Observation _content', `/r4/Observation?_content=glucose`],
+    ['Observation by code+date (no patient)', `/r4/Observation?code=http://loinc.org|8302-2&date=ge2019-06`],
     [
       'Observation _lastUpdated range',
       `/r4/Observation?_lastUpdated=ge${loadStarted}&_lastUpdated=lt${loadMiddle}`,
@@ -46,112 +57,149 @@ function searches(record: SyntheaRecord, loadStarted: string, loadMiddle: string
   ];
 }
 
-function printTable(rows: Array<Record<string, string | number>>): void {
-  const cols = Object.keys(rows[0]);
-  const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
-  console.log(cols.map((c, i) => c.padEnd(width[i])).join(' | '));
-  console.log(width.map((w) => '-'.repeat(w)).join('-|-'));
-  for (const r of rows) console.log(cols.map((c, i) => String(r[c]).padEnd(width[i])).join(' | '));
+interface Latency {
+  perSecond: number;
+  p50: number;
+  p99: number;
 }
 
-async function main(): Promise<void> {
-  const patients = Number(process.env.SEARCH_BENCH_PATIENTS ?? 100);
-  const requests = Number(process.env.SEARCH_BENCH_REQUESTS ?? 400);
-  const dir = mkdtempSync(join(tmpdir(), 'bench-search-'));
-  const database = await resolveDatabase(process.env.MONGO_URL, dir);
-  const settings = parseSettings({
-    LOG_LEVEL: 'warn',
-    PORT: '0',
-    BODY_LIMIT: '50mb',
-    USER_MGMT_RATE_LIMIT: '1000000',
-    // FerretDB answers scans slowly under 8 connections: give it time rather than fail fast.
-    DB_TIMEOUT_MS: '60000',
-    DIRECTORY_SEED: 'false',
+/** `total` runs of `one` with `concurrency` in flight: req/s and latency percentiles in ms. */
+async function measure(total: number, concurrency: number, one: () => Promise<void>): Promise<Latency> {
+  const latencies: number[] = [];
+  const start = process.hrtime.bigint();
+  await inParallel(total, concurrency, async () => {
+    const begin = process.hrtime.bigint();
+    await one();
+    latencies.push(Number(process.hrtime.bigint() - begin) / 1e6);
   });
-  const app = await createApp(settings, database, `bench_search_${randomBytes(4).toString('hex')}`);
-  await app.listen(0, '127.0.0.1');
-  const connection = app.get<Connection>(getConnectionToken());
-  try {
-    const info = await connection.db!.admin().command({ buildInfo: 1 });
-    const engine = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`;
-    const baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-    const records = syntheaRecords('r4', patients);
-    const resources = records.flatMap((r) => r.resources);
-    const tokens: string[] = [];
-    for (let u = 0; u < USERS; u++) {
-      const client = await app.get(ClientsService).create({ name: `bench search ${u}`, programs: [] });
-      const created = await call(`${baseUrl}/user-management/v1/user`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          app_user_id: `bench-${u}`,
-          client_id: client.client_id,
-          client_secret: client.client_secret,
-        }),
-      });
-      tokens.push(String(created.body.access_token));
-    }
-    const loadStarted = new Date().toISOString();
-    const started = Date.now();
-    let loadMiddle = loadStarted;
-    for (const [u, token] of tokens.entries()) {
-      await loadInBundles(baseUrl, token, resources, `user ${u + 1}/${USERS}`);
-      if (u === 0) loadMiddle = new Date().toISOString();
-    }
-    const loadSeconds = (Date.now() - started) / 1000;
-    const stored = await connection.collection('resources').countDocuments({});
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  return { perSecond: total / seconds, p50: at(0.5), p99: at(0.99) };
+}
 
-    // The patient with the most resources: the heaviest per-patient searches.
-    const heaviest = [...records].sort((a, b) => b.resources.length - a.resources.length)[0];
+/**
+ * The search benchmark on loaded data (also run by bench/ingest.ts after its load): the app must run
+ * with METRICS_ENABLED=true (command monitoring records its queries for the driver replay).
+ */
+export async function benchSearches(
+  server: BenchServer,
+  users: readonly BenchUser[],
+  load: SyntheaLoadResult,
+  loadStarted: string,
+  loadMiddle: string,
+): Promise<void> {
+  {
+    const stored = await server.connection.db!.collection('resources').countDocuments();
+    // The patient with the most resources (first copy): the heaviest per-patient searches. Patients
+    // go round-robin to the users, so patient n belongs to user n % USERS.
+    const sample = loadSyntheaResources('r4', PATIENTS ?? Infinity);
+    let patientIndex = -1;
+    const perPatient: Array<{ id: string; family: string; count: number; index: number }> = [];
+    for (const resource of sample) {
+      if (resource.resourceType === 'Patient') {
+        patientIndex++;
+        const name = (resource as { name?: Array<{ family?: string }> }).name?.[0]?.family ?? 'x';
+        perPatient.push({ id: String(resource.id), family: name, count: 0, index: patientIndex });
+      }
+      if (perPatient.length > 0) perPatient[perPatient.length - 1].count++;
+    }
+    const heaviest = perPatient.sort((a, b) => b.count - a.count)[0];
+    const user = users[heaviest.index % USERS];
+    const auth = { Authorization: `Bearer ${user.accessToken}` };
+    const db = server.connection.db!;
+
     const rows: Array<Record<string, string | number>> = [];
-    for (const [name, path] of searches(heaviest, loadStarted, loadMiddle)) {
-      const probe = await call(`${baseUrl}${path}`, { headers: { Authorization: `Bearer ${tokens[0]}` } });
-      if (probe.status !== 200)
-        throw new Error(`${path}: ${probe.status} ${JSON.stringify(probe.body).slice(0, 300)}`);
-      const result = await autocannon({
-        url: `${baseUrl}${path}`,
-        connections: CONNECTIONS,
-        amount: requests,
-        timeout: 60,
-        headers: { authorization: `Bearer ${tokens[0]}` },
+    for (const [name, path] of searches(heaviest.id, heaviest.family, loadStarted, loadMiddle)) {
+      let total: number | string = '';
+      const recorded: RecordedQuery[] = await recordQueries(server.connection, async () => {
+        const probe = await httpJson(server.baseUrl, 'GET', path, undefined, auth);
+        if (probe.status !== 200)
+          throw new Error(`${path}: ${probe.status} ${JSON.stringify(probe.body).slice(0, 300)}`);
+        total = probe.body.total ?? '';
       });
-      rows.push({
-        search: name,
-        total: probe.body.total ?? '',
-        requests: result.requests.total,
-        errors: result.errors + result.timeouts + (result.non2xx ?? 0),
-        'p50 ms': result.latency.p50,
-        'p99 ms': result.latency.p99,
-        'req/s': Math.round(result.requests.average * 10) / 10,
-      });
-      process.stderr.write(`${name}: p99 ${result.latency.p99} ms\n`);
+      for (const connections of CONCURRENCY) {
+        const api = await autocannon({
+          url: `${server.baseUrl}${path}`,
+          connections,
+          amount: REQUESTS,
+          timeout: 60,
+          headers: { authorization: auth.Authorization },
+        });
+        const driver = await measure(REQUESTS, connections, async () => {
+          for (const query of recorded) await db.command(query.command);
+        });
+        rows.push({
+          search: name,
+          conns: connections,
+          total,
+          queries: recorded.length,
+          errors: api.errors + api.timeouts + (api.non2xx ?? 0),
+          'API p50': api.latency.p50,
+          'API p99': api.latency.p99,
+          'API req/s': Math.round(api.requests.total / api.duration),
+          'drv p50': Math.round(driver.p50 * 10) / 10,
+          'drv p99': Math.round(driver.p99 * 10) / 10,
+          'drv req/s': Math.round(driver.perSecond),
+          ratio: Math.round((api.requests.total / api.duration / driver.perSecond) * 100) / 100,
+        });
+        process.stderr.write(
+          `${name} @${connections}: API p99 ${api.latency.p99} ms, load ${loadavg()[0].toFixed(1)}\n`,
+        );
+      }
     }
     console.log(
-      `\n${engine}: ${patients} Synthea patients × ${USERS} users = ${stored} current resources (with Provenances), loaded in ${loadSeconds.toFixed(0)} s\n`,
+      `\nsearch — ${server.engine}: ${COPIES} × Synthea R4 = ${load.resources} resources (${stored} current documents with Provenances), ` +
+        `loaded at ${load.resourcesPerSecond.toFixed(0)} resources/s; ${REQUESTS} requests per row; load average ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')}\n`,
     );
     printTable(rows);
+    const summary = rows.map((r) => ({
+      figure: `${r.search} @${r.conns} p99`,
+      value: r['API p99'],
+      unit: 'ms',
+      target: `< ${TARGET_P99_MS}`,
+    }));
     mkdirSync(join(__dirname, 'results'), { recursive: true });
-    const summary = rows.flatMap((r) => [
-      {
-        figure: `${r.search} p99`,
-        value: r['p99 ms'],
-        unit: 'ms',
-        target: engine.startsWith('MongoDB') ? `< ${TARGET_P99_MS}` : 'report',
-      },
-      { figure: `${r.search} req/s`, value: r['req/s'], unit: 'req/s' },
-    ]);
     writeFileSync(
       join(__dirname, 'results', 'search.json'),
-      `${JSON.stringify({ engine, patients, users: USERS, resources: stored, loadSeconds, connections: CONNECTIONS, rows, summary }, null, 2)}\n`,
+      `${JSON.stringify({ engine: server.engine, copies: COPIES, resources: load.resources, documents: stored, rows, summary }, null, 2)}\n`,
     );
-  } finally {
-    await app.close();
-    await database.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+async function main(): Promise<void> {
+  // METRICS_ENABLED: driver command monitoring, which records the app's queries for the replay.
+  const server = await startBenchServer({
+    DB_TIMEOUT_MS: '60000',
+    DIRECTORY_SEED: 'false',
+    METRICS_ENABLED: 'true',
+  });
+  try {
+    const users = await createBenchUsers(server, 1, USERS);
+    process.stderr.write(`engine ${server.engine}; loading ${COPIES} copies of the sample\n`);
+    const loadStarted = new Date().toISOString();
+    let loadMiddle = loadStarted;
+    const load = await loadSyntheaR4(server, {
+      users,
+      parallel: 6,
+      maxPatients: PATIENTS,
+      copies: COPIES,
+      onProgress: (done, total) => {
+        if (done <= total / 2) loadMiddle = new Date().toISOString();
+        if (done % 2000 === 0) process.stderr.write(`  ${done}/${total} bundles\n`);
+      },
+    });
+    await benchSearches(server, users, load, loadStarted, loadMiddle);
+  } finally {
+    await server.close();
+  }
+}
+
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

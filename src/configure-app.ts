@@ -40,6 +40,9 @@ function setupSwagger(app: NestExpressApplication, settings: Settings): void {
 export function configureApp(app: NestExpressApplication, settings: Settings): void {
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  // No content-hash ETags from Express: an ETag on a FHIR route is the resource's W/"versionId"
+  // (https://hl7.org/fhir/R4/http.html#versioning), set by the store on resource responses only.
+  app.set('etag', false);
   answerParserErrors(app.getHttpServer(), settings.maxUrlLength);
   app.use(urlLengthLimit(settings.maxUrlLength));
   app.use(cacheControl);
@@ -59,8 +62,11 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
     if (origin && isFhirRoute(req.path) && (origins.has(origin) || origins.has('*'))) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Vary', 'Origin');
-      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Prefer, If-Match');
-      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE');
+      res.setHeader(
+        'Access-Control-Allow-Headers',
+        'Authorization, Content-Type, Accept, Prefer, If-Match, If-None-Exist',
+      );
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
       res.setHeader('Access-Control-Expose-Headers', 'Location, ETag, Content-Location, X-Progress');
       if (req.method === 'OPTIONS') return res.status(204).end();
     }

@@ -1,25 +1,46 @@
 import request from 'supertest';
 import { bearer, createClient, createTestApp, createUser, TestApp, TestUser } from '@app/testing';
+import { ExportResourcesRepository } from '../src/modules/bulk-export/export-resources.repository';
 
 type Json = Record<string, any>;
 
 const STALE_MS = 400;
-const OBSERVATIONS = 240;
+const OBSERVATIONS = 60;
+const PER_FILE = 10;
 
 /**
  * Async export jobs whose planning takes longer than the stale time (issue 13 item 5): a job still
  * planning beats and is never taken for abandoned; a job whose run went silent is taken over by the
- * next poll; a run whose job was taken over stops instead of recording its plan. The plan is made
- * slow for real: one file per resource means one boundary query per resource.
+ * next poll; a run whose job was taken over stops instead of recording its plan. The plan runs
+ * for real on the database; it is made slow by holding each planning query back for several stale
+ * periods (a spy around the real repository method), as a large store would.
  */
 describe('bulk export jobs: heartbeat and take-over (e2e)', () => {
   let t: TestApp;
   let alice: TestUser;
+  /** Calls of the planning query per type (Observation, Patient: two per full plan). */
+  let planningCalls = 0;
 
   beforeAll(async () => {
-    t = await createTestApp({ EXPORT_FILE_MAX_RESOURCES: '1', EXPORT_JOB_STALE_MS: String(STALE_MS) });
+    t = await createTestApp({
+      EXPORT_FILE_MAX_RESOURCES: String(PER_FILE),
+      EXPORT_JOB_STALE_MS: String(STALE_MS),
+    });
+    const repository = t.app.get(ExportResourcesRepository);
+    const real = repository.keyRanges.bind(repository);
+    jest.spyOn(repository, 'keyRanges').mockImplementation(async (...args) => {
+      planningCalls += 1;
+      await new Promise((r) => setTimeout(r, 4 * STALE_MS));
+      return real(...args);
+    });
     const client = await createClient(t);
     alice = await createUser(t, client);
+    await request(t.server)
+      .post('/r4/Patient')
+      .set(bearer(alice.access_token))
+      .set('Content-Type', 'application/fhir+json')
+      .send(JSON.stringify({ resourceType: 'Patient', gender: 'other' }))
+      .expect(201);
     for (let start = 0; start < OBSERVATIONS; start += 20) {
       const entry = Array.from({ length: 20 }, (_, i) => ({
         resource: {
@@ -43,7 +64,7 @@ describe('bulk export jobs: heartbeat and take-over (e2e)', () => {
 
   async function kickOff(): Promise<string> {
     const res = await request(t.server)
-      .get('/r4/$export?_type=Observation')
+      .get('/r4/$export?_type=Observation,Patient')
       .set(bearer(alice.access_token))
       .set('Accept', 'application/fhir+json')
       .set('Prefer', 'respond-async')
@@ -72,20 +93,23 @@ describe('bulk export jobs: heartbeat and take-over (e2e)', () => {
     expect(done!.startedAt).toEqual(first!.startedAt);
     expect(done!.beat.getTime()).toBeGreaterThan(first!.beat.getTime());
     const manifest = (await poll(jobId).expect(200)).body;
-    expect(manifest.output).toHaveLength(OBSERVATIONS);
+    expect(manifest.output).toHaveLength(OBSERVATIONS / PER_FILE + 1);
   }, 90_000);
 
   it('stops a run whose job was taken over, and lets the new claim finish it', async () => {
     const jobId = await kickOff();
+    const callsBefore = planningCalls;
     // Another instance takes the job over (as after a silence): the old run's next beat sees it.
     const takenAt = new Date(Date.now() - 10 * STALE_MS);
     await jobs().updateOne({ _id: jobId as any }, { $set: { startedAt: takenAt, beat: takenAt } });
-    await new Promise((r) => setTimeout(r, 3 * STALE_MS));
+    await new Promise((r) => setTimeout(r, 6 * STALE_MS));
     const orphan = await jobs().findOne({ _id: jobId as any });
     // The old run stopped: it did not record its plan under the new claim.
     expect(orphan!.state).toBe('in-progress');
     expect(orphan!.startedAt).toEqual(takenAt);
     expect(orphan!.files).toEqual([]);
+    // ...and it stopped planning: its first type's query ran, the second type's never started.
+    expect(planningCalls - callsBefore).toBe(1);
 
     // The "other instance" is silent, so the next poll re-claims and plans again.
     let status = 202;
@@ -97,6 +121,6 @@ describe('bulk export jobs: heartbeat and take-over (e2e)', () => {
     expect(status).toBe(200);
     const done = await jobs().findOne({ _id: jobId as any });
     expect(done!.startedAt.getTime()).toBeGreaterThan(takenAt.getTime());
-    expect(done!.files).toHaveLength(OBSERVATIONS);
+    expect(done!.files).toHaveLength(OBSERVATIONS / PER_FILE + 1);
   }, 90_000);
 });

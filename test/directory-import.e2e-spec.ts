@@ -3,8 +3,7 @@ import { tmpdir } from 'os';
 import { join } from 'path';
 import { getModelToken } from '@nestjs/mongoose';
 import type { Model } from 'mongoose';
-import { createTestApp, TestApp } from '@app/testing';
-import { buildProgram } from '../src/cli/cli';
+import { createTestApp, runCliInProcess as runCli, TestApp, type CliRun } from '@app/testing';
 import { parseSettings } from '../src/config/settings';
 import { createApp } from '../src/create-app';
 import { DIRECTORY_ENTRY_MODEL } from '../src/modules/directory/directory-entry.schema';
@@ -12,42 +11,6 @@ import { findSeedFile } from '../src/modules/directory/directory-seeder';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 
 /** Import (CLI, three formats, bad lines), export, and the first-start seed (issue 8 items 4, 5). */
-
-interface CliRun {
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real `cli` program in-process against the test app's database. */
-async function runCli(t: TestApp, args: string[]): Promise<CliRun> {
-  const saved = { url: process.env.MONGO_URL, db: process.env.MONGO_DB, seed: process.env.DIRECTORY_SEED };
-  process.env.MONGO_URL = process.env.TEST_MONGO_URL;
-  process.env.MONGO_DB = t.dbName;
-  process.env.DIRECTORY_SEED = 'false';
-  const out: string[] = [];
-  const err: string[] = [];
-  const stdout = jest
-    .spyOn(process.stdout, 'write')
-    .mockImplementation((chunk: any) => out.push(String(chunk)) > 0);
-  const stderr = jest
-    .spyOn(process.stderr, 'write')
-    .mockImplementation((chunk: any) => err.push(String(chunk)) > 0);
-  try {
-    await buildProgram().parseAsync(['node', 'cli', ...args]);
-  } finally {
-    stdout.mockRestore();
-    stderr.mockRestore();
-    for (const [key, value] of [
-      ['MONGO_URL', saved.url],
-      ['MONGO_DB', saved.db],
-      ['DIRECTORY_SEED', saved.seed],
-    ] as const) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-  }
-  return { stdout: out.join(''), stderr: err.join('') };
-}
 
 const NDJSON = [
   '{"id":"n1","name":"North Shore Medical","system_type":"HealthSystem","address":{"line":["81 Highland Ave"],"city":"Salem","state":"MA","postalCode":"01970"}}',

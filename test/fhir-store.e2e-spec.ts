@@ -269,7 +269,12 @@ describe('FHIR store (e2e)', () => {
         ]),
       );
       expect(patientEntry.searchParam.map((p: any) => p.name)).toContain('_id');
-      expect(r4.body.rest[0].interaction.map((i: any) => i.code)).toEqual(['transaction', 'batch']);
+      expect(r4.body.rest[0].interaction.map((i: any) => i.code)).toEqual([
+        'transaction',
+        'batch',
+        'search-system',
+        'history-system',
+      ]);
       const dstu2 = await request(t.server).get('/DSTU2/metadata').expect(200);
       expect(dstu2.body.resourceType).toBe('Conformance');
       expect(dstu2.body.rest[0].resource.map((r: any) => r.type)).toContain('MedicationOrder');
@@ -352,9 +357,19 @@ describe('FHIR store (e2e)', () => {
       await request(t.server).get(`/r4/Patient/${id}/_history/3`).set(asAlice()).expect(410);
       await request(t.server).get(`/r4/Patient/${id}/_history/4`).set(asAlice()).expect(404);
       const history = await request(t.server).get(`/r4/Patient/${id}/_history`).set(asAlice()).expect(200);
-      expect(history.body.type).toBe('searchset');
+      expect(history.body.type).toBe('history');
       expect(history.body.total).toBe(3);
-      expect(history.body.entry[0].resource.resourceType).toBe('OperationOutcome');
+      expect(history.body.entry[0].resource).toBeUndefined();
+      expect(history.body.entry[0].fullUrl).toBe(`${t.settings.urls.base}/r4/Patient/${id}`);
+      expect(history.body.entry[0].request).toEqual({ method: 'DELETE', url: `Patient/${id}` });
+      expect(history.body.entry[0].response.etag).toBe('W/"3"');
+      expect(history.body.entry[0].response.outcome.issue[0].details.text).toBe(
+        `Resource Patient/${id} with version 3 has been deleted.`,
+      );
+      expect(history.body.entry[1].request).toEqual({ method: 'PUT', url: `Patient/${id}` });
+      expect(history.body.entry[1].response.status).toBe('200 OK');
+      expect(history.body.entry[2].request).toEqual({ method: 'POST', url: 'Patient' });
+      expect(history.body.entry[2].response.status).toBe('201 Created');
       expect(history.body.entry[1].resource.meta.versionId).toBe('2');
       expect(history.body.entry[2].resource.meta.versionId).toBe('1');
       // search stops returning it
@@ -378,8 +393,8 @@ describe('FHIR store (e2e)', () => {
       expect(removed1.body.issue[0].details.text).toContain('version 1');
       await request(t.server).get(`/r4/Patient/${id}/_history/1`).set(asAlice()).expect(404);
       const history = await request(t.server).get(`/r4/Patient/${id}/_history`).set(asAlice()).expect(200);
-      expect(history.body.entry[1].resource.resourceType).toBe('OperationOutcome');
-      expect(history.body.entry[1].resource.issue[0].details.text).toMatch(/Version 1 .* deleted/);
+      expect(history.body.entry[1].resource).toBeUndefined();
+      expect(history.body.entry[1].response.outcome.issue[0].details.text).toMatch(/Version 1 .* deleted/);
       await request(t.server).get(`/r4/Patient/${id}`).set(asAlice()).expect(200);
       await request(t.server).delete(`/r4/Patient/${id}`).set(asAlice()).expect(200);
       await request(t.server).delete(`/r4/Patient/${id}/_history/1`).set(asAlice()).expect(404);

@@ -29,7 +29,11 @@ describe('security: bundle-level refusals and string hygiene (e2e)', () => {
 
   const stored = () => t.connection.collection('resource_history').countDocuments({});
   /** Raw bytes as the body: superagent would otherwise serialise a Buffer under a JSON type. */
-  const raw = (body: string | Buffer) => (b: unknown) => (b === body ? body : JSON.stringify(b)) as string;
+  const raw =
+    (body: string | Buffer) =>
+    (b: unknown): string =>
+      // superagent writes what comes back as is; a Buffer passes through unchanged
+      (b === body ? body : JSON.stringify(b)) as string;
   const post = (path: string, body: string | Buffer, type = 'application/fhir+json') =>
     request(t.server)
       .post(path)

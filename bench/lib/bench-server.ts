@@ -14,7 +14,7 @@ import { ClientsService } from '../../src/modules/auth/clients/clients.service';
 
 /**
  * Shared benchmark plumbing: the real app on a real HTTP port, on `MONGO_URL` or an embedded
- * database resolved like test/global-setup.ts (a FerretDB/mongod of its own in a temporary folder),
+ * database resolved like test/global-setup.ts (a DocumentDB/mongod of its own in a temporary folder),
  * with a database of its own that is dropped on close.
  */
 export interface BenchServer {
@@ -24,7 +24,7 @@ export interface BenchServer {
   connection: Connection;
   settings: Settings;
   database: DatabaseHandle;
-  /** `MongoDB 8.0.x` or `FerretDB 1.24.0` (what answered buildInfo). */
+  /** `DocumentDB 0.108-0 on PostgreSQL 15.x` or `MongoDB 8.0.x` (see `engineLabel`). */
   engine: string;
   dbName: string;
   close(): Promise<void>;
@@ -45,8 +45,7 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
   await app.listen(0, '127.0.0.1');
   const port = (app.getHttpServer().address() as AddressInfo).port;
   const connection = app.get<Connection>(getConnectionToken());
-  const info = await connection.db!.admin().command({ buildInfo: 1 });
-  const engine = info.ferretdbVersion ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`;
+  const engine = await engineLabel(connection, database);
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     port,
@@ -63,6 +62,14 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The engine that answers: the embedded engine's own description, else what buildInfo says. */
+export async function engineLabel(connection: Connection, database?: DatabaseHandle): Promise<string> {
+  if (database?.description) return database.description;
+  const info = await connection.db!.admin().command({ buildInfo: 1 });
+  // MongoDB reports its git version; MongoDB-compatible engines (DocumentDB) report a wire version only.
+  return info.gitVersion ? `MongoDB ${info.version}` : `MongoDB-compatible engine (wire ${info.version})`;
 }
 
 export interface BenchUser {

@@ -1,7 +1,16 @@
 import { ChildProcess, execFile, spawn } from 'child_process';
 import { createHash, randomBytes } from 'crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
-import { join } from 'path';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'fs';
+import { dirname, join } from 'path';
 import { promisify } from 'util';
 import { MongoClient } from 'mongodb';
 import { freePort } from './free-port';
@@ -105,6 +114,25 @@ async function runAs(): Promise<RunAs> {
       ],
     ],
   };
+}
+
+/**
+ * Run as root, the database runs as `postgres`, which must be able to pass through every folder
+ * above DATA_DIR (a `mkdtemp` folder is 0700). Those folders get search permission for others
+ * (`o+x`: pass through, not list); each change is reported.
+ */
+function letUserReach(root: string, user: RunAs, report: (message: string) => void): void {
+  if (process.getuid?.() !== 0) return;
+  for (let dir = dirname(root); ; dir = dirname(dir)) {
+    const mode = statSync(dir).mode;
+    if ((mode & 0o001) === 0) {
+      chmodSync(dir, (mode & 0o7777) | 0o001);
+      report(
+        `gave ${dir} search permission (o+x) so that the database user (uid ${user.uid}) can reach DATA_DIR`,
+      );
+    }
+    if (dir === dirname(dir)) return;
+  }
 }
 
 function prepareFolders(l: Layout, user: RunAs): void {
@@ -283,12 +311,14 @@ export async function startDocumentDb(
   paths: DocumentDbPaths,
   dir: string,
   gatewayPort?: number,
+  report: (message: string) => void = (m) => process.stderr.write(`documentdb: ${m}\n`),
 ): Promise<RunningDocumentDb> {
   const l = layoutOf(dir);
   const user = await runAs();
   stopStaleProcess(join(l.root, 'gateway.pid'), 'documentdb_gateway', 'SIGKILL');
   stopStaleProcess(join(l.pgData, 'postmaster.pid'), 'postgres', 'SIGQUIT');
   prepareFolders(l, user);
+  letUserReach(l.root, user, report);
   const fresh = !existsSync(join(l.root, READY_MARKER)) || !existsSync(join(l.pgData, 'PG_VERSION'));
   if (fresh) await initCluster(l, paths, user);
   const password = readOrCreatePassword(l, fresh);

@@ -7,6 +7,7 @@ import { DirectoryModule } from './directory/directory.module';
 import { FhirOperationsModule } from './fhir-operations/fhir-operations.module';
 import { FhirStoreModule } from './fhir-store/fhir-store.module';
 import { FhirCapabilityModule } from './fhir-store/fhir-capability.module';
+import { FhirHistoryModule } from './fhir-store/fhir-history.module';
 import { FhirSearchModule } from './fhir-store/search/search.module';
 import { PurgeModule } from './purge/purge.module';
 
@@ -25,6 +26,7 @@ export const FEATURE_MODULES: Type[] = [
   UsersModule,
   DirectoryModule,
   FhirCapabilityModule,
+  FhirHistoryModule,
   FhirOperationsModule,
   BulkExportModule,
   PurgeModule,

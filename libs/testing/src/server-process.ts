@@ -53,7 +53,9 @@ export class ServerProcess {
 
   async start(): Promise<void> {
     this.port = this.port || (await freePort());
-    this.child = spawn(process.execPath, [join(root, 'dist', 'src', 'main.js')], {
+    // SERVER_NODE_ARGS: extra node flags for the server only (e.g. `--cpu-prof` when profiling a benchmark).
+    const nodeArgs = (process.env.SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    this.child = spawn(process.execPath, [...nodeArgs, join(root, 'dist', 'src', 'main.js')], {
       cwd: root,
       env: { ...process.env, ...this.env, PORT: String(this.port), HOST: '127.0.0.1' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { unpackedDirectory, type SyntheaArchiveVersion } from '../../fhir/src/search/synthea-fixture';
+import { splitRefused } from '../../fhir/src/validation/synthea-data';
 import type { TestApp } from './test-app';
 
 /**
@@ -14,12 +15,17 @@ export interface SyntheaRecord {
   /** The Patient's id. */
   patientId: string;
   resources: Json[];
+  /**
+   * Synthea's own defects that validation refuses (R4: 8 Observations with non-UCUM units; STU3 also
+   * every ExplanationOfBenefit), kept out of `resources`: one would fail its whole transaction.
+   */
+  refused: Json[];
 }
 
 // Test data is read freely: `any` values keep the specs short.
 type Json = Record<string, any>;
 
-function recordOf(text: string): SyntheaRecord | undefined {
+function recordOf(text: string, version: SyntheaArchiveVersion): SyntheaRecord | undefined {
   const bundle = JSON.parse(text) as { entry?: Array<{ fullUrl?: string; resource?: Json }> };
   const placeholders = new Map<string, string>();
   for (const entry of bundle.entry ?? []) {
@@ -31,9 +37,12 @@ function recordOf(text: string): SyntheaRecord | undefined {
   const rewritten = JSON.parse(
     text.replace(/urn:uuid:[0-9a-fA-F-]{36}/g, (urn) => placeholders.get(urn) ?? urn),
   ) as typeof bundle;
-  const resources = (rewritten.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : []));
+  const all = (rewritten.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : []));
+  const { accepted: resources, refused } = splitRefused(version, all);
   const patient = resources.find((resource) => resource.resourceType === 'Patient');
-  return patient ? { patientId: String(patient.id), resources } : undefined;
+  return patient
+    ? { patientId: String(patient.id), resources, refused: refused.map((r) => r.resource) }
+    : undefined;
 }
 
 /** The `count` smallest patient records of a version (smallest first: quick to load, still real). */
@@ -45,7 +54,7 @@ export function syntheaRecords(version: SyntheaArchiveVersion, count: number, sk
     .sort((a, b) => a.size - b.size || a.file.localeCompare(b.file));
   const records: SyntheaRecord[] = [];
   for (const { file } of files) {
-    const record = recordOf(readFileSync(join(directory, file), 'utf8'));
+    const record = recordOf(readFileSync(join(directory, file), 'utf8'), version);
     if (record) records.push(record);
     if (records.length >= skip + count) break;
   }

@@ -1,5 +1,13 @@
 import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
+import { BackendServicesRepository } from './backend-services/backend-services.repository';
+import {
+  AssertionJtiDoc,
+  AssertionJtiSchema,
+  ClientJwksDoc,
+  ClientJwksSchema,
+} from './backend-services/backend-services.schemas';
+import { BackendServicesService } from './backend-services/backend-services.service';
 import { ClientDoc, ClientSchema } from './clients/client.schema';
 import { ClientsRepository } from './clients/clients.repository';
 import { ClientsService } from './clients/clients.service';
@@ -30,6 +38,8 @@ import { TokenService } from './tokens/token.service';
       { name: RefreshTokenDoc.name, schema: RefreshTokenSchema },
       { name: RevokedFamilyDoc.name, schema: RevokedFamilySchema },
       { name: RateLimitDoc.name, schema: RateLimitSchema },
+      { name: ClientJwksDoc.name, schema: ClientJwksSchema },
+      { name: AssertionJtiDoc.name, schema: AssertionJtiSchema },
     ]),
   ],
   controllers: [OAuthController, RealmTokenController, WellKnownController],
@@ -43,7 +53,16 @@ import { TokenService } from './tokens/token.service';
     RateLimitService,
     ClientAuthenticator,
     OAuthService,
+    BackendServicesRepository,
+    BackendServicesService,
   ],
-  exports: [ClientsService, TokenService, GrantService, RateLimitService, ClientAuthenticator],
+  exports: [
+    ClientsService,
+    TokenService,
+    GrantService,
+    RateLimitService,
+    BackendServicesService,
+    ClientAuthenticator,
+  ],
 })
 export class AuthModule {}

@@ -1,4 +1,4 @@
-import { Controller, Delete, Get, HttpCode, Param, Query, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiHeader,
@@ -12,8 +12,16 @@ import {
 import type { Request, Response } from 'express';
 import { MetricsService } from '../../metrics/metrics.service';
 import { Tenant, TenantContext, UseTenant } from '../../tenancy';
-import { BulkExportService, ExportRoute, KickOffRequest, KickOffResult } from './bulk-export.service';
-import type { RawQuery } from './export-parameters';
+import { SETTINGS } from '../../config/config.module';
+import type { Settings } from '../../config/settings';
+import {
+  BulkExportService,
+  ExportManifest,
+  ExportRoute,
+  KickOffRequest,
+  KickOffResult,
+} from './bulk-export.service';
+import { parametersToQuery, type RawQuery } from './export-parameters';
 import { streamNdjson } from './ndjson-response';
 
 type RouteParams = { version?: string; customer?: string; groupId?: string };
@@ -25,28 +33,46 @@ function exportRoute(req: Request, params: RouteParams): ExportRoute {
 }
 
 function kickOffRequest(req: Request, params: RouteParams, kind: KickOffRequest['kind']): KickOffRequest {
+  // POST kick-off: the Parameters body carries the parameters (export.html#post-body)
+  const query = req.method === 'POST' ? parametersToQuery(req.body) : (req.query as RawQuery);
   return {
     ...exportRoute(req, params),
     kind,
     groupId: params.groupId,
-    query: req.query as RawQuery,
+    query,
     originalUrl: req.originalUrl,
     prefer: req.get('prefer'),
     userHeaders: req.get('x-service-user-id') !== undefined || req.get('x-app-user-id') !== undefined,
   };
 }
 
-/** 200 with the manifest (SPEC §4.8), or 202 + Content-Location with `Prefer: respond-async`. */
-function answerKickOff(res: Response, result: KickOffResult): unknown {
+/**
+ * 200 with the manifest (SPEC §4.8), or 202 + Content-Location with `Prefer: respond-async` and an
+ * OperationOutcome body as application/fhir+json (https://hl7.org/fhir/uv/bulkdata/export.html#response---success).
+ */
+function answerKickOff(res: Response, result: KickOffResult, linkTtlSeconds: number): unknown {
   if ('statusUrl' in result) {
     res.status(202).setHeader('Content-Location', result.statusUrl);
+    res.setHeader('Content-Type', 'application/fhir+json; charset=utf-8');
     return {
       resourceType: 'OperationOutcome',
-      issue: [{ severity: 'information', code: 'informational', diagnostics: 'export accepted' }],
+      issue: [
+        {
+          severity: 'information',
+          code: 'informational',
+          diagnostics: `export accepted: poll ${result.statusUrl}`,
+        },
+      ],
     };
   }
-  res.status(200).setHeader('Content-Type', 'application/json');
-  return result.manifest;
+  return answerManifest(res, result.manifest, linkTtlSeconds);
+}
+
+/** The complete-status manifest: application/json (export.html#response---complete-status); Expires = when its links expire. */
+function answerManifest(res: Response, manifest: ExportManifest, linkTtlSeconds: number): unknown {
+  res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Expires', new Date(Date.now() + linkTtlSeconds * 1000).toUTCString());
+  return manifest;
 }
 
 const EXPORT_QUERY = [
@@ -92,7 +118,68 @@ export class BulkExportController {
   constructor(
     private readonly exports: BulkExportService,
     private readonly metrics: MetricsService,
+    @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
+
+  private get ttl(): number {
+    return this.settings.exportLinkTtlSeconds;
+  }
+
+  @UseTenant({ readRoute: true })
+  @Post(['bulk-data/:version/$export', ':version/$export', 'v1/:customer/bulk-export/bulk-data/r4/$export'])
+  @exportDocs('System-level export kicked off with a Parameters body (_type, _since, _outputFormat)')
+  async systemExportPost(
+    @Tenant() ctx: TenantContext,
+    @Param() params: RouteParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const body = answerKickOff(
+      res,
+      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'system')),
+      this.ttl,
+    );
+    res.send(JSON.stringify(body));
+  }
+
+  @UseTenant({ readRoute: true })
+  @Post(['bulk-data/:version/Patient/$export', ':version/Patient/$export'])
+  @exportDocs('Patient-level export kicked off with a Parameters body (_type, _since, patient …)')
+  async patientExportPost(
+    @Tenant() ctx: TenantContext,
+    @Param() params: RouteParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const body = answerKickOff(
+      res,
+      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'patient')),
+      this.ttl,
+    );
+    res.send(JSON.stringify(body));
+  }
+
+  @UseTenant({ readRoute: true })
+  @Post([
+    'bulk-data/:version/Group/:groupId/$export',
+    ':version/Group/:groupId/$export',
+    'v1/:customer/bulk-export/bulk-data/r4/Group/:groupId/$export',
+  ])
+  @exportDocs('Group export kicked off with a Parameters body (_type, _since, patient …)')
+  @ApiParam({ name: 'groupId', description: 'logical id of a Group of the tenant' })
+  async groupExportPost(
+    @Tenant() ctx: TenantContext,
+    @Param() params: RouteParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const body = answerKickOff(
+      res,
+      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'group')),
+      this.ttl,
+    );
+    res.send(JSON.stringify(body));
+  }
 
   @UseTenant()
   @Get(['bulk-data/:version/$export', ':version/$export', 'v1/:customer/bulk-export/bulk-data/r4/$export'])
@@ -103,7 +190,11 @@ export class BulkExportController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
-    return answerKickOff(res, await this.exports.kickOff(ctx, kickOffRequest(req, params, 'system')));
+    return answerKickOff(
+      res,
+      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'system')),
+      this.ttl,
+    );
   }
 
   @UseTenant()
@@ -115,7 +206,11 @@ export class BulkExportController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
-    return answerKickOff(res, await this.exports.kickOff(ctx, kickOffRequest(req, params, 'patient')));
+    return answerKickOff(
+      res,
+      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'patient')),
+      this.ttl,
+    );
   }
 
   @UseTenant()
@@ -132,7 +227,11 @@ export class BulkExportController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
-    return answerKickOff(res, await this.exports.kickOff(ctx, kickOffRequest(req, params, 'group')));
+    return answerKickOff(
+      res,
+      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'group')),
+      this.ttl,
+    );
   }
 
   @UseTenant()
@@ -153,10 +252,7 @@ export class BulkExportController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<unknown> {
     const status = await this.exports.status(ctx, exportRoute(req, params), params.jobId);
-    if ('manifest' in status) {
-      res.status(200).setHeader('Content-Type', 'application/json');
-      return status.manifest;
-    }
+    if ('manifest' in status) return answerManifest(res, status.manifest, this.settings.exportLinkTtlSeconds);
     res.status(202).setHeader('X-Progress', status.progress);
     res.setHeader('Retry-After', String(status.retryAfterSeconds));
     return undefined;

@@ -103,12 +103,16 @@ export class BulkExportService {
     }
     const prefer = (req.prefer ?? '').toLowerCase();
     const params = parseExportParameters(v, req.query, /handling\s*=\s*lenient/.test(prefer));
+    if (params.patients && req.kind === 'system') {
+      throw OperationOutcomeError.invalid('patient applies to Patient and Group exports only', 'patient');
+    }
     const scope: ExportScope = {
       v,
       kind: req.kind,
       groupId: req.groupId ?? null,
       types: params.types,
       since: params.since,
+      patients: params.patients,
       transactionTime: new Date(),
     };
     const base = `${this.hostUrl(req.host)}${this.routePrefix(req, v)}`;
@@ -133,6 +137,7 @@ export class BulkExportService {
       groupId: scope.groupId,
       types: scope.types,
       since: scope.since,
+      patients: scope.patients ?? null,
       exportUrl,
       request,
       transactionTime: scope.transactionTime,
@@ -219,7 +224,7 @@ export class BulkExportService {
 
   private manifest(
     ctx: TenantContext,
-    scope: Pick<ExportScope, 'v' | 'since' | 'transactionTime'>,
+    scope: Pick<ExportScope, 'v' | 'since' | 'transactionTime' | 'patients'>,
     plan: ExportPlan,
     exportUrl: string,
     request: string,
@@ -238,6 +243,7 @@ export class BulkExportService {
         exp,
       };
       if (plan.group) claims.g = plan.group;
+      if (scope.patients) claims.p = scope.patients;
       return `${exportUrl}/${file.type}/${signFileToken(this.signingKey, claims)}.ndjson`;
     };
     return {
@@ -272,6 +278,7 @@ export class BulkExportService {
       kind: claims.g ? 'group' : 'system',
       groupId: claims.g?.id ?? null,
       types: [type],
+      patients: claims.p ?? null,
       since: claims.since === null ? null : new Date(claims.since),
       transactionTime: new Date(claims.tt),
     };
@@ -285,6 +292,7 @@ export class BulkExportService {
       }
       patientIds = members.patientIds;
     }
+    patientIds = this.planner.patientsOf(scope, patientIds);
     const cursor = this.resources.openFileCursor(
       fileCtx,
       this.planner.selection(scope, type, patientIds),

@@ -25,6 +25,8 @@ export interface ExportFileClaims {
   to: string | null;
   /** Group export: the Group's logical id and the versionId its member list was read at. */
   g?: { id: string; vid: number };
+  /** `patient` kick-off parameter: only these patients' compartments (Patient and Group exports). */
+  p?: string[];
   /** Expiry, epoch seconds. */
   exp: number;
 }
@@ -60,6 +62,7 @@ function isClaims(x: unknown): x is ExportFileClaims & { f: number } {
     nullableString(o.from) &&
     nullableString(o.to) &&
     Number.isFinite(o.exp) &&
+    (o.p === undefined || (Array.isArray(o.p) && o.p.every((id) => typeof id === 'string'))) &&
     (group === undefined ||
       (typeof group === 'object' &&
         group !== null &&

@@ -31,6 +31,8 @@ export interface ExportJobDoc {
   groupId: string | null;
   types: string[] | null;
   since: Date | null;
+  /** `patient` kick-off parameter (ids), or null. */
+  patients: string[] | null;
   /** Absolute export URL (file links hang below it) and the kick-off request URL. */
   exportUrl: string;
   request: string;
@@ -58,6 +60,7 @@ export const ExportJobSchema = new Schema<ExportJobDoc>(
     groupId: { type: String, default: null },
     types: { type: [String], default: null },
     since: { type: Date, default: null },
+    patients: { type: [String], default: null },
     exportUrl: { type: String, required: true },
     request: { type: String, required: true },
     transactionTime: { type: Date, required: true },

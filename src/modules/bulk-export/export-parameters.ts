@@ -6,13 +6,17 @@ export interface ExportParameters {
   types: string[] | null;
   /** Only resources whose meta.lastUpdated is later than this. */
   since: Date | null;
+  /** `patient` (Patient/Group exports): patient ids, or null. */
+  patients: string[] | null;
 }
 
 export type RawQuery = Record<string, string | string[] | undefined>;
 
 const OUTPUT_FORMATS = new Set(['application/fhir+ndjson', 'application/ndjson', 'ndjson']);
 /** Parameters of the IG this server does not implement: rejected unless `Prefer: handling=lenient`. */
-const UNSUPPORTED = ['_typeFilter', '_elements', 'patient', 'includeAssociatedData'];
+const UNSUPPORTED = ['_typeFilter', '_elements', 'includeAssociatedData'];
+/** At most this many `patient` values (they travel in every file link). */
+const MAX_PATIENTS = 100;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/;
 
@@ -100,5 +104,59 @@ export function parseExportParameters(
   return {
     types: type === undefined ? null : parseTypes(version, type),
     since: since === undefined ? null : parseSince(since),
+    patients: parsePatients(query.patient),
   };
+}
+
+/** `patient=Patient/1` (repeatable; a comma list too) → the ids; anything but Patient references → 400. */
+function parsePatients(raw: string | string[] | undefined): string[] | null {
+  if (raw === undefined) return null;
+  const values = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(',')).map((v) => v.trim());
+  const ids = values.map((value) => {
+    const match = /^(?:.*\/)?Patient\/([A-Za-z0-9\-.]{1,64})$/.exec(value);
+    if (!match)
+      throw OperationOutcomeError.invalid(`patient "${value}" is not a Patient reference`, 'patient');
+    return match[1];
+  });
+  if (ids.length > MAX_PATIENTS)
+    throw OperationOutcomeError.invalid(`patient may name at most ${MAX_PATIENTS} patients`, 'patient');
+  return [...new Set(ids)];
+}
+
+/**
+ * The body of a POST kick-off (https://hl7.org/fhir/uv/bulkdata/export.html#post-body): a
+ * Parameters resource → the same parameters as a GET query (`_type` repeated joins, `patient`
+ * references).
+ */
+export function parametersToQuery(body: unknown): RawQuery {
+  if (body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0))
+    return {};
+  const params = body as { resourceType?: unknown; parameter?: unknown };
+  if (
+    params.resourceType !== 'Parameters' ||
+    (params.parameter !== undefined && !Array.isArray(params.parameter))
+  ) {
+    throw OperationOutcomeError.invalid('a POST $export body is a Parameters resource');
+  }
+  const query: Record<string, string[]> = {};
+  for (const entry of (params.parameter ?? []) as Array<Record<string, unknown>>) {
+    const name = typeof entry.name === 'string' ? entry.name : '';
+    const valueKey = Object.keys(entry).find((k) => k.startsWith('value'));
+    const value = valueKey ? entry[valueKey] : undefined;
+    const text =
+      typeof value === 'string'
+        ? value
+        : value &&
+            typeof value === 'object' &&
+            typeof (value as { reference?: unknown }).reference === 'string'
+          ? (value as { reference: string }).reference
+          : undefined;
+    if (!name || text === undefined) {
+      throw OperationOutcomeError.invalid(`Parameters.parameter "${name}" has no usable value`);
+    }
+    (query[name] ??= []).push(text);
+  }
+  return Object.fromEntries(
+    Object.entries(query).map(([name, values]) => [name, values.length === 1 ? values[0] : values]),
+  );
 }

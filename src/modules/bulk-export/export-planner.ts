@@ -12,6 +12,8 @@ export interface ExportScope {
   groupId: string | null;
   types: string[] | null;
   since: Date | null;
+  /** `patient` parameter of a Patient/Group export: only these patients (ids), or null. */
+  patients?: string[] | null;
   transactionTime: Date;
 }
 
@@ -57,6 +59,13 @@ export class ExportPlanner {
     return selection;
   }
 
+  /** The `patient` parameter narrows a Patient export to those patients, a Group's to its members among them. */
+  patientsOf(scope: Pick<ExportScope, 'patients'>, members: string[] | undefined): string[] | undefined {
+    if (!scope.patients) return members;
+    const asked = new Set(scope.patients);
+    return members ? members.filter((id) => asked.has(id)) : [...asked];
+  }
+
   /** `signal`: a background run stops at the next query once its job is no longer its own. */
   async plan(
     ctx: TenantContext,
@@ -71,6 +80,7 @@ export class ExportPlanner {
       group = { id: scope.groupId!, vid: members.vid };
       patientIds = members.patientIds;
     }
+    patientIds = this.patientsOf(scope, patientIds);
     if (patientIds?.length === 0) return { files: [], group };
     const wanted = scope.types ? new Set(scope.types) : null;
     const selected = (type: string) =>

@@ -2,15 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import { Model, Schema } from 'mongoose';
 import type { Collection, Filter, FindCursor } from 'mongodb';
-import type { FhirVersion } from '@app/fhir';
+import { resourceKey, type FhirVersion } from '@app/fhir';
 import { LONG_CURSOR } from '../../database/ensure-indexes';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 
 /**
- * Read-only view of the `resources` collection (docs/storage.md) with the indexes export needs.
- * `del` and `lu` sit after `_id` so that one index answers "this tenant's live resources of a type
- * updated in (since, transactionTime], in key order" without reading a document: the count and the
- * file boundaries are covered index scans on MongoDB (issue 6, item 4).
+ * Read-only view of the `resources` collection (docs/storage.md) for export: counts, file
+ * boundaries and file pages, all in `_id` order within the tenant's type.
  */
 export interface StoredResourceDoc {
   _id: string;
@@ -43,8 +41,9 @@ export const ExportResourceSchema = new Schema<StoredResourceDoc>(
   // autoCreate off: the FHIR store owns the collection; createIndexes creates it when missing.
   { collection: 'resources', strict: false, versionKey: false, autoCreate: false },
 );
-ExportResourceSchema.index({ v: 1, c: 1, t: 1, del: 1, _id: 1, lu: 1 }, { name: 'export_client' });
-ExportResourceSchema.index({ v: 1, c: 1, u: 1, t: 1, del: 1, _id: 1, lu: 1 }, { name: 'export_user' });
+// No index of its own: every export query bounds `_id` to the tenant's type (`${v}|${c}|${t}|…`),
+// so a client-wide export walks the `_id` index in key order and a user's the store's
+// {v, c, u, t, _id} index. Every further index would cost each write of the store.
 
 /** Which resources of one type an export covers (tenant scope aside). */
 export interface TypeSelection {
@@ -61,6 +60,25 @@ export interface KeyRange {
   from: string | null;
   to: string | null;
   count: number;
+}
+
+/**
+ * The `_id` range of one file: keys of this client's resources of the type (the key's prefix), after
+ * `from` and up to `to` when given. The prefix bound lets the engine walk the `_id` index.
+ */
+function keyBounds(
+  ctx: TenantContext,
+  s: TypeSelection,
+  from: string | null,
+  to: string | null,
+): { $gt?: string; $gte?: string; $lte?: string; $lt?: string } {
+  const prefix = resourceKey(s.v, ctx.clientId, s.t, '');
+  // '|' + 1 = '}': every key of the type sorts below it
+  const end = `${prefix.slice(0, -1)}}`;
+  return {
+    ...(from === null ? { $gte: prefix } : { $gt: from }),
+    ...(to === null ? { $lt: end } : { $lte: to }),
+  };
 }
 
 @Injectable()
@@ -93,8 +111,9 @@ export class ExportResourcesRepository {
   }
 
   /**
-   * Splits the selection into files of at most `perFile` resources, reading keys only: one count,
-   * then one covered index query per boundary (skip on the index, run by the engine).
+   * Splits the selection into files of at most `perFile` resources in one pass over its keys, in
+   * key order (`_id` only). One pass, not a count plus one `skip` query per boundary: an engine
+   * that sorts the matches (DocumentDB does, after fetching them) would sort them once per file.
    */
   async keyRanges(
     ctx: TenantContext,
@@ -103,26 +122,31 @@ export class ExportResourcesRepository {
     signal?: AbortSignal,
   ): Promise<KeyRange[]> {
     signal?.throwIfAborted();
-    const filter = this.selectionFilter(ctx, s);
-    const total = await this.collection.countDocuments(filter);
-    if (total === 0) return [];
+    const cursor = this.collection
+      .find(
+        { ...this.selectionFilter(ctx, s), _id: keyBounds(ctx, s, null, null) },
+        // a pass over every key of the type: a deadline per batch, not for the whole pass
+        { projection: { _id: 1 }, ...LONG_CURSOR },
+      )
+      .sort({ _id: 1 })
+      .batchSize(5000);
     const ranges: KeyRange[] = [];
     let from: string | null = null;
-    let remaining = total;
-    while (remaining > perFile) {
-      signal?.throwIfAborted();
-      const boundary = await this.collection
-        .find(from === null ? filter : { ...filter, _id: { $gt: from } }, { projection: { _id: 1 } })
-        .sort({ _id: 1 })
-        .skip(perFile - 1)
-        .limit(1)
-        .next();
-      if (!boundary) break; // resources went away meanwhile: the rest fits in the last file
-      ranges.push({ from, to: boundary._id, count: perFile });
-      from = boundary._id;
-      remaining -= perFile;
+    let inFile = 0;
+    try {
+      for await (const doc of cursor) {
+        inFile += 1;
+        if (inFile === perFile) {
+          signal?.throwIfAborted();
+          ranges.push({ from, to: doc._id, count: inFile });
+          from = doc._id;
+          inFile = 0;
+        }
+      }
+    } finally {
+      await cursor.close();
     }
-    ranges.push({ from, to: null, count: remaining });
+    if (inFile > 0) ranges.push({ from, to: null, count: inFile });
     return ranges;
   }
 
@@ -132,11 +156,8 @@ export class ExportResourcesRepository {
     s: TypeSelection,
     range: Pick<KeyRange, 'from' | 'to'>,
   ): FindCursor<Pick<StoredResourceDoc, 'json'>> {
-    const keyBounds: { $gt?: string; $lte?: string } = {};
-    if (range.from !== null) keyBounds.$gt = range.from;
-    if (range.to !== null) keyBounds.$lte = range.to;
     const filter = this.selectionFilter(ctx, s);
-    const bounded = Object.keys(keyBounds).length > 0 ? { ...filter, _id: keyBounds } : filter;
+    const bounded = { ...filter, _id: keyBounds(ctx, s, range.from, range.to) };
     return (
       this.collection
         .find(bounded, { projection: { _id: 0, json: 1 }, ...LONG_CURSOR })

@@ -99,8 +99,9 @@ export class DirectoryRepository {
     return doc ? toEntry(doc) : null;
   }
 
+  /** Exact (an estimated count comes from engine statistics, which lag behind on DocumentDB). */
   async count(): Promise<number> {
-    return this.model.estimatedDocumentCount();
+    return this.model.countDocuments({});
   }
 
   /** Every entry (any status) in id order, read in batches: `directory export`. */

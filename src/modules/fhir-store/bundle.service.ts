@@ -19,7 +19,10 @@ import { mapError } from '../../common/error-mapping';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
+import { ConditionalService } from './conditional.service';
 import { idParam, typeParam, type FhirReply } from './fhir-reply';
+import { entryPatchDocument, PatchService } from './patch.service';
+import { returnPreference } from './prefer';
 import { assertValid, FhirStoreService, type QueryParams } from './fhir-store.service';
 import type { ResourceDoc } from './resource-documents';
 import { ResourceRepository } from './resource.repository';
@@ -28,9 +31,9 @@ import { ResourceWriter, type WrittenVersion } from './resource-writer';
 /** SPEC §8: resources per posted bundle. */
 export const MAX_BUNDLE_ENTRIES = 20;
 
-const METHODS = new Set<EntryMethod>(['GET', 'POST', 'PUT', 'DELETE']);
+const METHODS = new Set<EntryMethod>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 /** https://hl7.org/fhir/R4/http.html#trules: deletes, then creates and updates, then reads. */
-const PROCESSING_ORDER: Record<EntryMethod, number> = { DELETE: 0, POST: 1, PUT: 1, GET: 2 };
+const PROCESSING_ORDER: Record<EntryMethod, number> = { DELETE: 0, POST: 1, PUT: 1, PATCH: 1, GET: 2 };
 
 const REASON: Record<number, string> = {
   200: 'OK',
@@ -52,7 +55,10 @@ interface RequestEntry {
   url: string;
   fullUrl?: string;
   ifMatch?: string;
+  ifNoneExist?: string;
   resource?: Record<string, unknown>;
+  /** Conditional create that matched: the existing resource stands for the entry, nothing is written. */
+  existing?: ResourceDoc;
 }
 
 /** A POST/PUT entry once its type and id are known. */
@@ -79,6 +85,8 @@ export class BundleService {
     private readonly repository: ResourceRepository,
     private readonly writer: ResourceWriter,
     private readonly store: FhirStoreService,
+    private readonly conditional: ConditionalService,
+    private readonly patches: PatchService,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
@@ -91,16 +99,67 @@ export class BundleService {
     const { kind, entries } = readBundle(body);
     const responses: TransactionResponseEntry[] = new Array<TransactionResponseEntry>(entries.length);
     const fail = (index: number, error: unknown) => (responses[index] = failureEntry(error));
-    const plans = this.plan(version, entries, fail);
-    const ordered = [...entries].sort((a, b) => PROCESSING_ORDER[a.method] - PROCESSING_ORDER[b.method]);
+    for (const entry of entries) {
+      await this.settleCondition(ctx, version, entry, responses, prefer);
+    }
+    const pending = entries.filter((e) => responses[e.index] === undefined || e.existing);
+    const plans = this.plan(version, pending, fail);
+    const ordered = [...pending].sort((a, b) => PROCESSING_ORDER[a.method] - PROCESSING_ORDER[b.method]);
     for (const entry of ordered.filter((e) => e.method === 'DELETE')) {
       await this.settle(entry.index, responses, () => this.deleteEntry(ctx, version, entry));
     }
-    await this.writeAll(ctx, version, plans, responses, prefer === 'return=representation');
+    const representation = returnPreference(prefer) === 'representation';
+    await this.writeAll(ctx, version, plans, responses, representation);
+    for (const entry of ordered.filter((e) => e.method === 'PATCH')) {
+      await this.settle(entry.index, responses, () => this.patchEntry(ctx, version, entry, representation));
+    }
     for (const entry of ordered.filter((e) => e.method === 'GET')) {
       await this.settle(entry.index, responses, () => this.readEntry(ctx, version, entry));
     }
     return { status: 200, body: transactionResponseJson(`${kind}-response`, responses) };
+  }
+
+  /**
+   * Conditional entries (https://hl7.org/fhir/R4/http.html#trules): `ifNoneExist` that matches
+   * answers 200 with the existing resource (its fullUrl placeholder then points to it); a PUT or
+   * DELETE `Type?criteria` becomes one on the matching id (PUT without a match: a create). A
+   * failure (several matches → 412) becomes that entry's response.
+   */
+  private async settleCondition(
+    ctx: TenantContext,
+    version: FhirVersion,
+    entry: RequestEntry,
+    responses: TransactionResponseEntry[],
+    prefer: string | undefined,
+  ): Promise<void> {
+    const target = parseRequestUrl(entry.url);
+    const conditionalUrl = target !== undefined && target.id === undefined && target.query !== undefined;
+    try {
+      if (entry.method === 'POST' && entry.ifNoneExist !== undefined && target) {
+        const type = typeParam(version, target.type);
+        const match = await this.conditional.findOne(ctx, version, type, entry.ifNoneExist, prefer, 'create');
+        if (match) {
+          entry.existing = match;
+          responses[entry.index] = this.writtenEntry(version, { doc: match, created: false }, false);
+        }
+      } else if ((entry.method === 'PUT' || entry.method === 'DELETE') && conditionalUrl) {
+        const type = typeParam(version, target.type);
+        const interaction = entry.method === 'PUT' ? 'update' : 'delete';
+        const match = await this.conditional.findOne(ctx, version, type, target.query!, prefer, interaction);
+        if (!match && entry.method === 'DELETE') {
+          throw OperationOutcomeError.notFound(`no ${type} matches ${entry.url}: nothing was deleted`);
+        }
+        const bodyId = typeof entry.resource?.id === 'string' ? entry.resource.id : undefined;
+        if (match && bodyId !== undefined && bodyId !== match.id) {
+          throw OperationOutcomeError.invalid(
+            `resource.id ${bodyId} is not the matching ${type}/${match.id}`,
+          );
+        }
+        entry.url = `${type}/${match?.id ?? bodyId ?? newResourceId()}`;
+      }
+    } catch (error) {
+      responses[entry.index] = failureEntry(error);
+    }
   }
 
   /** Types, ids and placeholder replacements of every POST/PUT entry; invalid entries fail here. */
@@ -113,6 +172,11 @@ export class BundleService {
     const plans: WritePlan[] = [];
     for (const entry of entries) {
       if (entry.method !== 'POST' && entry.method !== 'PUT') continue;
+      if (entry.existing) {
+        if (entry.fullUrl?.startsWith('urn:'))
+          replacements.set(entry.fullUrl, `${entry.existing.t}/${entry.existing.id}`);
+        continue;
+      }
       try {
         const plan = planWrite(version, entry);
         if (entry.fullUrl?.startsWith('urn:')) replacements.set(entry.fullUrl, `${plan.type}/${plan.id}`);
@@ -226,6 +290,22 @@ export class BundleService {
     };
   }
 
+  private async patchEntry(
+    ctx: TenantContext,
+    version: FhirVersion,
+    entry: RequestEntry,
+    representation: boolean,
+  ): Promise<TransactionResponseEntry> {
+    const target = parseRequestUrl(entry.url);
+    if (!target?.id || target.versionId || target.query) {
+      throw OperationOutcomeError.invalid(`PATCH needs a url Type/id (got "${entry.url}")`);
+    }
+    const type = typeParam(version, target.type);
+    const document = entryPatchDocument(entry.resource);
+    const written = await this.patches.apply(ctx, version, type, idParam(target.id), document, entry.ifMatch);
+    return this.writtenEntry(version, written, representation);
+  }
+
   private async readEntry(
     ctx: TenantContext,
     version: FhirVersion,
@@ -303,7 +383,7 @@ function readBundle(body: Record<string, unknown>): {
     if (typeof raw !== 'object' || raw === null || !request || typeof request !== 'object') {
       problems.push(`${path} has no request`);
     } else if (!method || !METHODS.has(method as EntryMethod)) {
-      problems.push(`${path}.request.method must be GET, POST, PUT or DELETE`);
+      problems.push(`${path}.request.method must be GET, POST, PUT, PATCH or DELETE`);
     } else if (typeof request.url !== 'string' || request.url.trim() === '') {
       problems.push(`${path}.request.url is missing`);
     }
@@ -314,6 +394,7 @@ function readBundle(body: Record<string, unknown>): {
       url: typeof request?.url === 'string' ? request.url : '',
       fullUrl: typeof entry.fullUrl === 'string' ? entry.fullUrl : undefined,
       ifMatch: typeof request?.ifMatch === 'string' ? request.ifMatch : undefined,
+      ifNoneExist: typeof request?.ifNoneExist === 'string' ? request.ifNoneExist : undefined,
       resource:
         resource && typeof resource === 'object' && !Array.isArray(resource)
           ? (resource as Record<string, unknown>)

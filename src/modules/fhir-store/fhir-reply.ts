@@ -73,8 +73,13 @@ export function sendReply(req: Request, res: Response, reply: FhirReply): void {
   const negotiated = negotiateResponseFormat(req.headers.accept, format);
   const contentType = negotiated.ok ? negotiated.contentType : 'application/fhir+json';
   const pretty = isPretty(typeof req.query._pretty === 'string' ? req.query._pretty : undefined);
+  if (reply.headers) res.set(reply.headers);
+  if (reply.body === '') {
+    // `Prefer: return=minimal`: status and headers only (https://hl7.org/fhir/R4/http.html#ops)
+    res.status(reply.status).end();
+    return;
+  }
   let text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
   if (pretty) text = JSON.stringify(JSON.parse(text), null, 2);
-  if (reply.headers) res.set(reply.headers);
   res.status(reply.status).type(`${contentType}; charset=utf-8`).send(text);
 }

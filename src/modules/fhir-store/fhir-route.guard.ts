@@ -12,7 +12,8 @@ export class FhirRouteGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<Request>();
     const params = req.params as Record<string, string | undefined>;
-    const version = versionParam(params.version ?? '');
+    // the population-level bulk base is R4 only and has no version segment
+    const version = versionParam(params.version ?? (params.customer !== undefined ? 'r4' : ''));
     if (params.type !== undefined) typeParam(version, params.type);
     if (params.id !== undefined) idParam(params.id);
     checkContentNegotiation(req);

@@ -5,9 +5,9 @@ import {
   Get,
   Headers,
   Param,
+  Patch,
   Post,
   Put,
-  Query,
   Req,
   Res,
   UseGuards,
@@ -16,6 +16,7 @@ import {
   ApiBody,
   ApiConflictResponse,
   ApiGoneResponse,
+  ApiHeader,
   ApiNotAcceptableResponse,
   ApiOkResponse,
   ApiOperation,
@@ -28,14 +29,28 @@ import {
 import type { Request, Response } from 'express';
 import { Tenant, UseTenant, type TenantContext } from '../../tenancy';
 import { BundleService } from './bundle.service';
+import { ConditionalService } from './conditional.service';
+import { queryPairs } from './search/search-request';
 import { resourceBody, sendReply, versionParam } from './fhir-reply';
 import { FhirRouteGuard } from './fhir-route.guard';
-import { FhirStoreService, type QueryParams } from './fhir-store.service';
+import { FhirStoreService } from './fhir-store.service';
+import { patchDocument, PatchService } from './patch.service';
 
 const VERSION = { name: 'version', description: 'FHIR version: r4, stu3 or dstu2 (any case)', example: 'r4' };
 const TYPE = { name: 'type', description: 'FHIR resource type', example: 'Patient' };
 const ID = { name: 'id', description: 'logical id', example: 'example' };
 const VID = { name: 'vid', description: 'versionId', example: '1' };
+const PREFER = {
+  name: 'Prefer',
+  required: false,
+  description: 'return=minimal | representation (default) | OperationOutcome; handling=strict | lenient',
+};
+const IF_NONE_EXIST = {
+  name: 'If-None-Exist',
+  required: false,
+  description:
+    'conditional create: search parameters (e.g. identifier=sys|1); a match is answered, not duplicated',
+};
 const RESOURCE_BODY = {
   description: 'a FHIR resource (application/fhir+json or application/json)',
   schema: { type: 'object' },
@@ -55,6 +70,8 @@ export class FhirStoreController {
   constructor(
     private readonly store: FhirStoreService,
     private readonly bundles: BundleService,
+    private readonly conditional: ConditionalService,
+    private readonly patches: PatchService,
   ) {}
 
   @Post(':version')
@@ -89,15 +106,78 @@ export class FhirStoreController {
   @ApiResponse({ status: 400, description: 'invalid resource: OperationOutcome with every issue' })
   @ApiConflictResponse({ description: 'the id belongs to another user of the client' })
   @ApiUnsupportedMediaTypeResponse({ description: 'body is not JSON' })
+  @ApiHeader(IF_NONE_EXIST)
+  @ApiHeader(PREFER)
   async create(
     @Tenant() ctx: TenantContext,
     @Param('version') version: string,
     @Param('type') type: string,
     @Body() body: unknown,
+    @Headers('if-none-exist') ifNoneExist: string | undefined,
+    @Headers('prefer') prefer: string | undefined,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    sendReply(req, res, await this.store.create(ctx, versionParam(version), type, resourceBody(body)));
+    const v = versionParam(version);
+    const resource = resourceBody(body);
+    sendReply(
+      req,
+      res,
+      ifNoneExist === undefined
+        ? await this.store.create(ctx, v, type, resource, prefer)
+        : await this.conditional.create(ctx, v, type, resource, ifNoneExist, prefer),
+    );
+  }
+
+  @Put(':version/:type')
+  @ApiOperation({ summary: 'conditional update: the one resource matching the query (0 → create, 2+ → 412)' })
+  @ApiParam(TYPE)
+  @ApiBody(RESOURCE_BODY)
+  @ApiHeader(PREFER)
+  @ApiOkResponse({ description: 'the new version of the matching resource' })
+  @ApiResponse({ status: 201, description: 'no match: created' })
+  @ApiPreconditionFailedResponse({ description: 'several resources match, or If-Match differs' })
+  async conditionalUpdate(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Param('type') type: string,
+    @Body() body: unknown,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Headers('prefer') prefer: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const v = versionParam(version);
+    const reply = await this.conditional.update(
+      ctx,
+      v,
+      type,
+      queryPairs(req),
+      resourceBody(body),
+      ifMatch,
+      prefer,
+    );
+    sendReply(req, res, reply);
+  }
+
+  @Delete(':version/:type')
+  @ApiOperation({ summary: 'conditional delete: the one resource matching the query (0 → 404, 2+ → 412)' })
+  @ApiParam(TYPE)
+  @ApiOkResponse({ description: 'OperationOutcome naming id and version' })
+  @ApiPreconditionFailedResponse({ description: 'several resources match' })
+  async conditionalDelete(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Param('type') type: string,
+    @Headers('prefer') prefer: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    sendReply(
+      req,
+      res,
+      await this.conditional.delete(ctx, versionParam(version), type, queryPairs(req), prefer),
+    );
   }
 
   @Get(':version/:type/:id')
@@ -119,6 +199,7 @@ export class FhirStoreController {
 
   @Put(':version/:type/:id')
   @ApiOperation({ summary: 'update, or create with this id; If-Match: W/"n" for optimistic locking' })
+  @ApiHeader(PREFER)
   @ApiParam(TYPE)
   @ApiParam(ID)
   @ApiBody(RESOURCE_BODY)
@@ -133,13 +214,44 @@ export class FhirStoreController {
     @Param('id') id: string,
     @Body() body: unknown,
     @Headers('if-match') ifMatch: string | undefined,
+    @Headers('prefer') prefer: string | undefined,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
     sendReply(
       req,
       res,
-      await this.store.update(ctx, versionParam(version), type, id, resourceBody(body), ifMatch),
+      await this.store.update(ctx, versionParam(version), type, id, resourceBody(body), ifMatch, prefer),
+    );
+  }
+
+  @Patch(':version/:type/:id')
+  @ApiOperation({
+    summary: 'patch (R4, STU3): JSON Patch (application/json-patch+json) or FHIRPath Patch (Parameters)',
+  })
+  @ApiParam(TYPE)
+  @ApiParam(ID)
+  @ApiBody({ description: 'JSON Patch operations, or a Parameters resource', schema: { type: 'object' } })
+  @ApiHeader(PREFER)
+  @ApiOkResponse({ description: 'the new version' })
+  @ApiPreconditionFailedResponse({ description: 'If-Match does not name the current version' })
+  @ApiResponse({ status: 422, description: 'the patched resource is not valid: nothing stored' })
+  async patch(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Param('type') type: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Headers('prefer') prefer: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const document = patchDocument(req.get('content-type'), body);
+    sendReply(
+      req,
+      res,
+      await this.patches.patch(ctx, versionParam(version), type, id, document, ifMatch, prefer),
     );
   }
 
@@ -157,25 +269,6 @@ export class FhirStoreController {
     @Res() res: Response,
   ): Promise<void> {
     sendReply(req, res, await this.store.delete(ctx, versionParam(version), type, id));
-  }
-
-  @Get(':version/:type/:id/_history')
-  @ApiOperation({
-    summary: 'history: every version, newest first; deleted versions as OperationOutcome entries',
-  })
-  @ApiParam(TYPE)
-  @ApiParam(ID)
-  @ApiOkResponse({ description: 'paged searchset Bundle (_count, _skip)' })
-  async history(
-    @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Param('id') id: string,
-    @Query() query: QueryParams,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.store.history(ctx, versionParam(version), type, id, query));
   }
 
   @Get(':version/:type/:id/_history/:vid')

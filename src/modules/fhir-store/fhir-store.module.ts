@@ -1,8 +1,12 @@
 import { Module } from '@nestjs/common';
 import { BundleService } from './bundle.service';
+import { ConditionalService } from './conditional.service';
 import { FhirRouteGuard } from './fhir-route.guard';
 import { FhirStoreController } from './fhir-store.controller';
 import { FhirStoreService } from './fhir-store.service';
+import { HistoryRepository } from './history.repository';
+import { HistoryService } from './history.service';
+import { PatchService } from './patch.service';
 import { ResourceRepository } from './resource.repository';
 import { ResourceWriter } from './resource-writer';
 import { StoreCheckService } from './store-check.service';
@@ -22,7 +26,19 @@ import { StoreMaintenanceRepository } from './store-maintenance.repository';
     FhirRouteGuard,
     StoreCheckService,
     StoreMaintenanceRepository,
+    HistoryRepository,
+    HistoryService,
+    ConditionalService,
+    PatchService,
   ],
-  exports: [ResourceRepository, ResourceWriter, FhirStoreService],
+  exports: [
+    ResourceRepository,
+    ResourceWriter,
+    FhirStoreService,
+    HistoryService,
+    FhirRouteGuard,
+    ConditionalService,
+    PatchService,
+  ],
 })
 export class FhirStoreModule {}

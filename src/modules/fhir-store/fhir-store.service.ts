@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   deletedOutcome,
-  deletedVersionOutcome,
   issue,
   OperationOutcomeError,
   pagingLinks,
@@ -17,6 +16,7 @@ import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
+import { applyReturnPreference } from './prefer';
 import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
 import { ResourceRepository } from './resource.repository';
 import { ResourceWriter, type WrittenVersion } from './resource-writer';
@@ -30,15 +30,39 @@ export const MAX_PAGE_SIZE = 100;
 /** Parameters about the answer, not the match (https://hl7.org/fhir/R4/http.html#parameters). */
 const RESULT_PARAMS = new Set(['_count', '_skip', '_format', '_pretty']);
 
-/** Throws the validation issues of a resource as one OperationOutcome (400), all issues at once. */
-export function assertValid(version: FhirVersion, resource: unknown, expectedType: string): void {
+/**
+ * Throws the validation issues of a resource as one OperationOutcome, all issues at once: 400 for
+ * a posted resource, 422 for the result of a patch (https://hl7.org/fhir/R4/http.html#patch).
+ */
+export function assertValid(
+  version: FhirVersion,
+  resource: unknown,
+  expectedType: string,
+  status = 400,
+): void {
   const issues = validateResource(version, resource, expectedType);
   const errors = issues.filter((i) => i.severity === 'error');
   if (errors.length === 0) return;
-  throw new OperationOutcomeError('invalid', `${errors.length} validation error(s)`, {
-    status: 400,
-    issues: issues.map((i) => issue(i.code, i.message, { severity: i.severity, path: i.path })),
-  });
+  throw new OperationOutcomeError(
+    status === 422 ? 'processing' : 'invalid',
+    `${errors.length} validation error(s)`,
+    {
+      status,
+      issues: issues.map((i) => issue(i.code, i.message, { severity: i.severity, path: i.path })),
+    },
+  );
+}
+
+/** `If-Match: W/"n"` → n; anything but a version ETag → 412 (https://hl7.org/fhir/R4/http.html#concurrency). */
+export function ifMatchVersion(header: string | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const vid = parseVersionEtag(header);
+  if (vid === undefined) {
+    throw new OperationOutcomeError('conflict', `If-Match "${header}" is not a version ETag such as W/"1"`, {
+      status: 412,
+    });
+  }
+  return vid;
 }
 
 function single(value: string | string[] | undefined): string | undefined {
@@ -58,10 +82,10 @@ export class FhirStoreService {
     return `${this.settings.urls.base}/${version}/${type}/${id}`;
   }
 
-  /** 201/200 with the stored resource, Location and ETag (SPEC §4.4). */
-  writeReply(version: FhirVersion, written: WrittenVersion): FhirReply {
+  /** 201/200 with the stored resource, Location and ETag (SPEC §4.4), shaped by `Prefer: return=`. */
+  writeReply(version: FhirVersion, written: WrittenVersion, prefer?: string): FhirReply {
     const { doc } = written;
-    return {
+    const reply = {
       status: written.created ? 201 : 200,
       body: doc.json ?? '{}',
       headers: {
@@ -70,6 +94,15 @@ export class FhirStoreService {
         'Last-Modified': doc.lu.toUTCString(),
       },
     };
+    const done = written.created ? 'created' : 'updated';
+    return applyReturnPreference(reply, prefer, `${doc.t}/${doc.id} ${done}: version ${doc.vid}`);
+  }
+
+  /** 200 with a resource that was found, not written (conditional create with a match). */
+  existingReply(version: FhirVersion, doc: ResourceDoc, note: string, prefer?: string): FhirReply {
+    const reply = this.writeReply(version, { doc, created: false });
+    const text = `${doc.t}/${doc.id} (version ${doc.vid}) ${note}`;
+    return applyReturnPreference({ ...reply, body: doc.json ?? '{}' }, prefer, text);
   }
 
   /** `POST /{v}/{type}`: a client-supplied id adds a version to the caller's own resource (§4.4). */
@@ -78,13 +111,14 @@ export class FhirStoreService {
     version: FhirVersion,
     type: string,
     resource: Record<string, unknown>,
+    prefer?: string,
   ): Promise<FhirReply> {
     assertValid(version, resource, type);
     const written =
       typeof resource.id === 'string'
         ? await this.writer.upsert(ctx, version, type, resource.id, resource)
         : await this.writer.createWithNewId(ctx, version, type, resource);
-    return this.writeReply(version, written);
+    return this.writeReply(version, written, prefer);
   }
 
   /** `PUT /{v}/{type}/{id}`: update or create-on-update; `If-Match` must name the current version. */
@@ -95,6 +129,7 @@ export class FhirStoreService {
     id: string,
     resource: Record<string, unknown>,
     ifMatchHeader?: string,
+    prefer?: string,
   ): Promise<FhirReply> {
     if (resource.id === undefined) {
       throw OperationOutcomeError.invalid(
@@ -109,18 +144,9 @@ export class FhirStoreService {
       );
     }
     assertValid(version, resource, type);
-    let ifMatch: number | undefined;
-    if (ifMatchHeader !== undefined) {
-      ifMatch = parseVersionEtag(ifMatchHeader);
-      if (ifMatch === undefined) {
-        throw new OperationOutcomeError(
-          'conflict',
-          `If-Match "${ifMatchHeader}" is not a version ETag such as W/"1"`,
-          { status: 412 },
-        );
-      }
-    }
-    return this.writeReply(version, await this.writer.upsert(ctx, version, type, id, resource, { ifMatch }));
+    const ifMatch = ifMatchVersion(ifMatchHeader);
+    const written = await this.writer.upsert(ctx, version, type, id, resource, { ifMatch });
+    return this.writeReply(version, written, prefer);
   }
 
   async read(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<FhirReply> {
@@ -196,53 +222,6 @@ export class FhirStoreService {
       throw OperationOutcomeError.notFound(`${type}/${id}/_history/${vidParam} is not known`);
     }
     return { key, current, vid };
-  }
-
-  /** Every version, newest first, deleted ones as OperationOutcome entries (SPEC §3.1, §4.5). */
-  async history(
-    ctx: TenantContext,
-    version: FhirVersion,
-    type: string,
-    id: string,
-    query: QueryParams,
-  ): Promise<FhirReply> {
-    const key = this.repository.key(ctx, version, type, id);
-    const { count, skip } = this.paging(query);
-    const current = await this.repository.findCurrent(ctx, key);
-    if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
-    // Versions are 1 … current: a page is point look-ups of its rows, newest first.
-    const total = current.vid;
-    const pageVids: number[] = [];
-    for (let vid = total - skip; vid >= 1 && pageVids.length < count; vid--) pageVids.push(vid);
-    const page = await this.versionRows(ctx, current, pageVids);
-    const url = this.resourceUrl(version, type, id);
-    const entries = page.map((row): SearchsetEntry => {
-      const request = { method: row.vid === 1 ? 'POST' : row.del ? 'DELETE' : 'PUT', url: `${type}/${id}` };
-      if (row.gone || row.del || row.json === null) {
-        return {
-          fullUrl: `${url}/_history/${row.vid}`,
-          resource: deletedVersionOutcome(type, id, row.vid, row.gone ? 'removed' : 'deleted'),
-          request,
-          response: {
-            status: row.gone ? '404 Not Found' : '410 Gone',
-            etag: versionEtag(row.vid),
-            lastModified: row.lu.toISOString(),
-          },
-        };
-      }
-      return {
-        fullUrl: `${url}/_history/${row.vid}`,
-        resourceJson: row.json,
-        request,
-        response: {
-          status: row.vid === 1 ? '201 Created' : '200 OK',
-          etag: versionEtag(row.vid),
-          lastModified: row.lu.toISOString(),
-        },
-      };
-    });
-    const links = pagingLinks(`${url}/_history`, [], { skip, count, total });
-    return { status: 200, body: searchsetBundleJson({ total, links, entries }) };
   }
 
   /** `DELETE /{v}/{type}/{id}`: 200 with the OperationOutcome of SPEC §2.7. */

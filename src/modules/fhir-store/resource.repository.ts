@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import type { Connection, mongo } from 'mongoose';
-import { historyKey, indexSpecs, resourceKey, type FhirVersion } from '@app/fhir';
+import { historyKey, indexSpecs, resourceKey, RETIRED_INDEX_NAMES, type FhirVersion } from '@app/fhir';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 import { HISTORY_COLLECTION, HistoryDoc, RESOURCES_COLLECTION, ResourceDoc } from './resource-documents';
 import { ensureIndexes } from '../../database/ensure-indexes';
@@ -96,7 +96,18 @@ export class ResourceRepository implements OnModuleInit {
       { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: 'user_type' },
       ...this.searchIndexSpecs(),
     ]);
-    await ensureIndexes(this.history, [{ key: { rk: 1, vid: -1 }, name: 'resource_versions' }]);
+    await ensureIndexes(this.history, [
+      { key: { rk: 1, vid: -1 }, name: 'resource_versions' },
+      // type and system history (HistoryRepository): per user, and client-wide on reads
+      { key: { v: 1, c: 1, u: 1, t: 1, lu: -1 }, name: 'user_type_history' },
+      { key: { v: 1, c: 1, t: 1, lu: -1 }, name: 'type_history' },
+      { key: { v: 1, c: 1, u: 1, lu: -1 }, name: 'user_system_history' },
+      { key: { v: 1, c: 1, lu: -1 }, name: 'system_history' },
+    ]);
+    // Every index costs each write: those of an earlier search-index layout go (`store reindex`
+    // rebuilds the entries of stored resources in the current layout).
+    const present = new Set((await this.resources.indexes()).map((index) => index.name));
+    for (const name of RETIRED_INDEX_NAMES) if (present.has(name)) await this.resources.dropIndex(name);
   }
 
   /** Multikey `idx.*` indexes declared by the search lib (libs/fhir/src/search/search-index.ts). */

@@ -1,6 +1,8 @@
 import type { DefinedFhirVersion } from './fhir-version';
 import {
   structureDefinitions,
+  type ConstraintLite,
+  type RequiredBinding,
   type BaseStructureDefinition,
   type ElementDefinitionLite,
   type StructureDefinitionSet,
@@ -28,6 +30,13 @@ export interface ElementRule {
   readonly tableKey: string;
   /** In the `_summary=true` subset (ElementDefinition.isSummary). */
   readonly isSummary: boolean;
+  /** A binding that can refuse a code (required, or a maximum value set). */
+  readonly binding?: RequiredBinding;
+  /**
+   * Invariants checked on each occurrence of this element, when it is not a backbone element (those
+   * live on the backbone's own table), e.g. org-3 on Organization.telecom, or sqty-1 of SimpleQuantity.
+   */
+  readonly constraints?: readonly ConstraintLite[];
 }
 
 export interface RequiredRule {
@@ -49,6 +58,8 @@ export interface ElementTable {
   readonly elements: ReadonlyMap<string, ElementRule>;
   readonly required: readonly RequiredRule[];
   readonly choiceGroups: readonly ChoiceGroup[];
+  /** Invariants of the object itself: the type's root element or the backbone element (per-1, pat-1). */
+  readonly constraints: readonly ConstraintLite[];
 }
 
 /** Element tables of one version, compiled per StructureDefinition on first use and then cached. */
@@ -81,7 +92,9 @@ export class ElementTables {
 
   private compile(definition: BaseStructureDefinition): void {
     const byParent = new Map<string, ElementDefinitionLite[]>();
+    const byPath = new Map<string, ElementDefinitionLite>();
     for (const element of definition.elements) {
+      byPath.set(element.path, element);
       const dot = element.path.lastIndexOf('.');
       if (dot < 0) continue; // the root element describes the type itself
       const parent = element.path.slice(0, dot);
@@ -91,7 +104,8 @@ export class ElementTables {
     }
     for (const [parent, children] of byParent) {
       const isResource = parent === definition.name && definition.kind === 'resource';
-      this.tables.set(parent, this.buildTable(parent, children, byParent, isResource));
+      const table = this.buildTable(parent, children, byParent, isResource);
+      this.tables.set(parent, { ...table, constraints: byPath.get(parent)?.constraints ?? [] });
     }
     if (!byParent.has(definition.name)) {
       this.tables.set(definition.name, {
@@ -100,6 +114,7 @@ export class ElementTables {
         elements: new Map(),
         required: [],
         choiceGroups: [],
+        constraints: byPath.get(definition.name)?.constraints ?? [],
       });
     }
   }
@@ -109,7 +124,7 @@ export class ElementTables {
     children: readonly ElementDefinitionLite[],
     byParent: ReadonlyMap<string, readonly ElementDefinitionLite[]>,
     isResource: boolean,
-  ): ElementTable {
+  ): Omit<ElementTable, 'constraints'> {
     const elements = new Map<string, ElementRule>();
     const required: RequiredRule[] = [];
     const choiceGroups: ChoiceGroup[] = [];
@@ -133,7 +148,13 @@ export class ElementTables {
     byParent: ReadonlyMap<string, readonly ElementDefinitionLite[]>,
     isResource: boolean,
   ): ElementRule[] {
-    const base = { min: element.min, isArray, isSummary: element.isSummary === true };
+    const base = {
+      min: element.min,
+      isArray,
+      isSummary: element.isSummary === true,
+      ...(element.binding ? { binding: element.binding } : {}),
+    };
+    const own = byParent.has(element.path) ? undefined : element.constraints;
     if (element.contentReference) {
       // e.g. Questionnaire.item.item reuses the definition of Questionnaire.item.
       return [
@@ -151,6 +172,17 @@ export class ElementTables {
       const typeCode = element.types[0]?.code ?? 'BackboneElement';
       return [{ ...base, jsonName: name, typeCode, isPrimitive: false, tableKey: element.path }];
     }
+    const withConstraints = (code: string, profile?: string) => {
+      const aliases = this.definitions.aliasConstraints;
+      // Snapshots repeat the type's own invariants on elements (ext-1 on every `extension`): the
+      // type's table runs those already.
+      const ofType = new Set(this.typeConstraintKeys(this.resolveAlias(code)));
+      const constraints = [
+        ...(own ?? []).filter((c) => !ofType.has(c.key)),
+        ...(aliases.get(code) ?? aliases.get(profile ?? '') ?? []),
+      ];
+      return constraints.length > 0 ? { constraints } : {};
+    };
     if (name.endsWith('[x]')) {
       const stem = name.slice(0, -3);
       // STU3 repeats `Reference` once per target profile; one JSON name per distinct type code.
@@ -164,6 +196,7 @@ export class ElementTables {
           isPrimitive: this.primitiveTypes.has(typeCode),
           choiceOf: name,
           tableKey: typeCode,
+          ...withConstraints(code, element.types.find((t) => t.code === code)?.profile),
         };
       });
     }
@@ -177,8 +210,15 @@ export class ElementTables {
         typeCode,
         isPrimitive: this.primitiveTypes.has(typeCode),
         tableKey: typeCode,
+        ...withConstraints(declared, element.types[0]?.profile),
       },
     ];
+  }
+
+  private typeConstraintKeys(typeCode: string): string[] {
+    const definition = this.definitions.byType.get(typeCode);
+    const root = definition?.elements.find((e) => e.path === typeCode);
+    return (root?.constraints ?? []).map((c) => c.key);
   }
 
   private resolveAlias(typeCode: string): string {

@@ -10,6 +10,8 @@ import type { DefinedFhirVersion } from './fhir-version';
 export interface ElementTypeRef {
   /** FHIR type code (`string`, `HumanName`, `Resource`, `BackboneElement` …). */
   readonly code: string;
+  /** Name of the constrained type the element uses (R4 `Quantity` + profile `SimpleQuantity`). */
+  readonly profile?: string;
 }
 
 export interface ElementDefinitionLite {
@@ -22,6 +24,25 @@ export interface ElementDefinitionLite {
   readonly contentReference?: string;
   /** ElementDefinition.isSummary: part of the `_summary=true` subset (search.html#summary). */
   readonly isSummary?: true;
+  /** The binding, kept only when it can refuse a value: strength `required`, or a maximum value set. */
+  readonly binding?: RequiredBinding;
+  /** Invariants of severity `error` declared on this element (ele-1 left out: the walker checks it). */
+  readonly constraints?: readonly ConstraintLite[];
+}
+
+/** https://hl7.org/fhir/R4/elementdefinition-definitions.html#ElementDefinition.binding */
+export interface RequiredBinding {
+  /** Canonical URL of the required value set, without `|version`; undefined for a maximum-only binding. */
+  readonly valueSet?: string;
+  /** `elementdefinition-maxValueSet`: codes outside it are errors even where the binding is weaker. */
+  readonly maxValueSet?: string;
+}
+
+/** https://hl7.org/fhir/R4/elementdefinition-definitions.html#ElementDefinition.constraint */
+export interface ConstraintLite {
+  readonly key: string;
+  readonly human: string;
+  readonly expression: string;
 }
 
 export interface BaseStructureDefinition {
@@ -38,6 +59,8 @@ export interface StructureDefinitionSet {
   readonly byType: ReadonlyMap<string, BaseStructureDefinition>;
   /** Constrained complex types used as type codes (e.g. STU3 `SimpleQuantity`) → their base type. */
   readonly typeAliases: ReadonlyMap<string, string>;
+  /** Invariants such a constrained type adds to its base (`SimpleQuantity` sqty-1: no comparator). */
+  readonly aliasConstraints: ReadonlyMap<string, readonly ConstraintLite[]>;
 }
 
 const PACKAGE_BY_VERSION: Record<DefinedFhirVersion, string> = {
@@ -58,13 +81,31 @@ interface RawExtension {
   valueUrl?: string;
   valueUri?: string;
   valueString?: string;
+  valueCanonical?: string;
+  valueReference?: { reference?: string };
 }
 interface RawType {
   code?: string;
+  profile?: string[] | string;
+  extension?: RawExtension[];
+}
+interface RawConstraint {
+  key?: string;
+  severity?: string;
+  human?: string;
+  expression?: string;
+}
+interface RawBinding {
+  strength?: string;
+  valueSet?: string;
+  valueSetReference?: { reference?: string };
+  valueSetUri?: string;
   extension?: RawExtension[];
 }
 interface RawElement {
   id?: string;
+  constraint?: RawConstraint[];
+  binding?: RawBinding;
   path: string;
   min?: number;
   max?: string;
@@ -81,6 +122,7 @@ interface RawStructureDefinition {
   derivation?: string;
   baseDefinition?: string;
   snapshot?: { element: RawElement[] };
+  differential?: { element: RawElement[] };
 }
 
 const cache = new Map<DefinedFhirVersion, StructureDefinitionSet>();
@@ -108,6 +150,7 @@ export function readPackageJson(file: string): unknown {
 function loadStructureDefinitions(directory: string): StructureDefinitionSet {
   const byType = new Map<string, BaseStructureDefinition>();
   const typeAliases = new Map<string, string>();
+  const aliasConstraints = new Map<string, readonly ConstraintLite[]>();
   for (const file of readdirSync(directory)) {
     if (!file.startsWith('StructureDefinition-') || !file.endsWith('.json')) continue;
     const raw = readPackageJson(join(directory, file)) as RawStructureDefinition;
@@ -116,14 +159,18 @@ function loadStructureDefinitions(directory: string): StructureDefinitionSet {
     if (kind !== 'resource' && kind !== 'complex-type' && kind !== 'primitive-type') continue;
     if (raw.derivation === 'constraint') {
       // A profile. Keep only the name → base type mapping for constrained types used as type codes.
-      if (kind === 'complex-type' && raw.type !== 'Extension' && raw.name && raw.name !== raw.type)
+      if (kind === 'complex-type' && raw.type !== 'Extension' && raw.name && raw.name !== raw.type) {
         typeAliases.set(raw.name, raw.type);
+        const root = raw.differential?.element.find((e) => e.path === raw.type);
+        const own = root ? bindingAndConstraints(root).constraints : undefined;
+        if (own) aliasConstraints.set(raw.name, own);
+      }
       continue;
     }
     if (raw.derivation !== 'specialization' && raw.baseDefinition) continue;
     byType.set(raw.type, toBaseDefinition(raw, kind));
   }
-  return { byType, typeAliases };
+  return { byType, typeAliases, aliasConstraints };
 }
 
 function toBaseDefinition(
@@ -144,9 +191,10 @@ function toBaseDefinition(
       path: element.path,
       min: element.min ?? 0,
       max: element.max ?? '*',
-      types: (element.type ?? []).map((t) => ({ code: fhirTypeCode(t) })),
+      types: (element.type ?? []).map(typeRef),
       ...(element.contentReference ? { contentReference: element.contentReference.replace(/^.*#/, '') } : {}),
       ...(element.isSummary ? { isSummary: true as const } : {}),
+      ...bindingAndConstraints(element),
     });
   }
   return {
@@ -156,6 +204,46 @@ function toBaseDefinition(
     elements,
     ...(valueRegex ? { valueRegex } : {}),
   };
+}
+
+const MAX_VALUE_SET_EXTENSION = 'http://hl7.org/fhir/StructureDefinition/elementdefinition-maxValueSet';
+
+/** Canonical without `|version` (R4 bindings say `…/administrative-gender|4.0.1`). */
+function canonical(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  const bar = url.indexOf('|');
+  return bar < 0 ? url : url.slice(0, bar);
+}
+
+function bindingAndConstraints(element: RawElement): Pick<ElementDefinitionLite, 'binding' | 'constraints'> {
+  const out: { binding?: RequiredBinding; constraints?: ConstraintLite[] } = {};
+  const raw = element.binding;
+  if (raw) {
+    // R4 `valueSet`; STU3 `valueSetReference.reference` or `valueSetUri`.
+    const url = canonical(raw.valueSet ?? raw.valueSetReference?.reference ?? raw.valueSetUri);
+    const max = raw.extension?.find((e) => e.url === MAX_VALUE_SET_EXTENSION);
+    const maxValueSet = canonical(max?.valueCanonical ?? max?.valueUri ?? max?.valueReference?.reference);
+    const valueSet = raw.strength === 'required' ? url : undefined;
+    if (valueSet || maxValueSet)
+      out.binding = { ...(valueSet ? { valueSet } : {}), ...(maxValueSet ? { maxValueSet } : {}) };
+  }
+  const constraints = (element.constraint ?? []).filter(
+    (c): c is Required<RawConstraint> =>
+      c.severity === 'error' && c.key !== 'ele-1' && !!c.expression && !!c.key,
+  );
+  if (constraints.length > 0)
+    out.constraints = constraints.map((c) => ({
+      key: c.key,
+      human: c.human ?? c.key,
+      expression: c.expression,
+    }));
+  return out;
+}
+
+function typeRef(type: RawType): ElementTypeRef {
+  const profiles = Array.isArray(type.profile) ? type.profile : type.profile ? [type.profile] : [];
+  const profile = profiles[0]?.replace(/^.*\//, '').replace(/\|.*$/, '');
+  return profile ? { code: fhirTypeCode(type), profile } : { code: fhirTypeCode(type) };
 }
 
 /** R4 types some elements as `http://hl7.org/fhirpath/System.String`; the extension names the FHIR type. */

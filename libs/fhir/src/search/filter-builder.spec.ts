@@ -229,8 +229,9 @@ function evaluate(condition: Record<string, unknown>, index: Record<string, stri
       return (operand as Array<Record<string, unknown>>).some((part) => evaluate(part, index));
     const values = index[key.replace(/^idx\./, '')] ?? [];
     if (typeof operand === 'string') return values.includes(operand);
-    const { $regex } = operand as { $regex?: string };
+    const { $regex, $in } = operand as { $regex?: string; $in?: string[] };
     if ($regex !== undefined) return values.some((value) => new RegExp($regex).test(value));
+    if ($in !== undefined) return values.some((value) => $in.includes(value));
     throw new Error(`evaluator does not handle ${JSON.stringify(operand)}`);
   });
 }

@@ -5,8 +5,9 @@ import { escapeRegex } from './text-normalization';
 /**
  * ParsedSearch → MongoDB filter and sort on the `resources` documents (docs/storage.md). The tenant
  * part (`v`, `c`, `u`) is NOT emitted: the repository adds it with its tenant filter. Chains and
- * `_has` need the ids of other resources first; FerretDB 1.x has no `$lookup`, so they come back as
- * sub-queries for the repository to run, and `withChainResults` completes the filter.
+ * `_has` need the ids of other resources first: they come back as sub-queries for the repository to
+ * run (each an index scan in the caller's tenant scope; a `$lookup` would join without the tenant
+ * key on the joined side), and `withChainResults` completes the filter.
  */
 
 /** A chain `subject:Patient.name=x`: run `filter` (plus the tenant part), project `t` and `id`. */

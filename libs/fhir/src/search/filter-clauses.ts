@@ -1,4 +1,5 @@
 import type { SearchClause, SearchPrefix, SearchValue } from './parsed-search';
+import { coveringBuckets, DATE_BUCKETS, NUMBER_BUCKETS } from './range-buckets';
 import { rangePattern } from './range-regex';
 import { SearchError } from './search-error';
 import {
@@ -11,9 +12,10 @@ import {
 
 /**
  * One SearchClause → one MongoDB condition on the `idx` arrays (shape in search-index.ts).
- * Only operators MongoDB and FerretDB 1.x both support are used ($eq $ne $in $nin $gt $gte $lt $lte
- * $and $or $regex $all). User input only ever lands in string or number operands: field names
- * come from the parameter definitions, and every regex operand is escaped.
+ * Every condition an index can serve is an equality or `$in` on one `idx.*` array (plus prefix
+ * regexes where no bounded form exists): the only multikey look-ups DocumentDB bounds (see
+ * range-buckets.ts); MongoDB bounds them too. User input only ever lands in string or number
+ * operands: field names come from the parameter definitions, and every regex operand is escaped.
  */
 
 export type Filter = Record<string, unknown>;
@@ -142,11 +144,21 @@ const DATE_FIELDS = new Set(['idx.dtl', 'idx.dth']);
 
 /**
  * Some element of `field` under one key prefix (`date|`, `value-quantity=` …) lies within the
- * bounds. Written as a regex over the fixed-width encoded value (see range-regex.ts for why not
- * `$elemMatch` with `$gte`/`$lt`).
+ * bounds. Two parts: `idx.bkt` keys covering the bounds (an `$in`, which both engines answer with a
+ * bounded index scan; `bucketPrefix` names the buckets, range-buckets.ts), and the exact test of
+ * one element, a regex over the fixed-width encoded value (range-regex.ts), on the fetched
+ * candidates. `$elemMatch: {$gte, $lt}` would be exact too, but DocumentDB reads the whole
+ * tenant range of the index for it.
  */
-function elementInRange(field: string, keyPrefix: string, lower?: Lower, upper?: Upper): Filter {
+function elementInRange(
+  field: string,
+  keyPrefix: string,
+  lower?: Lower,
+  upper?: Upper,
+  bucketPrefix = keyPrefix,
+): Filter {
   const isDate = DATE_FIELDS.has(field);
+  const layout = isDate ? DATE_BUCKETS : NUMBER_BUCKETS;
   const pattern = rangePattern(
     escapeRegex(keyPrefix),
     lower && { value: lower[1], inclusive: lower[0] === '$gte' },
@@ -154,7 +166,13 @@ function elementInRange(field: string, keyPrefix: string, lower?: Lower, upper?:
     isDate ? 24 : 16,
     isDate ? 'digits' : 'hex',
   );
-  return { [field]: { $regex: pattern } };
+  const buckets = coveringBuckets(lower?.[1] ?? layout.floor, upper?.[1] ?? layout.ceiling, layout);
+  return {
+    $and: [
+      { 'idx.bkt': { $in: buckets.map((bucket) => bucketPrefix + bucket) } },
+      { [field]: { $regex: pattern } },
+    ],
+  };
 }
 
 /**
@@ -251,41 +269,36 @@ function lastUpdatedCondition(clause: SearchClause, now: Date): Filter {
 function pointCondition(
   field: string,
   key: string,
+  bucketPrefix: string,
   prefix: SearchPrefix,
   value: number,
   lo: number,
   hi: number,
 ): Filter {
   const n = sortableNumber;
+  const within = (lower?: Lower, upper?: Upper): Filter =>
+    elementInRange(field, key, lower, upper, bucketPrefix);
   switch (prefix) {
     case 'eq':
-      return elementInRange(field, key, ['$gte', n(lo)], ['$lt', n(hi)]);
+      return within(['$gte', n(lo)], ['$lt', n(hi)]);
     case 'ne':
       return {
-        $or: [
-          elementInRange(field, key, undefined, ['$lt', n(lo)]),
-          elementInRange(field, key, ['$gte', n(hi)]),
-        ],
+        $or: [within(undefined, ['$lt', n(lo)]), within(['$gte', n(hi)])],
       };
     case 'gt':
     case 'sa':
-      return elementInRange(field, key, ['$gt', n(value)]);
+      return within(['$gt', n(value)]);
     case 'lt':
     case 'eb':
-      return elementInRange(field, key, undefined, ['$lt', n(value)]);
+      return within(undefined, ['$lt', n(value)]);
     case 'ge':
-      return elementInRange(field, key, ['$gte', n(value)]);
+      return within(['$gte', n(value)]);
     case 'le':
-      return elementInRange(field, key, undefined, ['$lte', n(value)]);
+      return within(undefined, ['$lte', n(value)]);
     case 'ap': {
       // ap: within 10% of the value (or its precision range, if wider).
       const margin = Math.abs(value) * 0.1;
-      return elementInRange(
-        field,
-        key,
-        ['$gte', n(Math.min(lo, value - margin))],
-        ['$lte', n(Math.max(hi, value + margin))],
-      );
+      return within(['$gte', n(Math.min(lo, value - margin))], ['$lte', n(Math.max(hi, value + margin))]);
     }
   }
 }
@@ -294,7 +307,8 @@ function numberCondition(clause: SearchClause): Filter {
   return anyOf(
     clause.values.map((value) => {
       if (value.kind === 'number') {
-        return pointCondition('idx.num', `${clause.param}|`, value.prefix, value.value, value.lo, value.hi);
+        const key = `${clause.param}|`;
+        return pointCondition('idx.num', key, key, value.prefix, value.value, value.lo, value.hi);
       }
       if (value.kind === 'quantity') {
         // Keys of search-index.ts: `p=` any unit, `p|system|code|`, `p||code|` (code or unit, any system).
@@ -302,7 +316,8 @@ function numberCondition(clause: SearchClause): Filter {
           value.code === undefined
             ? `${clause.param}=`
             : `${clause.param}|${value.system === undefined ? '' : escapeComponent(value.system)}|${escapeComponent(value.code)}|`;
-        return pointCondition('idx.qty', key, value.prefix, value.value, value.lo, value.hi);
+        const anyUnit = `${clause.param}=`;
+        return pointCondition('idx.qty', key, anyUnit, value.prefix, value.value, value.lo, value.hi);
       }
       throw new SearchError('invalid', `Invalid number for '${clause.param}'`);
     }),

@@ -1,4 +1,5 @@
 import { MAX_DATE, MIN_DATE, parseFhirDateRange } from './fhir-date-range';
+import { bucketsOf, DATE_BUCKETS, NUMBER_BUCKETS, type BucketLayout } from './range-buckets';
 import type { SearchIndex } from './search-index';
 import type { CompiledExpression, CompiledSearchParam } from './search-parameter-types';
 import {
@@ -71,6 +72,7 @@ export class IndexBuilder {
   private readonly dth = new Set<string>();
   private readonly num = new Set<string>();
   private readonly qty = new Set<string>();
+  private readonly bkt = new Set<string>();
   private readonly srt: Record<string, string | number | Date> = {};
 
   /** Converts the values one expression produced, according to the parameter's type. */
@@ -215,16 +217,27 @@ export class IndexBuilder {
       this.addDate(code, value.repeat.boundsPeriod);
   }
 
+  /** Range buckets of one encoded value under `keyPrefix` (range-buckets.ts). */
+  private addBuckets(keyPrefix: string, encoded: string, layout: BucketLayout): void {
+    for (const bucket of bucketsOf(encoded, layout)) this.bkt.add(keyPrefix + bucket);
+  }
+
   private addDateRange(code: string, lo: Date, hi: Date): void {
-    this.dtl.add(`${code}|${lo.toISOString()}`);
-    this.dth.add(`${code}|${hi.toISOString()}`);
+    const low = lo.toISOString();
+    const high = hi.toISOString();
+    this.dtl.add(`${code}|${low}`);
+    this.dth.add(`${code}|${high}`);
+    this.addBuckets(`${code}|`, low, DATE_BUCKETS);
+    this.addBuckets(`${code}|`, high, DATE_BUCKETS);
     this.has.add(code);
     const current = this.srt[code];
     if (!(current instanceof Date) || lo < current) this.srt[code] = lo;
   }
 
   private addNumber(code: string, value: number): void {
-    this.num.add(`${code}|${sortableNumber(value)}`);
+    const encoded = sortableNumber(value);
+    this.num.add(`${code}|${encoded}`);
+    this.addBuckets(`${code}|`, encoded, NUMBER_BUCKETS);
     this.has.add(code);
     this.sortKey(code, value);
   }
@@ -234,6 +247,8 @@ export class IndexBuilder {
     if (typeof amount !== 'number' || !Number.isFinite(amount)) return;
     const encoded = sortableNumber(amount);
     this.qty.add(`${code}=${encoded}`);
+    // Unit-qualified searches take their candidates from the any-unit buckets too.
+    this.addBuckets(`${code}=`, encoded, NUMBER_BUCKETS);
     if (isObject(value)) {
       const system = asString(value.system);
       const unitCode = asString(value.code) ?? asString(value.currency);
@@ -265,6 +280,7 @@ export class IndexBuilder {
     if (this.dth.size) index.dth = [...this.dth];
     if (this.num.size) index.num = [...this.num];
     if (this.qty.size) index.qty = [...this.qty];
+    if (this.bkt.size) index.bkt = [...this.bkt];
     if (words.length) index.txt = words;
     if (this.has.size) index.has = [...this.has];
     if (Object.keys(this.srt).length) index.srt = this.srt;

@@ -1,9 +1,9 @@
 /**
  * Range tests on fixed-width sortable strings (ISO-8601 instants, `sortableNumber` hex) written as
- * one anchored regex per array element. Why not `$elemMatch: {$gte, $lt}`: FerretDB 1.x applies the
- * two bounds to possibly different elements of the array (verified against FerretDB 1.24), so a
- * value of another parameter could satisfy one bound. A regex tests one element at a time on both
- * engines, and MongoDB still narrows the index scan to the literal `^param\|` prefix.
+ * one anchored regex per array element: the exact test that both bounds hold for the same element
+ * of the same parameter, applied to the candidates the range buckets select (range-buckets.ts).
+ * `{$gte, $lt}` on an array may be satisfied by two different elements (MongoDB semantics), and
+ * `$elemMatch: {$gte, $lt}`, though exact, is not a bounded index scan on DocumentDB.
  */
 
 const HEX = '0123456789abcdef';

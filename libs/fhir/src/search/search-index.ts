@@ -1,7 +1,8 @@
 /**
  * The search index stored on each current resource document as `idx` (docs/storage.md). Flat typed
- * arrays so that MongoDB (and FerretDB 1.x) can use multikey indexes with equality, prefix-regex and
- * range matches. `p` is always the search parameter code. Components inside the string entries are
+ * arrays of strings behind multikey indexes led by the tenant fields: MongoDB and DocumentDB answer
+ * an equality or `$in` on them with a bounded index scan (DocumentDB does not bound two-sided
+ * ranges or regexes on a multikey field: range-buckets.ts). `p` is always the search parameter code. Components inside the string entries are
  * escaped with `escapeComponent` (`\` and `|` are backslash-escaped), so splits are unambiguous.
  *
  * - `tok`: token values. `${p}|${code}` (code only, any system: `code=x`) and `${p}|${system}|${code}`
@@ -16,12 +17,15 @@
  * - `uri`: `${p}|${uri}`.
  * - `dtl` / `dth`: `${p}|${lo ISO}` / `${p}|${hi ISO}`: the low and high end of the instant range a
  *   date/dateTime/instant/Period/Timing covers at its precision (open Period ends: years 0001/9999).
- *   ISO-8601 UTC strings of fixed width sort like the instants, so a range test is an anchored
- *   regex over one element (range-regex.ts). `{p, lo, hi}` objects would need `$elemMatch` with
- *   fields, which FerretDB 1.x rejects.
+ *   ISO-8601 UTC strings of fixed width sort like the instants, so the exact range test is an
+ *   anchored regex over one element (range-regex.ts), applied to the candidates `bkt` selects.
  * - `num`: `${p}|${sortableNumber(v)}`.
  * - `qty`: `${p}=${sortableNumber(v)}` (any unit), `${p}|${system}|${code}|${n}` and
  *   `${p}||${code or unit}|${n}` (unit-qualified searches `v|s|c`, `v||c`).
+ * - `bkt`: range buckets (range-buckets.ts), the indexed side of date, number and quantity
+ *   searches: prefixes of each encoded value at a few lengths, `${p}|${prefix}` for dates (low and
+ *   high ends alike) and numbers, `${p}=${prefix}` for quantities (any unit). A range search is an
+ *   `$in` of the prefixes that cover it, then the exact regex on `dtl`/`dth`/`num`/`qty`.
  * - `txt`: `_content` words (lower-case, accent-free, ≥ 2 chars, deduplicated, at most 500).
  * - `has`: codes of the parameters that have at least one value (`:missing`).
  * - `srt`: one sort key per parameter (`_sort`): date → earliest lo, string → normalized, number and
@@ -36,6 +40,7 @@ export interface SearchIndex {
   dth?: string[];
   num?: string[];
   qty?: string[];
+  bkt?: string[];
   txt?: string[];
   has?: string[];
   srt?: Record<string, string | number | Date>;
@@ -49,8 +54,10 @@ export interface SearchIndexSpec {
 
 /**
  * Each array index is prefixed with the tenant/type fields every search carries (`v`, `c`, `t`);
- * `u` is left out so that one index serves both one-user and whole-client searches. MongoDB allows
- * one multikey (array) field per compound index, which this respects.
+ * `u` is left out so that one index serves both one-user and whole-client searches (a user's
+ * resources are a filter on the fetched candidates). MongoDB allows one multikey (array) field per
+ * compound index, which this respects. `dtl`, `dth`, `num` and `qty` have no index of their own:
+ * `bkt` selects their candidates.
  */
 export function indexSpecs(): SearchIndexSpec[] {
   const tenantType = { v: 1, c: 1, t: 1 } as const;
@@ -59,12 +66,12 @@ export function indexSpecs(): SearchIndexSpec[] {
     { key: { ...tenantType, 'idx.str': 1 }, name: 'search_str' },
     { key: { ...tenantType, 'idx.ref': 1 }, name: 'search_ref' },
     { key: { ...tenantType, 'idx.uri': 1 }, name: 'search_uri' },
-    { key: { ...tenantType, 'idx.dtl': 1 }, name: 'search_date_low' },
-    { key: { ...tenantType, 'idx.dth': 1 }, name: 'search_date_high' },
-    { key: { ...tenantType, 'idx.num': 1 }, name: 'search_num' },
-    { key: { ...tenantType, 'idx.qty': 1 }, name: 'search_qty' },
+    { key: { ...tenantType, 'idx.bkt': 1 }, name: 'search_range_buckets' },
     { key: { ...tenantType, 'idx.txt': 1 }, name: 'search_txt' },
     // Type-less: $everything, _revinclude and `_type`-less system searches look references up across types.
     { key: { v: 1, c: 1, 'idx.ref': 1 }, name: 'search_ref_any_type' },
   ];
 }
+
+/** Indexes of earlier layouts that the current one no longer uses (dropped at start-up: write cost). */
+export const RETIRED_INDEX_NAMES = ['search_date_low', 'search_date_high', 'search_num', 'search_qty'];

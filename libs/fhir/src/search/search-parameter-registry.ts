@@ -28,6 +28,7 @@ export interface VersionSearchDefinitions {
 
 interface RawSearchParameter {
   id: string;
+  url?: string;
   code: string;
   type: SearchParamType;
   base?: string[];
@@ -94,6 +95,7 @@ function loadPackagedDefinitions(version: 'r4' | 'stu3'): VersionSearchDefinitio
         description: firstSentence(raw.description),
         targets: raw.target ?? [],
         expressions,
+        url: raw.url,
       };
       if (isCommon) common.set(raw.code, definition);
       else addParam(byType, base, definition);
@@ -146,11 +148,23 @@ export function searchParamDefinition(
 export function searchParamsFor(
   version: FhirVersion,
   type: string,
-): Array<{ name: string; type: SearchParamType; documentation?: string }> {
+): Array<{
+  name: string;
+  type: SearchParamType;
+  documentation?: string;
+  definition?: string;
+  targets: readonly string[];
+}> {
   const definitions = searchDefinitions(version);
   const params = [...definitions.common.values(), ...(definitions.byType.get(type)?.values() ?? [])];
   return params
-    .map((param) => ({ name: param.code, type: param.type, documentation: param.description }))
+    .map((param) => ({
+      name: param.code,
+      type: param.type,
+      documentation: param.description,
+      definition: param.url,
+      targets: param.targets,
+    }))
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 

@@ -11,6 +11,8 @@ export interface SearchParamDefinition {
   readonly targets: readonly string[];
   /** FHIRPath expressions of this parameter for this resource type (the union split per base type). */
   readonly expressions: readonly string[];
+  /** Canonical URL of the SearchParameter (R4/STU3 packages; CapabilityStatement `definition`). */
+  readonly url?: string;
 }
 
 /** A compiled FHIRPath expression with what extraction needs to decide whether to run it. */

@@ -52,8 +52,8 @@ export function textWords(value: string): string[] {
 /**
  * A number as 16 hex digits whose string order is the numeric order (IEEE-754 bits, sign bit
  * flipped for positives, all bits flipped for negatives). Number and quantity entries are then
- * `param|<16 hex>` strings, and a numeric range is a regex over one array element (range-regex.ts),
- * which FerretDB 1.x evaluates correctly (it rejects `$elemMatch` on `{p, v}` sub-documents).
+ * `param|<16 hex>` strings: a numeric range is a set of prefix buckets (range-buckets.ts) plus a
+ * regex over one array element (range-regex.ts).
  */
 export function sortableNumber(value: number): string {
   const view = new DataView(new ArrayBuffer(8));

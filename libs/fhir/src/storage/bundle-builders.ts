@@ -19,14 +19,9 @@ export interface SearchsetEntry {
   resource?: object;
   /** `match` for hits, `include` for `_include`/`_revinclude`, `outcome` for warnings. */
   mode?: 'match' | 'include' | 'outcome';
-  /** History entries: the interaction that produced the version. */
-  request?: { method: string; url: string };
-  response?: { status: string; etag?: string; lastModified?: string };
 }
 
 export interface SearchsetBundleInput {
-  /** SPEC §2.6: `searchset` on reads, searches and history. */
-  type?: 'searchset' | 'history';
   total?: number;
   links?: BundleLink[];
   entries: SearchsetEntry[];
@@ -35,25 +30,61 @@ export interface SearchsetBundleInput {
 }
 
 export function searchsetBundleJson(input: SearchsetBundleInput): string {
+  return bundleJson('searchset', input, input.entries.map(searchsetEntryJson));
+}
+
+/**
+ * Head and entries of a Bundle as JSON text. No `entry` (nor `link`) when there is none: empty
+ * arrays are not valid FHIR JSON (https://hl7.org/fhir/R4/json.html).
+ */
+function bundleJson(
+  type: string,
+  input: { id?: string; timestamp?: string; total?: number; links?: BundleLink[] },
+  entries: readonly string[],
+): string {
   const head: Record<string, unknown> = { resourceType: 'Bundle' };
   if (input.id) head.id = input.id;
   head.meta = { lastUpdated: input.timestamp ?? new Date().toISOString() };
-  head.type = input.type ?? 'searchset';
+  head.type = type;
   if (input.total !== undefined) head.total = input.total;
   if (input.links && input.links.length > 0) head.link = input.links;
   const headJson = JSON.stringify(head);
-  const entries = input.entries.map(entryJson);
-  return `${headJson.slice(0, -1)},"entry":[${entries.join(',')}]}`;
+  return entries.length === 0 ? headJson : `${headJson.slice(0, -1)},"entry":[${entries.join(',')}]}`;
 }
 
-function entryJson(entry: SearchsetEntry): string {
+function searchsetEntryJson(entry: SearchsetEntry): string {
   const parts = [`"fullUrl":${JSON.stringify(entry.fullUrl)}`];
   if (entry.resourceJson !== undefined) parts.push(`"resource":${entry.resourceJson}`);
   else if (entry.resource !== undefined) parts.push(`"resource":${JSON.stringify(entry.resource)}`);
   parts.push(`"search":{"mode":"${entry.mode ?? 'match'}"}`);
-  if (entry.request) parts.push(`"request":${JSON.stringify(entry.request)}`);
-  if (entry.response) parts.push(`"response":${JSON.stringify(entry.response)}`);
   return `{${parts.join(',')}}`;
+}
+
+/**
+ * One entry of a `history` Bundle (https://hl7.org/fhir/R4/http.html#history): the version's
+ * resource (absent for a deleted or removed version), the interaction that made it and its outcome.
+ * `fullUrl` is the resource's URL without `/_history/n` (bdl-8: not version specific).
+ */
+export interface HistoryEntry {
+  fullUrl: string;
+  resourceJson?: string;
+  request: { method: 'POST' | 'PUT' | 'DELETE' | 'PATCH'; url: string };
+  response: { status: string; etag: string; lastModified: string; outcome?: OperationOutcome };
+}
+
+export function historyBundleJson(input: {
+  total?: number;
+  links?: BundleLink[];
+  entries: readonly HistoryEntry[];
+}): string {
+  const entries = input.entries.map((entry) => {
+    const parts = [`"fullUrl":${JSON.stringify(entry.fullUrl)}`];
+    if (entry.resourceJson !== undefined) parts.push(`"resource":${entry.resourceJson}`);
+    parts.push(`"request":${JSON.stringify(entry.request)}`);
+    parts.push(`"response":${JSON.stringify(entry.response)}`);
+    return `{${parts.join(',')}}`;
+  });
+  return bundleJson('history', input, entries);
 }
 
 /**
@@ -107,10 +138,5 @@ export function transactionResponseJson(
     fields.push(`"response":${JSON.stringify(entry.response)}`);
     return `{${fields.join(',')}}`;
   });
-  const head = JSON.stringify({
-    resourceType: 'Bundle',
-    meta: { lastUpdated: new Date().toISOString() },
-    type,
-  });
-  return `${head.slice(0, -1)},"entry":[${parts.join(',')}]}`;
+  return bundleJson(type, {}, parts);
 }

@@ -6,7 +6,7 @@ import { isPlaceholder } from './reference-rewriting';
  * the request of each entry and the id it asks for. Pure: no storage, no HTTP.
  */
 
-export type EntryMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type EntryMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface ParsedRequestUrl {
   type: string;

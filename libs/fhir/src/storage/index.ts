@@ -7,3 +7,4 @@ export * from './provenance';
 export * from './resource-stamping';
 export * from './content-negotiation';
 export * from './capability-statement';
+export * from './patch';

@@ -43,7 +43,7 @@ export function deletedVersionOutcome(
 ): OperationOutcome {
   const text =
     reason === 'deleted'
-      ? `Resource ${type}/${id} was deleted: version ${versionId} is its delete marker.`
-      : `Version ${versionId} of resource ${type}/${id} has been deleted.`;
+      ? `Resource ${type}/${id} with version ${versionId} has been deleted.`
+      : `Version ${versionId} of resource ${type}/${id} has been deleted (removed from history).`;
   return operationOutcome([issue('deleted', text, { severity: 'information' })]);
 }

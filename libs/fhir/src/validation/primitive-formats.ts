@@ -1,11 +1,14 @@
 import type { DefinedFhirVersion } from '../definitions/fhir-version';
 import { structureDefinitions } from '../definitions/structure-definitions';
+import { checkNarrative } from './narrative';
 import type { ValidationIssueCode } from './validation-issue';
 
 /** What is wrong with a primitive value, or undefined when it is fine. */
 export interface PrimitiveProblem {
   readonly code: ValidationIssueCode;
   readonly message: string;
+  /** The invariant broken, for narrative problems (txt-1, txt-2). */
+  readonly rule?: string;
 }
 
 export type PrimitiveCheck = (value: unknown) => PrimitiveProblem | undefined;
@@ -38,6 +41,13 @@ const MAX_STRING_LENGTH = 1024 * 1024;
 const MAX_ID_LENGTH = 64;
 const INT32_MIN = -2147483648;
 const INT32_MAX = 2147483647;
+
+/** https://hl7.org/fhir/R4/datatypes.html#string: characters below U+0020 other than tab, CR and LF are not allowed. */
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
+
+/** Invalid UTF-8 arrives as U+FFFD; `\ud800` escapes in JSON arrive as unpaired surrogates. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const INTEGER_MINIMUM: Readonly<Record<string, number>> = {
   integer: INT32_MIN,
@@ -74,15 +84,44 @@ function compileCheck(typeCode: string, regexSource: string | undefined): Primit
     case 'base64Binary':
       return stringCheck(typeCode, isBase64);
     case 'xhtml':
-      // Narrative.div: https://hl7.org/fhir/R4/narrative.html#xhtml — an XHTML <div> element.
-      return stringCheck(typeCode, (text) => /^\s*<div[\s>/]/.test(text));
+      return narrativeCheck;
     default:
       break;
   }
   const regex = regexSource === undefined ? undefined : new RegExp(`^(?:${toJavaScriptRegex(regexSource)})$`);
   const maxLength = typeCode === 'id' ? MAX_ID_LENGTH : MAX_STRING_LENGTH;
-  return stringCheck(typeCode, regex ? (text) => regex.test(text) : () => true, maxLength);
+  const matches = regex ? (text: string) => regex.test(text) : () => true;
+  // The published regexes allow 2019-02-30; the calendar does not (month lengths, leap years).
+  const isWellFormed = DATE_TYPES.has(typeCode)
+    ? (text: string) => matches(text) && isCalendarDate(text)
+    : matches;
+  return stringCheck(typeCode, isWellFormed, maxLength);
 }
+
+const DATE_TYPES = new Set(['date', 'dateTime', 'instant']);
+
+/** Whether the `YYYY-MM-DD` part (if any) names a real day: no 30 February, no 31 April. */
+export function isCalendarDate(text: string): boolean {
+  if (text.length < 10 || text.charCodeAt(7) !== 0x2d) return true;
+  const offset = text.charCodeAt(0) === 0x2d ? 1 : 0;
+  const year = Number(text.slice(offset, offset + 4));
+  const month = Number(text.slice(offset + 5, offset + 7));
+  const day = Number(text.slice(offset + 8, offset + 10));
+  return day >= 1 && day <= daysInMonth(year, month);
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+/** Narrative.div: https://hl7.org/fhir/R4/narrative.html#xhtml, checked by a real XML parse. */
+const narrativeCheck: PrimitiveCheck = (value) => {
+  const basic = stringCheck('xhtml', () => true)(value);
+  if (basic || typeof value !== 'string') return basic;
+  const found = checkNarrative(value);
+  return found ? { code: 'value', message: found.message, rule: found.rule } : undefined;
+};
 
 function stringCheck(
   typeCode: string,
@@ -94,6 +133,12 @@ function stringCheck(
     if (value.length === 0) return { code: 'value', message: `Empty string is not a valid ${typeCode}` };
     if (value.length > maxLength) {
       return { code: 'too-long', message: `A ${typeCode} is at most ${maxLength} characters long` };
+    }
+    if (CONTROL_CHARACTER.test(value) || LONE_SURROGATE.test(value)) {
+      return {
+        code: 'value',
+        message: `A ${typeCode} must not hold control characters (other than tab, CR, LF) or broken UTF-16`,
+      };
     }
     if (!isWellFormed(value))
       return { code: 'value', message: `${describe(value)} is not a valid ${typeCode}` };

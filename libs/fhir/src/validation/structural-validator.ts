@@ -6,6 +6,8 @@ import {
 } from '../definitions/element-tables';
 import type { DefinedFhirVersion } from '../definitions/fhir-version';
 import { isResourceType } from '../definitions/resource-types';
+import { ContentChecks } from './content-checks';
+import type { InvariantScope } from './hand-coded-invariants';
 import { primitiveCheck, type PrimitiveCheck } from './primitive-formats';
 import { errorIssue, type ValidationIssue } from './validation-issue';
 
@@ -35,15 +37,43 @@ function jsonKind(value: unknown): string {
 export class StructuralValidator {
   private readonly tables: ElementTables;
   private readonly primitiveChecks = new Map<string, PrimitiveCheck>();
+  private readonly checks: ContentChecks;
   /** Current object nesting; validation is synchronous, so one counter per validator is enough. */
   private depth = 0;
+  /** `%resource` / `%rootResource` of the element being walked. */
+  private scope: InvariantScope = { resource: {}, rootResource: {} };
 
   constructor(private readonly version: DefinedFhirVersion) {
     this.tables = elementTables(version);
+    this.checks = new ContentChecks(version);
   }
 
-  /** Validates a resource; `path` is where it sits (undefined for a top-level resource). */
-  validateResource(resource: unknown, issues: ValidationIssue[], path?: string, expectedType?: string): void {
+  /** Validates a top-level resource: every issue, then one note per code system not checked here. */
+  validate(resource: unknown, issues: ValidationIssue[], expectedType?: string): void {
+    this.checks.unchecked.clear();
+    this.validateResource(resource, issues, undefined, expectedType);
+    for (const system of this.checks.unchecked) {
+      issues.push({
+        severity: 'information',
+        code: 'informational',
+        path: resourceTypeOf(resource) ?? expectedType ?? 'Resource',
+        message: `Codes from ${system} were not checked: no terminology server for that system here`,
+        rule: system,
+      });
+    }
+  }
+
+  /**
+   * Validates a resource; `path` is where it sits (undefined for a top-level resource), `container`
+   * the resource holding it when it is contained (its `%rootResource`).
+   */
+  private validateResource(
+    resource: unknown,
+    issues: ValidationIssue[],
+    path?: string,
+    expectedType?: string,
+    container?: JsonObject,
+  ): void {
     const where = path ?? expectedType ?? 'Resource';
     if (!isJsonObject(resource)) {
       issues.push(
@@ -80,7 +110,16 @@ export class StructuralValidator {
         ),
       );
     }
-    this.validateObject(table, resource, path ?? type, issues);
+    const outer = this.scope;
+    this.scope = container
+      ? { resource, rootResource: outer.rootResource }
+      : { resource, rootResource: resource };
+    try {
+      if (table.elements.has('contained')) this.checks.containedIds(resource, path ?? type, issues);
+      this.validateObject(table, resource, path ?? type, issues);
+    } finally {
+      this.scope = outer;
+    }
   }
 
   private validateObject(
@@ -96,6 +135,7 @@ export class StructuralValidator {
     this.depth++;
     try {
       this.validateProperties(table, object, path, issues);
+      this.checks.object(table, object, path, issues, this.scope);
     } finally {
       this.depth--;
     }
@@ -220,11 +260,16 @@ export class StructuralValidator {
   private validateValue(rule: ElementRule, value: unknown, path: string, issues: ValidationIssue[]): void {
     if (rule.isPrimitive) {
       const problem = this.primitive(rule.typeCode)(value);
-      if (problem) issues.push(errorIssue(problem.code, path, problem.message));
+      if (problem) issues.push(errorIssue(problem.code, path, problem.message, problem.rule));
+      else {
+        if (rule.binding || rule.constraints) this.checks.value(rule, value, path, issues, this.scope);
+        if (rule.typeCode === 'xhtml') this.checks.narrativeLinks(value as string, path, issues, this.scope);
+      }
       return;
     }
     if (rule.typeCode === 'Resource') {
-      this.validateResource(value, issues, path);
+      const container = rule.jsonName === 'contained' ? this.scope.resource : undefined;
+      this.validateResource(value, issues, path, undefined, container);
       return;
     }
     if (!isJsonObject(value)) {
@@ -239,6 +284,7 @@ export class StructuralValidator {
       return;
     }
     this.validateObject(table, value, path, issues);
+    if (rule.binding || rule.constraints) this.checks.value(rule, value, path, issues, this.scope);
   }
 
   /** `_name` siblings carry id/extension of primitives: https://hl7.org/fhir/R4/json.html#primitive */
@@ -295,6 +341,11 @@ export class StructuralValidator {
     }
     return check;
   }
+}
+
+function resourceTypeOf(resource: unknown): string | undefined {
+  const type = isJsonObject(resource) ? resource.resourceType : undefined;
+  return typeof type === 'string' ? type : undefined;
 }
 
 function hasElement(object: JsonObject, name: string): boolean {

@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FhirVersion } from '../definitions/fhir-version';
+import { validateResource } from './validate-resource';
 
 /** Shared Synthea sample sets (transaction Bundles per patient), see /work/shared/data/synthea/README.md. */
 export const SYNTHEA_DIRECTORY = process.env.SYNTHEA_DIR ?? '/work/shared/data/synthea';
@@ -34,4 +35,34 @@ export function loadSyntheaResources(version: FhirVersion): unknown[] {
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+/**
+ * Synthea's own defects that the reference validator reports too, refused on write here:
+ * R4 and STU3 have 8 Observations with UCUM codes like `(score)`; STU3 has 3,697
+ * ExplanationOfBenefit.type codings outside the required claim-type value set. Loaders drop them
+ * before building transaction bundles (one refused entry fails a whole bundle) and say how many.
+ */
+export const SYNTHEA_KNOWN_DEFECTS: Readonly<Record<FhirVersion, Readonly<Record<string, number>>>> = {
+  r4: { 'Observation http://unitsofmeasure.org': 8 },
+  stu3: {
+    'Observation http://unitsofmeasure.org': 8,
+    'ExplanationOfBenefit http://hl7.org/fhir/ValueSet/claim-type': 3697,
+  },
+  dstu2: {},
+};
+
+/** Splits resources into those the validator accepts and those it refuses (with their first error). */
+export function splitRefused<T>(
+  version: FhirVersion,
+  resources: readonly T[],
+): { accepted: T[]; refused: { resource: T; reason: string }[] } {
+  const accepted: T[] = [];
+  const refused: { resource: T; reason: string }[] = [];
+  for (const resource of resources) {
+    const error = validateResource(version, resource).find((issue) => issue.severity === 'error');
+    if (error) refused.push({ resource, reason: `${error.path}: ${error.message}` });
+    else accepted.push(resource);
+  }
+  return { accepted, refused };
 }

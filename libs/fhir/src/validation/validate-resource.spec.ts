@@ -40,19 +40,20 @@ describe('validateResource (r4)', () => {
   describe('unknown elements', () => {
     it('are reported at root, nested, in complex types, contained and bundle entries', () => {
       expect(issuesOf({ resourceType: 'Patient', foo: 1 })).toEqual(['structure Patient.foo']);
-      expect(issuesOf({ resourceType: 'Patient', contact: [{ bar: 'x' }] })).toEqual([
+      expect(issuesOf({ resourceType: 'Patient', contact: [{ bar: 'x', name: { text: 'A' } }] })).toEqual([
         'structure Patient.contact[0].bar',
       ]);
       expect(issuesOf({ resourceType: 'Patient', name: [{ given: ['A'] }, { first: 'B' }] })).toEqual([
         'structure Patient.name[1].first',
       ]);
-      expect(issuesOf(observation({ contained: [{ resourceType: 'Patient', nickname: 'x' }] }))).toEqual([
+      const contained = [{ resourceType: 'Patient', id: 'p', nickname: 'x' }];
+      expect(issuesOf(observation({ contained, subject: { reference: '#p' } }))).toEqual([
         'structure Observation.contained[0].nickname',
       ]);
       const bundle = {
         resourceType: 'Bundle',
         type: 'collection',
-        entry: [{ resource: observation({ x: 1 }) }],
+        entry: [{ fullUrl: 'urn:uuid:1', resource: observation({ x: 1 }) }],
       };
       expect(issuesOf(bundle)).toEqual(['structure Bundle.entry[0].resource.x']);
     });
@@ -112,9 +113,9 @@ describe('validateResource (r4)', () => {
     });
 
     it('reports required choice elements by their [x] name', () => {
-      expect(
-        issuesOf({ resourceType: 'Medication', ingredient: [{ strength: { numerator: { value: 1 } } }] }),
-      ).toEqual(['required Medication.ingredient[0].item[x]']);
+      expect(issuesOf({ resourceType: 'Medication', ingredient: [{ isActive: true }] })).toEqual([
+        'required Medication.ingredient[0].item[x]',
+      ]);
     });
   });
 
@@ -137,7 +138,11 @@ describe('validateResource (r4)', () => {
       ['boolean', { active: 1 }, 'structure Patient.active'],
       ['integer fraction', { multipleBirthInteger: 1.5 }, 'value Patient.multipleBirthInteger'],
       ['integer range', { multipleBirthInteger: 2 ** 31 }, 'value Patient.multipleBirthInteger'],
-      ['base64Binary', { photo: [{ data: 'abc!' }] }, 'value Patient.photo[0].data'],
+      [
+        'base64Binary',
+        { photo: [{ contentType: 'image/png', data: 'abc!' }] },
+        'value Patient.photo[0].data',
+      ],
       ['unsignedInt', { photo: [{ size: -1 }] }, 'value Patient.photo[0].size'],
       ['empty string', { name: [{ family: '' }] }, 'value Patient.name[0].family'],
       ['xhtml', { text: { status: 'generated', div: '<p>x</p>' } }, 'value Patient.text.div'],
@@ -174,7 +179,7 @@ describe('validateResource (r4)', () => {
         birthDate: '1980-02',
         deceasedDateTime: '2020',
         gender: 'female',
-        photo: [{ data: 'aGVs bG8=', size: 0 }],
+        photo: [{ contentType: 'text/plain', data: 'aGVs bG8=', size: 0 }],
         text: { status: 'generated', div: '<div xmlns="http://www.w3.org/1999/xhtml">x</div>' },
       };
       expect(issuesOf(patient)).toEqual([]);
@@ -266,13 +271,13 @@ describe('validateResource (r4)', () => {
     });
 
     it('validates contained resources and Parameters.parameter.resource by their own type', () => {
-      expect(issuesOf(observation({ contained: [{ resourceType: 'Observation' }] }))).toEqual([
-        'required Observation.contained[0].status',
-        'required Observation.contained[0].code',
-      ]);
-      expect(issuesOf(observation({ contained: [{ resourceType: 'Nope' }] }))).toEqual([
-        'not-found Observation.contained[0].resourceType',
-      ]);
+      const referenced = { subject: { reference: '#o1' } };
+      expect(
+        issuesOf(observation({ contained: [{ resourceType: 'Observation', id: 'o1' }], ...referenced })),
+      ).toEqual(['required Observation.contained[0].status', 'required Observation.contained[0].code']);
+      expect(
+        issuesOf(observation({ contained: [{ resourceType: 'Nope', id: 'o1' }], ...referenced })),
+      ).toEqual(['not-found Observation.contained[0].resourceType']);
       const parameters = {
         resourceType: 'Parameters',
         parameter: [{ name: 'p', resource: { resourceType: 'Patient', active: 'x' } }],

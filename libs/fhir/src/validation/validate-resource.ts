@@ -26,7 +26,7 @@ export function validateResource(
 ): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   if (version === 'dstu2') validateDstu2Resource(resource, issues, undefined, expectedType);
-  else validatorFor(version).validateResource(resource, issues, undefined, expectedType);
+  else validatorFor(version).validate(resource, issues, expectedType);
   return issues;
 }
 

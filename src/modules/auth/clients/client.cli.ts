@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { withAppContext } from '../../../cli/cli-context';
+import { BackendServicesService } from '../backend-services/backend-services.service';
 import { ClientRecord } from './client.schema';
 import { ClientsService } from './clients.service';
 
@@ -54,6 +56,16 @@ export function registerClientCommands(program: Command): void {
     .action(async (clientId: string) =>
       print(await withAppContext((app) => app.get(ClientsService).rotateSecret(clientId))),
     );
+  client
+    .command('set-jwks <client_id> <file_or_url>')
+    .description(
+      'register the public keys (JWK Set file, or its http(s) URL) of a SMART Backend Services client',
+    )
+    .action(async (clientId: string, source: string) => {
+      const keys = /^https?:\/\//.test(source) ? { jwksUrl: source } : { jwks: readFileSync(source, 'utf8') };
+      await withAppContext((app) => app.get(BackendServicesService).setKeys(clientId, keys));
+      print({ client_id: clientId, ...('jwksUrl' in keys ? { jwks_uri: source } : { jwks: 'registered' }) });
+    });
   client
     .command('disable <client_id>')
     .description('disable a client: its secret and tokens stop working')

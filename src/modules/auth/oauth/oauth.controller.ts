@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Header, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, NotFoundException, Param, Post, Ip } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -41,8 +41,9 @@ export class OAuthController {
   token(
     @Body() body: Record<string, unknown>,
     @ClientCredentials() creds: PresentedClientCredentials | null,
+    @Ip() address: string,
   ) {
-    return this.oauth.token(body ?? {}, creds);
+    return this.oauth.token(body ?? {}, creds, undefined, address);
   }
 }
 
@@ -73,8 +74,9 @@ export class RealmTokenController {
     @Param('realm') realm: string,
     @Body() body: Record<string, unknown>,
     @ClientCredentials() creds: PresentedClientCredentials | null,
+    @Ip() address: string,
   ) {
-    return this.oauth.token(body ?? {}, creds, knownRealm(realm));
+    return this.oauth.token(body ?? {}, creds, knownRealm(realm), address);
   }
 
   @Get('token')
@@ -89,8 +91,9 @@ export class RealmTokenController {
     @Param('realm') realm: string,
     @Body() body: Record<string, unknown>,
     @ClientCredentials() creds: PresentedClientCredentials | null,
+    @Ip() address: string,
   ) {
-    return this.oauth.token(body ?? {}, creds, knownRealm(realm));
+    return this.oauth.token(body ?? {}, creds, knownRealm(realm), address);
   }
 }
 

@@ -4,9 +4,11 @@ import { Settings } from '../../../config/settings';
 import { PresentedClientCredentials } from '../clients/client-credentials';
 import { ClientAuthenticator } from '../rate-limit/client-authenticator';
 import { GrantService, Realm, TokenSet } from '../tokens/grant.service';
-import { CLIENT_TOKEN_SCOPES, USER_TOKEN_SCOPES } from '../tokens/scopes';
+import { USER_TOKEN_SCOPES } from '../tokens/scopes';
 import { TokenService } from '../tokens/token.service';
 import { OAuthError } from './oauth-error';
+import { smartConfiguration, tokenEndpoint } from './smart-configuration';
+import { BackendServicesService } from '../backend-services/backend-services.service';
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 type GrantType = (typeof GRANT_TYPES)[number];
@@ -19,6 +21,7 @@ export class OAuthService {
     private readonly grants: GrantService,
     private readonly tokens: TokenService,
     private readonly clientAuth: ClientAuthenticator,
+    private readonly backendServices: BackendServicesService,
   ) {}
 
   /**
@@ -29,9 +32,18 @@ export class OAuthService {
     body: Record<string, unknown>,
     creds: PresentedClientCredentials | null,
     realm?: Realm,
+    /** The request's source address (failed assertions are throttled per client and address). */
+    address = 'unknown',
   ): Promise<TokenSet> {
     const grantType = param(body, 'grant_type');
     if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
+    if (grantType === 'client_credentials' && param(body, 'client_assertion_type') !== undefined) {
+      // SMART Backend Services: the client authenticates with a signed JWT, at any token endpoint
+      const audience = realm
+        ? `${this.settings.urls.auth}/auth/realms/${realm}/protocol/openid-connect/token`
+        : tokenEndpoint(this.settings);
+      return this.backendServices.token(body, audience, address);
+    }
     if (
       !(GRANT_TYPES as readonly string[]).includes(grantType) ||
       (grantType === 'client_credentials' && !realm)
@@ -76,24 +88,9 @@ export class OAuthService {
     };
   }
 
-  /** SMART App Launch 2.x §2.1 discovery (codes are issued by the backend auth-code endpoint). */
+  /** SMART App Launch discovery (smart-configuration.ts). */
   smartConfiguration(): Record<string, unknown> {
-    const auth = this.settings.urls.auth;
-    return {
-      issuer: this.settings.jwt.issuer,
-      jwks_uri: `${auth}/.well-known/jwks.json`,
-      token_endpoint: `${auth}/oauth2/token`,
-      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
-      token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
-      scopes_supported: [...new Set([...USER_TOKEN_SCOPES, ...CLIENT_TOKEN_SCOPES])],
-      response_types_supported: ['code'],
-      capabilities: [
-        'client-confidential-symmetric',
-        'permission-user',
-        'permission-offline',
-        'sso-openid-connect',
-      ],
-    };
+    return smartConfiguration(this.settings);
   }
 
   jwks(): { keys: Record<string, string>[] } {

@@ -77,7 +77,7 @@ export class EverythingService {
       skip: window.skip,
       limit: window.count + 1,
     });
-    // The last page tells the total without a second pass (a scan on FerretDB).
+    // The last page tells the total without a second pass over the compartment.
     const lastPage = docs.length <= window.count && (docs.length > 0 || window.skip === 0);
     const total = lastPage
       ? window.skip + docs.length

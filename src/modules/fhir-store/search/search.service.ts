@@ -4,12 +4,15 @@ import {
   OperationOutcomeError,
   searchsetBundleJson,
   type FhirVersion,
+  type ParsedSearch,
   type SearchsetEntry,
 } from '@app/fhir';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
+import { ConditionalService } from '../conditional.service';
+import type { ResourceDoc } from '../resource-documents';
 import { ResourceRepository } from '../resource.repository';
 import { IncludeResolver } from './include-resolver';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
@@ -40,7 +43,13 @@ export class SearchService {
     private readonly subQueries: SubQueryResolver,
     private readonly includes: IncludeResolver,
     @Inject(SETTINGS) private readonly settings: Settings,
-  ) {}
+    conditional: ConditionalService,
+  ) {
+    // the store's conditional interactions search through this service (no module cycle)
+    conditional.bind((ctx, version, type, pairs, options) =>
+      this.matches(ctx, version, type, pairs, options),
+    );
+  }
 
   async search(
     ctx: TenantContext,
@@ -65,14 +74,7 @@ export class SearchService {
         { status: 400 },
       );
     }
-    normalizeReferenceValues(parsed, base);
-    let built;
-    try {
-      built = buildFilter(parsed);
-    } catch (error) {
-      throw asOutcomeError(error);
-    }
-    const filter = storeFilter(await this.subQueries.resolve(ctx, version, built));
+    const { built, filter } = await this.filterOf(ctx, version, parsed);
     const searchUrl = type ? `${base}/${version}/${type}` : `${base}/${version}`;
     const kept = linkPairs(pairs);
     const warnings = unknownParamsEntry(parsed.unknown);
@@ -113,9 +115,43 @@ export class SearchService {
     return this.bundle({ total, links, entries });
   }
 
+  /** The store filter of a parsed search: reference values normalised, chains and `_has` resolved. */
+  private async filterOf(ctx: TenantContext, version: FhirVersion, parsed: ParsedSearch) {
+    normalizeReferenceValues(parsed, this.settings.urls.base);
+    let built;
+    try {
+      built = buildFilter(parsed);
+    } catch (error) {
+      throw asOutcomeError(error);
+    }
+    return { built, filter: storeFilter(await this.subQueries.resolve(ctx, version, built)) };
+  }
+
+  /**
+   * At most `limit` current resources of `type` matching a search, for the conditional
+   * interactions (https://hl7.org/fhir/R4/http.html#cond-update): unknown parameters are refused
+   * unless `lenient`, as ignoring one could pick the wrong resource.
+   */
+  async matches(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    pairs: SearchPairs,
+    options: { limit: number; lenient?: boolean },
+  ): Promise<ResourceDoc[]> {
+    const parsed = parseOrReject(version, type, pairs, {
+      strict: !options.lenient,
+      defaultCount: options.limit,
+      maxCount: options.limit,
+      maxWindow: options.limit,
+    });
+    const { filter } = await this.filterOf(ctx, version, parsed);
+    return (await this.repository.search(ctx, version, { filter, limit: options.limit })).docs;
+  }
+
   /**
    * Bundle.total: known without a count when the last page is reached (most patient-scoped
-   * searches fit one page): a second pass over the matches is what scans cost on FerretDB.
+   * searches fit one page), which saves the second pass over the matches a count is.
    */
   private async totalOf(
     ctx: TenantContext,

@@ -12,9 +12,9 @@ import { ResourceRepository, type Filter as StoreFilter } from '../resource.repo
 import type { ResourceDoc } from '../resource-documents';
 
 /**
- * Most resources one chain or `_has` step may match. FerretDB has no `$lookup`, so a sub-query's
- * matches come back as a list that the main query then tests with `$in`: beyond this the search
- * must be narrowed (search.html#errors, too-costly).
+ * Most resources one chain or `_has` step may match. A sub-query's matches come back as a list
+ * that the main query then tests with `$in` (an index look-up per key): beyond this the search must
+ * be narrowed (search.html#errors, too-costly).
  */
 export const MAX_SUB_QUERY_MATCHES = 1000;
 

@@ -1,0 +1,253 @@
+import { applyPatch, JsonPatchError, validate, type Operation } from 'fast-json-patch';
+import { evaluate } from 'fhirpath';
+import { elementTables } from '../definitions/element-tables';
+import type { FhirVersion } from '../definitions/fhir-version';
+import { OperationOutcomeError } from '../outcome/operation-outcome';
+import { fhirpathModel } from '../search/fhirpath-expressions';
+
+/**
+ * The two PATCH formats of https://hl7.org/fhir/R4/http.html#patch: JSON Patch (RFC 6902, with the
+ * fast-json-patch library) and FHIRPath Patch (https://hl7.org/fhir/R4/fhirpatch.html, a
+ * `Parameters` resource). Both work on a copy and return the patched resource; the caller
+ * validates it. A malformed patch document is 400; one that cannot be applied to this resource 422.
+ */
+
+type Json = Record<string, unknown>;
+
+const unprocessable = (message: string) => new OperationOutcomeError('processing', message, { status: 422 });
+
+export function applyJsonPatch(resource: Json, patch: unknown): Json {
+  if (!Array.isArray(patch)) {
+    throw OperationOutcomeError.invalid('a JSON Patch document is an array of operations (RFC 6902)');
+  }
+  const operations = patch as Operation[];
+  const problem = validate(operations);
+  if (problem) throw OperationOutcomeError.invalid(`JSON Patch: ${problem.message}`);
+  try {
+    return applyPatch(structuredClone(resource), operations, true, false).newDocument;
+  } catch (error) {
+    if (error instanceof JsonPatchError) {
+      throw unprocessable(`JSON Patch operation ${String(error.index)} cannot be applied: ${error.name}`);
+    }
+    throw error;
+  }
+}
+
+// ---- FHIRPath Patch ---------------------------------------------------------------------------
+
+interface PatchOperation {
+  type: 'add' | 'insert' | 'delete' | 'replace' | 'move';
+  path: string;
+  name?: string;
+  value?: unknown;
+  index?: number;
+  source?: number;
+  destination?: number;
+}
+
+/** Where an element sits: `parent[key]`, or `parent[key][index]` in a list. */
+interface Location {
+  parent: Json;
+  key: string;
+  index?: number;
+}
+
+const TYPES = new Set(['add', 'insert', 'delete', 'replace', 'move']);
+
+function partValue(part: Json): unknown {
+  const valueKey = Object.keys(part).find((k) => k.startsWith('value'));
+  if (valueKey) return part[valueKey];
+  if (Array.isArray(part.part)) {
+    // an anonymous (backbone) value: its parts are its elements
+    const out: Json = {};
+    for (const sub of part.part as Json[]) {
+      const value = partValue(sub);
+      const name = String(sub.name);
+      if (out[name] === undefined) out[name] = value;
+      else out[name] = [...(Array.isArray(out[name]) ? (out[name] as unknown[]) : [out[name]]), value];
+    }
+    return out;
+  }
+  if (part.resource !== undefined) return part.resource;
+  return undefined;
+}
+
+/** The operations of a FHIRPath Patch `Parameters` resource; 400 for a malformed one. */
+export function readFhirPathPatch(parameters: Json): PatchOperation[] {
+  if (parameters.resourceType !== 'Parameters' || !Array.isArray(parameters.parameter)) {
+    throw OperationOutcomeError.invalid(
+      'a FHIRPath Patch is a Parameters resource with operation parameters',
+    );
+  }
+  return (parameters.parameter as Json[]).map((param, i) => {
+    if (param.name !== 'operation' || !Array.isArray(param.part)) {
+      throw OperationOutcomeError.invalid(`Parameters.parameter[${i}] is not an operation`);
+    }
+    const op: Json = {};
+    for (const part of param.part as Json[]) op[String(part.name)] = partValue(part);
+    if (!TYPES.has(String(op.type)) || typeof op.path !== 'string') {
+      throw OperationOutcomeError.invalid(
+        `operation ${i}: type must be add, insert, delete, replace or move, with a path`,
+      );
+    }
+    if (op.type === 'add' && typeof op.name !== 'string')
+      throw OperationOutcomeError.invalid(`operation ${i}: add needs a name`);
+    if ((op.type === 'add' || op.type === 'insert' || op.type === 'replace') && op.value === undefined)
+      throw OperationOutcomeError.invalid(`operation ${i}: ${String(op.type)} needs a value`);
+    if (op.type === 'insert' && typeof op.index !== 'number')
+      throw OperationOutcomeError.invalid(`operation ${i}: insert needs an index`);
+    if (op.type === 'move' && (typeof op.source !== 'number' || typeof op.destination !== 'number'))
+      throw OperationOutcomeError.invalid(`operation ${i}: move needs source and destination`);
+    return op as unknown as PatchOperation;
+  });
+}
+
+/** The JSON key path from the root to `target` (found by identity), or undefined. */
+function keyPath(root: unknown, target: unknown, path: string[] = []): string[] | undefined {
+  if (root === target) return path;
+  if (root === null || typeof root !== 'object') return undefined;
+  for (const [key, value] of Object.entries(root)) {
+    const found = keyPath(value, target, [...path, key]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function locateAt(root: Json, target: unknown): Location | undefined {
+  const path = keyPath(root, target);
+  if (!path || path.length === 0) return undefined;
+  let parent: unknown = root;
+  for (const key of path.slice(0, -1)) parent = (parent as Json)[key];
+  const last = path[path.length - 1];
+  if (Array.isArray(parent)) {
+    const listPath = path.slice(0, -1);
+    let owner: unknown = root;
+    for (const key of listPath.slice(0, -1)) owner = (owner as Json)[key];
+    return { parent: owner as Json, key: listPath[listPath.length - 1], index: Number(last) };
+  }
+  return { parent: parent as Json, key: last };
+}
+
+/**
+ * The elements a path selects. A path ending in `.name` (or `.name[n]`) is located through its
+ * parent, so that primitives (which FHIRPath returns as copies) can be changed too; anything else
+ * must select objects, found in the resource by identity.
+ */
+function locate(version: FhirVersion, resource: Json, path: string): Location[] {
+  const tail = /^(.+)\.([A-Za-z][A-Za-z0-9]*)(?:\[(\d+)\])?$/.exec(path);
+  if (tail) {
+    const [, parentPath, name, index] = tail;
+    const parents = run(version, resource, parentPath);
+    return parents.flatMap((parent): Location[] => {
+      if (parent === null || typeof parent !== 'object') return [];
+      const value = (parent as Json)[name];
+      if (value === undefined) return [];
+      if (!Array.isArray(value)) return index === undefined ? [{ parent: parent as Json, key: name }] : [];
+      const indexes = index === undefined ? value.map((_, i) => i) : [Number(index)];
+      return indexes
+        .filter((i) => i < value.length)
+        .map((i) => ({ parent: parent as Json, key: name, index: i }));
+    });
+  }
+  return run(version, resource, path).map((target) => {
+    const location = typeof target === 'object' ? locateAt(resource, target) : undefined;
+    if (!location) throw unprocessable(`the path ${path} does not select elements of the resource`);
+    return location;
+  });
+}
+
+function run(version: FhirVersion, resource: Json, path: string): unknown[] {
+  try {
+    return evaluate(resource, path, undefined, fhirpathModel(version)) as unknown[];
+  } catch (error) {
+    throw OperationOutcomeError.invalid(
+      `the path ${path} is not valid FHIRPath: ${(error as Error).message}`,
+    );
+  }
+}
+
+function one(locations: Location[], op: PatchOperation): Location {
+  if (locations.length !== 1) {
+    throw unprocessable(`${op.type} at ${op.path}: the path selects ${locations.length} elements, not one`);
+  }
+  return locations[0];
+}
+
+/** True when the element `name` of the object at `path` (keys from the root) is a list. */
+function isListElement(version: FhirVersion, resource: Json, containerPath: string[], name: string): boolean {
+  const tables = elementTables(version as 'r4' | 'stu3');
+  let table = tables.table(String(resource.resourceType));
+  for (const key of containerPath) {
+    if (/^\d+$/.test(key)) continue;
+    const rule = table?.elements.get(key);
+    table = rule ? tables.table(rule.tableKey) : undefined;
+  }
+  return table?.elements.get(name)?.isArray ?? false;
+}
+
+/** The list a path ending in `.name` names (insert, move), through its one parent. */
+function listAt(version: FhirVersion, resource: Json, op: PatchOperation): unknown[] {
+  const tail = /^(.+)\.([A-Za-z][A-Za-z0-9]*)$/.exec(op.path);
+  const parents = tail
+    ? run(version, resource, tail[1]).filter((p) => p !== null && typeof p === 'object')
+    : [];
+  const list = parents.length === 1 ? (parents[0] as Json)[tail![2]] : undefined;
+  if (!Array.isArray(list)) throw unprocessable(`${op.type} at ${op.path}: the path must name one list`);
+  return list;
+}
+
+export function applyFhirPathPatch(version: FhirVersion, resource: Json, parameters: Json): Json {
+  const operations = readFhirPathPatch(parameters);
+  const out = structuredClone(resource);
+  for (const op of operations) {
+    switch (op.type) {
+      case 'add': {
+        const containers = run(version, out, op.path).filter((c) => c !== null && typeof c === 'object');
+        if (containers.length !== 1)
+          throw unprocessable(`add at ${op.path}: ${containers.length} containers`);
+        const container = containers[0] as Json;
+        const name = op.name!;
+        const existing = container[name];
+        const path = keyPath(out, container) ?? [];
+        if (Array.isArray(existing)) existing.push(op.value);
+        else if (existing !== undefined) throw unprocessable(`add at ${op.path}: ${name} is already present`);
+        else container[name] = isListElement(version, out, path, name) ? [op.value] : op.value;
+        break;
+      }
+      case 'insert': {
+        const list = listAt(version, out, op);
+        if (op.index! < 0 || op.index! > list.length) throw unprocessable(`insert at ${op.path}: bad index`);
+        list.splice(op.index!, 0, op.value);
+        break;
+      }
+      case 'replace': {
+        const at = one(locate(version, out, op.path), op);
+        if (at.index !== undefined) (at.parent[at.key] as unknown[])[at.index] = op.value;
+        else at.parent[at.key] = op.value;
+        break;
+      }
+      case 'delete': {
+        const found = locate(version, out, op.path);
+        if (found.length === 0) break; // fhirpatch.html: deleting nothing is not an error
+        const at = one(found, op);
+        if (at.index === undefined) delete at.parent[at.key];
+        else {
+          const list = at.parent[at.key] as unknown[];
+          list.splice(at.index, 1);
+          if (list.length === 0) delete at.parent[at.key]; // no empty arrays in FHIR JSON
+        }
+        break;
+      }
+      case 'move': {
+        const list = listAt(version, out, op);
+        const { source, destination } = op as Required<PatchOperation>;
+        if (source < 0 || source >= list.length || destination < 0 || destination >= list.length)
+          throw unprocessable(`move at ${op.path}: bad source or destination`);
+        const [item] = list.splice(source, 1);
+        list.splice(destination, 0, item);
+        break;
+      }
+    }
+  }
+  return out;
+}

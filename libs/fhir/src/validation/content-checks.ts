@@ -1,0 +1,244 @@
+import type { ElementRule, ElementTable } from '../definitions/element-tables';
+import type { DefinedFhirVersion } from '../definitions/fhir-version';
+import { UCUM, isUcumCode } from '../terminology/external-systems';
+import { terminology, UNCHECKED_SYSTEMS, type Terminology } from '../terminology/terminology';
+import { checkBundle } from './bundle-rules';
+import { unreferencedContained, type InvariantScope } from './hand-coded-invariants';
+import { analyseNarrative } from './narrative';
+import { InvariantCompiler, type CompiledInvariant } from './invariants';
+import { errorIssue, type ValidationIssue } from './validation-issue';
+
+type JsonObject = Record<string, unknown>;
+
+/** Types whose `system`/`code` pair is a UCUM unit when the system says so (qty-3 and friends). */
+const QUANTITY_TYPES = new Set([
+  'Quantity',
+  'Age',
+  'Distance',
+  'Duration',
+  'Count',
+  'SimpleQuantity',
+  'MoneyQuantity',
+]);
+
+/**
+ * The checks beyond structure, called by the structural walker on each object and value:
+ * invariants, required (and maximum) bindings, codes of FHIR-defined and external code systems,
+ * UCUM units. Compiled per table or rule on first use and kept.
+ */
+export class ContentChecks {
+  private readonly terminology: Terminology;
+  private readonly invariants: InvariantCompiler;
+  private readonly byTable = new WeakMap<ElementTable, readonly CompiledInvariant[]>();
+  private readonly byRule = new WeakMap<ElementRule, readonly CompiledInvariant[]>();
+  /** External systems met during one top-level validation, reported once each as information. */
+  readonly unchecked = new Set<string>();
+
+  constructor(version: DefinedFhirVersion) {
+    this.terminology = terminology(version);
+    this.invariants = new InvariantCompiler(version);
+  }
+
+  /** Invariants of an object's own table, then type-specific code checks. */
+  object(
+    table: ElementTable,
+    object: JsonObject,
+    path: string,
+    issues: ValidationIssue[],
+    scope: InvariantScope,
+  ): void {
+    let compiled = this.byTable.get(table);
+    if (!compiled) {
+      compiled = this.compileAll(table.constraints, table.key);
+      this.byTable.set(table, compiled);
+    }
+    this.run(compiled, object, path, issues, scope);
+    if (table.key === 'Coding') this.coding(object, path, issues);
+    else if (QUANTITY_TYPES.has(table.key)) this.quantity(object, path, issues);
+    else if (table.key === 'Identifier') checkIdentifier(object, path, issues);
+    else if (table.key === 'Bundle') checkBundle(object, path, issues);
+  }
+
+  /**
+   * Narrative links to `#x` must land on an element of the div or an id in the resource
+   * (https://hl7.org/fhir/R4/narrative.html#id); the parse itself is memoised in narrative.ts.
+   */
+  narrativeLinks(xhtml: string, path: string, issues: ValidationIssue[], scope: InvariantScope): void {
+    const { fragments } = analyseNarrative(xhtml);
+    if (fragments.length === 0) return;
+    const ids = new Set<string>();
+    collectIds(scope.resource, ids, 0);
+    for (const fragment of fragments) {
+      if (!ids.has(fragment))
+        issues.push(
+          errorIssue('value', path, `Hyperlink '#${fragment}' in the narrative does not resolve`, 'txt-1'),
+        );
+    }
+  }
+
+  /** Invariants declared on the element itself and its binding, for one occurrence. */
+  value(
+    rule: ElementRule,
+    value: unknown,
+    path: string,
+    issues: ValidationIssue[],
+    scope: InvariantScope,
+  ): void {
+    if (rule.constraints) {
+      let compiled = this.byRule.get(rule);
+      if (!compiled) {
+        compiled = this.compileAll(rule.constraints, rule.typeCode);
+        this.byRule.set(rule, compiled);
+      }
+      this.run(compiled, value, path, issues, scope);
+    }
+    if (rule.binding) {
+      if (rule.binding.valueSet) this.bound(rule.binding.valueSet, rule.typeCode, value, path, issues, false);
+      if (rule.binding.maxValueSet)
+        this.bound(rule.binding.maxValueSet, rule.typeCode, value, path, issues, true);
+    }
+  }
+
+  /** Contained resources need an id, and something in the resource must point at them (dom-3). */
+  containedIds(resource: JsonObject, path: string, issues: ValidationIssue[]): void {
+    const contained = resource.contained;
+    if (!Array.isArray(contained)) return;
+    contained.forEach((item, i) => {
+      if (typeof item === 'object' && item !== null && (item as JsonObject).id === undefined)
+        issues.push(
+          errorIssue('required', `${path}.contained[${i}].id`, 'A contained resource must have an id'),
+        );
+    });
+  }
+
+  private compileAll(
+    constraints: readonly { key: string; human: string; expression: string }[],
+    base: string,
+  ) {
+    return constraints.flatMap((c) => this.invariants.compile(c, base) ?? []);
+  }
+
+  private run(
+    compiled: readonly CompiledInvariant[],
+    node: unknown,
+    path: string,
+    issues: ValidationIssue[],
+    scope: InvariantScope,
+  ): void {
+    for (const invariant of compiled) {
+      if (invariant.check(node, scope)) continue;
+      let message = `Constraint failed: ${invariant.key}: '${invariant.human}'`;
+      if (invariant.key === 'dom-3' && typeof node === 'object' && node !== null) {
+        const ids = unreferencedContained(node as JsonObject).map((c) => String(c.id ?? '(no id)'));
+        message += ` (unreferenced: ${ids.join(', ')})`;
+      }
+      issues.push(errorIssue('invariant', path, message, invariant.key));
+    }
+  }
+
+  private coding(coding: JsonObject, path: string, issues: ValidationIssue[]): void {
+    const { system, code } = coding;
+    if (typeof system !== 'string' || typeof code !== 'string') return;
+    const problem = this.terminology.unknownCode(system, code);
+    if (problem) issues.push(errorIssue('code-invalid', `${path}.code`, problem, system));
+    else if (UNCHECKED_SYSTEMS.has(system)) this.unchecked.add(system);
+  }
+
+  private quantity(quantity: JsonObject, path: string, issues: ValidationIssue[]): void {
+    const { system, code } = quantity;
+    if (typeof system !== 'string' || typeof code !== 'string') return;
+    if (system !== UCUM) {
+      // A unit from a FHIR-defined system (v3-orderableDrugForm …) must be one of its codes.
+      const problem = this.terminology.unknownCode(system, code);
+      if (problem) issues.push(errorIssue('code-invalid', `${path}.code`, problem, system));
+      return;
+    }
+    if (!isUcumCode(code))
+      issues.push(errorIssue('code-invalid', `${path}.code`, `'${code}' is not a valid UCUM code`, UCUM));
+  }
+
+  private bound(
+    url: string,
+    typeCode: string,
+    value: unknown,
+    path: string,
+    issues: ValidationIssue[],
+    isMaximum: boolean,
+  ): void {
+    const valueSet = this.terminology.valueSet(url);
+    if (!valueSet || value === null || value === undefined) return;
+    const kind = isMaximum ? 'maximum value set' : 'value set';
+    if (typeof value === 'string') {
+      if (!valueSet.has(undefined, value))
+        issues.push(
+          errorIssue(
+            'code-invalid',
+            path,
+            `The value '${value}' is not in the ${kind} ${url}, which is required`,
+            url,
+          ),
+        );
+      return;
+    }
+    if (typeof value !== 'object') return;
+    const object = value as JsonObject;
+    const codings =
+      typeCode === 'CodeableConcept' ? (Array.isArray(object.coding) ? object.coding : []) : [object];
+    const withCode = codings.filter(
+      (c): c is JsonObject =>
+        typeof c === 'object' && c !== null && typeof (c as JsonObject).code === 'string',
+    );
+    const where = `${kind} ${url}`;
+    if (withCode.length === 0) {
+      // As the reference: a required binding needs a code; text alone does not say which one.
+      if (!isMaximum)
+        issues.push(
+          errorIssue('code-invalid', path, `No code provided, and a code is required from the ${where}`, url),
+        );
+      return;
+    }
+    const system = (c: JsonObject) => (typeof c.system === 'string' ? c.system : undefined);
+    // The reference refuses a CodeableConcept that mixes in a coding from a system outside the value
+    // set, even when another coding is in it (HAPI 7.6, Terminology_TX_NoValid_1_CC).
+    const foreign = withCode.find((c) => system(c) !== undefined && !valueSet.hasSystem(system(c) as string));
+    if (!foreign && withCode.some((c) => valueSet.has(system(c), c.code as string))) return;
+    const shown = withCode.map((c) => `${system(c) ?? ''}#${String(c.code)}`).join(', ');
+    issues.push(
+      errorIssue(
+        'code-invalid',
+        path,
+        foreign
+          ? `The coding ${system(foreign)}#${String(foreign.code)} is from a system outside the ${where}, which is required`
+          : `None of the codes (${shown}) is in the ${where}, and a code from it is required`,
+        url,
+      ),
+    );
+  }
+}
+
+/** Identifier.system `urn:ietf:rfc:3986` says the value is itself a URI (https://hl7.org/fhir/R4/datatypes.html#Identifier). */
+function checkIdentifier(identifier: JsonObject, path: string, issues: ValidationIssue[]): void {
+  const { system, value } = identifier;
+  if (system !== 'urn:ietf:rfc:3986' || typeof value !== 'string') return;
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value))
+    issues.push(
+      errorIssue(
+        'value',
+        `${path}.value`,
+        `With system urn:ietf:rfc:3986 the value must be an absolute URI, not '${value}'`,
+      ),
+    );
+}
+
+function collectIds(value: unknown, into: Set<string>, depth: number): void {
+  if (depth > 100 || typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (const item of value) collectIds(item, into, depth + 1);
+    return;
+  }
+  for (const key in value) {
+    const child = (value as JsonObject)[key];
+    if (key === 'id' && typeof child === 'string') into.add(child);
+    else collectIds(child, into, depth + 1);
+  }
+}

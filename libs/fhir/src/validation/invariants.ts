@@ -1,0 +1,138 @@
+import { compile, parse } from 'fhirpath';
+import * as r4Model from 'fhirpath/fhir-context/r4';
+import * as stu3Model from 'fhirpath/fhir-context/stu3';
+import type { DefinedFhirVersion } from '../definitions/fhir-version';
+import type { ConstraintLite } from '../definitions/structure-definitions';
+import { HAND_CODED, NOT_EVALUATED, type InvariantCheck, type InvariantScope } from './hand-coded-invariants';
+
+export type { InvariantScope } from './hand-coded-invariants';
+
+/**
+ * The base `constraint`s of severity error (https://hl7.org/fhir/R4/conformance-rules.html#constraints),
+ * compiled once per (constraint, context path) and evaluated on every occurrence of the context
+ * element. Hot ones are hand-coded with the same semantics (hand-coded-invariants.ts, checked against
+ * fhirpath in the spec); the rest run on the `fhirpath` engine behind a guard: when none of the
+ * children an expression starts from is present, its value is the one computed once on an empty node.
+ */
+export interface CompiledInvariant {
+  readonly key: string;
+  readonly human: string;
+  /** True when the element satisfies the invariant. */
+  readonly check: InvariantCheck;
+}
+
+type AstNode = { type: string; text?: string; children?: AstNode[] };
+type Compiled = (node: unknown, env?: Record<string, unknown>) => unknown[];
+
+const MODELS = { r4: r4Model, stu3: stu3Model } as const;
+/** trace() in the published expressions (ref-1, dom-3) must not print. */
+const OPTIONS = { traceFn: () => undefined };
+
+/** Terms that read the focus itself or the environment: an expression with one cannot be guarded. */
+const IMPLICIT_FOCUS = new Set([
+  'FunctionInvocation',
+  'ThisInvocation',
+  'IndexInvocation',
+  'TotalInvocation',
+  'ExternalConstantTerm',
+]);
+
+export class InvariantCompiler {
+  private readonly cache = new Map<string, CompiledInvariant | null>();
+
+  constructor(private readonly version: DefinedFhirVersion) {}
+
+  /** The compiled invariant, or undefined when it is not evaluated here (see NOT_EVALUATED). */
+  compile(constraint: ConstraintLite, base: string): CompiledInvariant | undefined {
+    const cacheKey = `${constraint.key}\u0000${base}`;
+    let compiled = this.cache.get(cacheKey);
+    if (compiled === undefined) {
+      compiled = this.build(constraint, base);
+      this.cache.set(cacheKey, compiled);
+    }
+    return compiled ?? undefined;
+  }
+
+  private build(constraint: ConstraintLite, base: string): CompiledInvariant | null {
+    const { key, human } = constraint;
+    if (NOT_EVALUATED[this.version][key]) return null;
+    let evaluate: Compiled;
+    let names: string[] | undefined;
+    try {
+      evaluate = compile(
+        { base, expression: constraint.expression },
+        MODELS[this.version],
+        OPTIONS,
+      ) as Compiled;
+      names = guardNames(parse(constraint.expression) as AstNode);
+    } catch {
+      // An expression the engine cannot compile is a definition problem, not the client's.
+      return null;
+    }
+    const run = (node: unknown, scope: InvariantScope): boolean => {
+      try {
+        const result = evaluate(node, { resource: scope.resource, rootResource: scope.rootResource });
+        // A constraint holds unless it evaluates to false (an empty result is not a failure).
+        return !(result.length === 1 && result[0] === false);
+      } catch {
+        return true;
+      }
+    };
+    const hand = HAND_CODED[key];
+    if (hand?.expressions.includes(constraint.expression)) {
+      const handCheck = hand.check;
+      return { key, human, check: (node, scope) => handCheck(node, scope) ?? run(node, scope) };
+    }
+    if (!names) return { key, human, check: run };
+    const guardNames_ = names;
+    const emptyHolds = run({}, { resource: {}, rootResource: {} });
+    if (!emptyHolds) return { key, human, check: run };
+    return {
+      key,
+      human,
+      check: (node, scope) => {
+        if (typeof node !== 'object' || node === null) return run(node, scope);
+        const object = node as Record<string, unknown>;
+        for (const name of guardNames_) if (hasChild(object, name)) return run(node, scope);
+        return true;
+      },
+    };
+  }
+}
+
+/** A child by element name; a choice name (`value`) matches any of its typed JSON names. */
+function hasChild(object: Record<string, unknown>, name: string): boolean {
+  if (object[name] !== undefined || object[`_${name}`] !== undefined) return true;
+  for (const key in object) {
+    if (key.length > name.length && key.startsWith(name)) {
+      const next = key.charCodeAt(name.length);
+      if (next >= 0x41 && next <= 0x5a) return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Children the expression starts from (`start`, `end` in per-1), or undefined when its value can depend
+ * on more than those: functions or `$this` on the focus itself, `%resource`, type names as first step.
+ */
+export function guardNames(ast: AstNode): string[] | undefined {
+  const names = new Set<string>();
+  let guardable = true;
+  const visit = (node: AstNode): void => {
+    if (!guardable) return;
+    if (node.type === 'InvocationTerm') {
+      const first = node.children?.[0];
+      if (!first || IMPLICIT_FOCUS.has(first.type)) guardable = false;
+      else if (first.type === 'MemberInvocation' && first.text) {
+        const name = first.text.replace(/^`|`$/g, '');
+        if (/^[A-Z]/.test(name)) guardable = false;
+        names.add(name);
+      }
+    }
+    if (IMPLICIT_FOCUS.has(node.type) && node.type !== 'FunctionInvocation') guardable = false;
+    for (const child of node.children ?? []) visit(child);
+  };
+  visit(ast);
+  return guardable && names.size > 0 ? [...names] : undefined;
+}

@@ -1,0 +1,144 @@
+import { SaxesParser, type SaxesTagNS } from 'saxes';
+
+/**
+ * Narrative XHTML rules (https://hl7.org/fhir/R4/narrative.html#xhtml, invariants txt-1 and txt-2):
+ * well-formed XML, root `div` in the XHTML namespace, only the basic HTML elements and attributes the
+ * spec lists (the same lists as the reference validator), no scripts, event handlers, `javascript:`
+ * URLs or processing instructions, and some text or an image. Parsed with saxes, an XML parser.
+ */
+const XHTML_NS = 'http://www.w3.org/1999/xhtml';
+
+// prettier-ignore
+const ELEMENTS = new Set([
+  'p', 'br', 'div', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'a', 'span', 'b', 'em', 'i', 'strong', 'small',
+  'big', 'tt', 'dfn', 'q', 'var', 'abbr', 'acronym', 'cite', 'blockquote', 'hr', 'address', 'bdo', 'kbd',
+  'sub', 'sup', 'ul', 'ol', 'li', 'dl', 'dt', 'dd', 'pre', 'table', 'caption', 'colgroup', 'col', 'thead',
+  'tr', 'tfoot', 'tbody', 'th', 'td', 'code', 'samp', 'img', 'map', 'area',
+]);
+
+// prettier-ignore
+const ANY_ELEMENT_ATTRIBUTES = new Set([
+  'title', 'style', 'class', 'id', 'idref', 'lang', 'xml:lang', 'dir', 'accesskey', 'tabindex', 'span',
+  'width', 'align', 'valign', 'char', 'charoff', 'abbr', 'axis', 'headers', 'scope', 'rowspan', 'colspan',
+  'xmlns', 'xml:space',
+]);
+
+// prettier-ignore
+const ELEMENT_ATTRIBUTES = new Set([
+  'a.href', 'a.name', 'a.charset', 'a.type', 'a.hreflang', 'a.rel', 'a.rev', 'a.shape', 'a.coords',
+  'img.src', 'img.border', 'img.alt', 'img.longdesc', 'img.height', 'img.width', 'img.usemap', 'img.ismap',
+  'blockquote.cite', 'q.cite', 'map.name', 'area.shape', 'area.coords', 'area.href', 'area.nohref',
+  'area.alt', 'table.summary', 'table.width', 'table.border', 'table.frame', 'table.rules',
+  'table.cellspacing', 'table.cellpadding', 'pre.space', 'td.nowrap',
+]);
+
+/** Block elements a `p` cannot hold (XHTML content model, as the reference checks). */
+const NOT_IN_PARAGRAPH = new Set(['div', 'blockquote', 'table', 'ol', 'ul', 'p']);
+
+/** HTML named entities narratives use beyond XML's five (the reference's parser knows HTML's). */
+// prettier-ignore
+const HTML_ENTITIES: Record<string, string> = {
+  nbsp: '\u00a0', copy: '©', reg: '®', trade: '™', mdash: '—', ndash: '–', hellip: '…', lsquo: '‘',
+  rsquo: '’', ldquo: '“', rdquo: '”', bull: '•', deg: '°', plusmn: '±', micro: 'µ', middot: '·',
+  times: '×', divide: '÷', le: '≤', ge: '≥', ne: '≠', para: '¶', sect: '§', laquo: '«', raquo: '»',
+  euro: '€', pound: '£', yen: '¥', cent: '¢', frac12: '½', frac14: '¼', frac34: '¾', sup2: '²', sup3: '³',
+  shy: '\u00ad', iexcl: '¡', iquest: '¿', eacute: 'é', egrave: 'è', aacute: 'á', agrave: 'à', uuml: 'ü',
+  ouml: 'ö', auml: 'ä', szlig: 'ß', ccedil: 'ç', ntilde: 'ñ', alpha: 'α', beta: 'β', mu: 'μ', rarr: '→',
+  larr: '←', uarr: '↑', darr: '↓', harr: '↔', ensp: '\u2002', emsp: '\u2003', thinsp: '\u2009',
+};
+
+const URL_ATTRIBUTES = new Set(['href', 'src', 'longdesc', 'cite', 'usemap']);
+
+/** The narrative rule a div breaks, or undefined when it is fine. */
+export interface NarrativeProblem {
+  readonly rule: 'txt-1' | 'txt-2';
+  readonly message: string;
+}
+
+export interface NarrativeAnalysis {
+  readonly problem?: NarrativeProblem;
+  /** `#x` hyperlink and image targets with no element of that id or name in the div itself. */
+  readonly fragments: readonly string[];
+}
+
+/** Narratives repeat (generated text): results are memoised, the cap bounds what a client can fill. */
+const CACHE_LIMIT = 5_000;
+const CACHEABLE_LENGTH = 4_096;
+const cache = new Map<string, NarrativeAnalysis>();
+
+export function analyseNarrative(xhtml: string): NarrativeAnalysis {
+  const cached = cache.get(xhtml);
+  if (cached) return cached;
+  const analysis = parseNarrative(xhtml);
+  if (xhtml.length <= CACHEABLE_LENGTH && cache.size < CACHE_LIMIT) cache.set(xhtml, analysis);
+  return analysis;
+}
+
+export function checkNarrative(xhtml: string): NarrativeProblem | undefined {
+  return analyseNarrative(xhtml).problem;
+}
+
+function parseNarrative(xhtml: string): NarrativeAnalysis {
+  const problems: NarrativeProblem[] = [];
+  const targets = new Set<string>();
+  const anchors = new Set<string>();
+  let depth = 0;
+  let hasContent = false;
+  const stack: string[] = [];
+  const fail = (message: string) => {
+    if (problems.length === 0) problems.push({ rule: 'txt-1', message });
+  };
+  const parser = new SaxesParser({ xmlns: true, position: false });
+  Object.assign(parser.ENTITIES, HTML_ENTITIES);
+  parser.on('error', (error) => fail(`The narrative is not well-formed XHTML: ${error.message}`));
+  parser.on('doctype', () => fail('A DOCTYPE is not allowed in a narrative'));
+  parser.on('processinginstruction', () => fail('Processing instructions are not allowed in a narrative'));
+  parser.on('opentag', (tag: SaxesTagNS) => {
+    const name = tag.local;
+    if (depth === 0) {
+      if (name !== 'div') fail(`The narrative's root element must be 'div', found '${tag.name}'`);
+      else if (tag.uri !== XHTML_NS) fail(`The narrative's div must be in the XHTML namespace ${XHTML_NS}`);
+    } else if (tag.uri !== XHTML_NS) {
+      fail(`Element '${tag.name}' is not in the XHTML namespace`);
+    }
+    depth++;
+    if (!ELEMENTS.has(name)) fail(`Element '${tag.name}' is not allowed in a narrative`);
+    if (stack[stack.length - 1] === 'p' && NOT_IN_PARAGRAPH.has(name))
+      fail(`Element '${name}' is not allowed inside 'p'`);
+    stack.push(name);
+    if (name === 'img') hasContent = true;
+    for (const attribute of Object.values(tag.attributes)) {
+      const qualified = attribute.prefix === 'xmlns' || attribute.name === 'xmlns' ? 'xmlns' : attribute.name;
+      if (!ANY_ELEMENT_ATTRIBUTES.has(qualified) && !ELEMENT_ATTRIBUTES.has(`${name}.${qualified}`)) {
+        fail(`Attribute '${attribute.name}' is not allowed on '${name}' in a narrative`);
+      } else if (
+        URL_ATTRIBUTES.has(qualified) &&
+        /^\s*(?:javascript|vbscript|data:text\/html)/i.test(attribute.value)
+      ) {
+        fail(`Attribute '${attribute.name}' must not hold a script URL`);
+      }
+      if ((qualified === 'href' || qualified === 'src') && attribute.value.startsWith('#'))
+        targets.add(attribute.value.slice(1));
+      if (qualified === 'id' || qualified === 'name') anchors.add(attribute.value);
+    }
+  });
+  parser.on('closetag', () => {
+    stack.pop();
+  });
+  parser.on('text', (text) => {
+    if (/\S/.test(text)) hasContent = true;
+  });
+  try {
+    parser.write(xhtml).close();
+  } catch (error) {
+    fail(`The narrative is not well-formed XHTML: ${(error as Error).message}`);
+  }
+  const fragments = [...targets].filter((target) => !anchors.has(target));
+  if (problems.length > 0) return { problem: problems[0], fragments };
+  if (!hasContent)
+    return {
+      problem: { rule: 'txt-2', message: 'The narrative SHALL have some non-whitespace content' },
+      fragments,
+    };
+  return { fragments };
+}

@@ -1,0 +1,99 @@
+import { Controller, Get, Param, Query, Req, Res, UseGuards } from '@nestjs/common';
+import {
+  ApiNotAcceptableResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { Tenant, UseTenant, type TenantContext } from '../../tenancy';
+import { sendReply, versionParam } from './fhir-reply';
+import { FhirRouteGuard } from './fhir-route.guard';
+import type { QueryParams } from './fhir-store.service';
+import { HistoryService } from './history.service';
+
+const VERSION = { name: 'version', description: 'FHIR version: r4, stu3 or dstu2 (any case)', example: 'r4' };
+const TYPE = { name: 'type', description: 'FHIR resource type', example: 'Patient' };
+const HISTORY_BUNDLE = {
+  description:
+    'history Bundle, newest first: entries with fullUrl, request, response (status, etag, lastModified); ' +
+    'a deleted version has no resource and a response.outcome naming id and version',
+};
+
+function HistoryQueryDocs(): MethodDecorator & ClassDecorator {
+  return (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    for (const query of [
+      { name: '_since', required: false, description: 'only versions written at or after this instant' },
+      { name: '_at', required: false, description: 'versions current at some time in this period' },
+      { name: '_count', required: false, description: 'page size (default 10, at most 100)' },
+      { name: '_skip', required: false, description: 'offset of the page' },
+    ]) {
+      ApiQuery(query)(target, key as string, descriptor as PropertyDescriptor);
+    }
+  };
+}
+
+/**
+ * History at instance, type and system level (https://hl7.org/fhir/R4/http.html#history).
+ * Its module is registered before the search and store modules (feature-modules.ts): `/{v}/_history`
+ * would be a type search there, and `/{v}/{type}/_history` a read of the id `_history`.
+ */
+@ApiTags('FHIR')
+@UseTenant()
+@UseGuards(FhirRouteGuard)
+@ApiParam(VERSION)
+@ApiNotAcceptableResponse({ description: 'XML or another non-JSON format asked for (OperationOutcome)' })
+@Controller()
+export class HistoryController {
+  constructor(private readonly history: HistoryService) {}
+
+  @Get(':version/_history')
+  @ApiOperation({ summary: 'system history: every version of every resource in the caller scope' })
+  @HistoryQueryDocs()
+  @ApiOkResponse(HISTORY_BUNDLE)
+  async system(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Query() query: QueryParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    sendReply(req, res, await this.history.list(ctx, versionParam(version), undefined, query));
+  }
+
+  @Get(':version/:type/_history')
+  @ApiOperation({ summary: 'type history: every version of every resource of the type' })
+  @ApiParam(TYPE)
+  @HistoryQueryDocs()
+  @ApiOkResponse(HISTORY_BUNDLE)
+  async type(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Param('type') type: string,
+    @Query() query: QueryParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    sendReply(req, res, await this.history.list(ctx, versionParam(version), type, query));
+  }
+
+  @Get(':version/:type/:id/_history')
+  @ApiOperation({ summary: 'instance history: every version of one resource' })
+  @ApiParam(TYPE)
+  @ApiParam({ name: 'id', description: 'logical id', example: 'example' })
+  @HistoryQueryDocs()
+  @ApiOkResponse(HISTORY_BUNDLE)
+  async instance(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Param('type') type: string,
+    @Param('id') id: string,
+    @Query() query: QueryParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    sendReply(req, res, await this.history.instance(ctx, versionParam(version), type, id, query));
+  }
+}

@@ -1,0 +1,137 @@
+import { Injectable } from '@nestjs/common';
+import { applyFhirPathPatch, applyJsonPatch, OperationOutcomeError, type FhirVersion } from '@app/fhir';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import type { FhirReply } from './fhir-reply';
+import { assertValid, FhirStoreService, ifMatchVersion } from './fhir-store.service';
+import { ResourceRepository } from './resource.repository';
+import { ResourceWriter, type WrittenVersion } from './resource-writer';
+
+/** The patch document and the format its Content-Type (or a transaction entry) names. */
+export type PatchDocument =
+  | { format: 'json-patch'; operations: unknown }
+  | { format: 'fhirpath-patch'; parameters: Record<string, unknown> };
+
+const JSON_PATCH_TYPE = 'application/json-patch+json';
+/** How often a patch is re-applied when another writer got in between (without If-Match). */
+const ATTEMPTS = 5;
+
+/**
+ * The patch of a transaction entry (https://hl7.org/fhir/R4/http.html#transaction): a Binary
+ * holding a JSON Patch (base64 `data`, contentType application/json-patch+json), or Parameters.
+ */
+export function entryPatchDocument(resource: Record<string, unknown> | undefined): PatchDocument {
+  if (resource?.resourceType === 'Parameters') return { format: 'fhirpath-patch', parameters: resource };
+  if (resource?.resourceType === 'Binary' && typeof resource.data === 'string') {
+    const text = Buffer.from(resource.data, 'base64').toString('utf8');
+    try {
+      return { format: 'json-patch', operations: JSON.parse(text) as unknown };
+    } catch {
+      throw OperationOutcomeError.invalid('the Binary of a PATCH entry does not hold a JSON Patch');
+    }
+  }
+  throw OperationOutcomeError.invalid(
+    'a PATCH entry holds a Parameters (FHIRPath Patch) or a Binary (JSON Patch)',
+  );
+}
+
+/** The document of a PATCH request from its Content-Type: JSON Patch, or FHIRPath Patch (Parameters). */
+export function patchDocument(contentType: string | undefined, body: unknown): PatchDocument {
+  const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
+  if (type === JSON_PATCH_TYPE) return { format: 'json-patch', operations: body };
+  if (type === 'application/fhir+json' || type === 'application/json') {
+    if (body && typeof body === 'object' && !Array.isArray(body))
+      return { format: 'fhirpath-patch', parameters: body as Record<string, unknown> };
+    throw OperationOutcomeError.invalid('a FHIRPath Patch body is a Parameters resource');
+  }
+  throw new OperationOutcomeError(
+    'not-supported',
+    `Content-Type ${contentType ?? '(none)'} is not a patch format: send ${JSON_PATCH_TYPE} or a Parameters resource as application/fhir+json`,
+    { status: 415 },
+  );
+}
+
+/**
+ * `PATCH /{v}/{type}/{id}` on R4 and STU3 (https://hl7.org/fhir/R4/http.html#patch): the patch is
+ * applied to the current version, the result validated (422 with every issue, nothing stored) and
+ * written as the next version with a compare-and-set on the version it was computed from.
+ */
+@Injectable()
+export class PatchService {
+  constructor(
+    private readonly repository: ResourceRepository,
+    private readonly writer: ResourceWriter,
+    private readonly store: FhirStoreService,
+  ) {}
+
+  async patch(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+    document: PatchDocument,
+    ifMatchHeader?: string,
+    prefer?: string,
+  ): Promise<FhirReply> {
+    const written = await this.apply(ctx, version, type, id, document, ifMatchHeader);
+    return this.store.writeReply(version, written, prefer);
+  }
+
+  /** The version a patch writes (also for PATCH entries of a transaction). */
+  async apply(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    id: string,
+    document: PatchDocument,
+    ifMatchHeader?: string,
+  ): Promise<WrittenVersion> {
+    if (version === 'dstu2') {
+      throw new OperationOutcomeError('not-supported', 'PATCH is defined from STU3 on: not on DSTU2', {
+        status: 405,
+      });
+    }
+    const ifMatch = ifMatchVersion(ifMatchHeader);
+    const key = this.repository.key(ctx, version, type, id);
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.repository.findCurrent(ctx, key);
+      if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
+      if (current.del || current.json === null)
+        throw new OperationOutcomeError('deleted', `${type}/${id} was deleted`, { status: 410 });
+      if (ifMatch !== undefined && ifMatch !== current.vid) {
+        throw new OperationOutcomeError(
+          'conflict',
+          `If-Match W/"${ifMatch}" does not match the current version of ${type}/${id} (W/"${current.vid}")`,
+          { status: 412 },
+        );
+      }
+      const resource = JSON.parse(current.json) as Record<string, unknown>;
+      const patched =
+        document.format === 'json-patch'
+          ? applyJsonPatch(resource, document.operations)
+          : applyFhirPathPatch(version, resource, document.parameters);
+      this.assertPatchedValid(version, type, id, patched);
+      try {
+        return await this.writer.upsert(ctx, version, type, id, patched, { ifMatch: current.vid });
+      } catch (error) {
+        // another writer moved the resource meanwhile: re-apply on its version (without If-Match)
+        const lost = error instanceof OperationOutcomeError && error.status === 412;
+        if (!lost || ifMatch !== undefined || attempt >= ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  /** 422 with the validation outcome: the patch must leave a valid resource of the same type and id. */
+  private assertPatchedValid(
+    version: FhirVersion,
+    type: string,
+    id: string,
+    patched: Record<string, unknown>,
+  ): void {
+    if (patched.resourceType !== type || patched.id !== id) {
+      throw new OperationOutcomeError('processing', 'a patch may not change resourceType or id', {
+        status: 422,
+      });
+    }
+    assertValid(version, patched, type, 422);
+  }
+}

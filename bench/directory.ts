@@ -206,8 +206,8 @@ async function main(): Promise<void> {
       .get(DirectoryService)
       .importRecords(entries.slice(0, 1000).map((record, i) => ({ line: i + 1, record })));
     const collection = connection.db!.collection('directory_entries');
-    for (let i = 1000; i < entries.length; i += 5000) {
-      await collection.insertMany(entries.slice(i, i + 5000).map((e) => storedForm(e, new Date())) as any[], {
+    for (let i = 1000; i < entries.length; i += 1000) {
+      await collection.insertMany(entries.slice(i, i + 1000).map((e) => storedForm(e, new Date())) as any[], {
         ordered: false,
       });
     }

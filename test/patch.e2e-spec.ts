@@ -156,7 +156,9 @@ describe('PATCH (e2e)', () => {
   });
 
   it('PATCH as a transaction entry (Binary JSON Patch and Parameters)', async () => {
+    // Two resources: a transaction may not target one resource twice (FHIR R4 §3.1.0.11.2).
     const { id } = await create('r4', { resourceType: 'Patient', gender: 'male' });
+    const { id: other } = await create('r4', { resourceType: 'Patient', gender: 'male' });
     const jsonPatch = Buffer.from(
       JSON.stringify([{ op: 'add', path: '/birthDate', value: '1980-02-02' }]),
     ).toString('base64');
@@ -179,7 +181,7 @@ describe('PATCH (e2e)', () => {
               ]),
             ],
           },
-          request: { method: 'PATCH', url: `Patient/${id}` },
+          request: { method: 'PATCH', url: `Patient/${other}` },
         },
       ],
     };
@@ -191,7 +193,44 @@ describe('PATCH (e2e)', () => {
       .expect(200);
     expect(res.body.entry.map((e: any) => e.response.status)).toEqual(['200 OK', '200 OK']);
     const read = await request(t.server).get(`/r4/Patient/${id}`).set(bearer(alice.access_token)).expect(200);
-    expect(read.body).toMatchObject({ birthDate: '1980-02-02', gender: 'other' });
-    expect(read.body.meta.versionId).toBe('3');
+    expect(read.body).toMatchObject({ birthDate: '1980-02-02', gender: 'male' });
+    expect(read.body.meta.versionId).toBe('2');
+    const patched = await request(t.server)
+      .get(`/r4/Patient/${other}`)
+      .set(bearer(alice.access_token))
+      .expect(200);
+    expect(patched.body).toMatchObject({ gender: 'other' });
+    expect(patched.body.meta.versionId).toBe('2');
+  });
+
+  it('refuses a transaction that patches one resource twice, storing nothing', async () => {
+    const { id } = await create('r4', { resourceType: 'Patient', gender: 'male' });
+    const entry = (gender: string) => ({
+      resource: {
+        resourceType: 'Parameters',
+        parameter: [
+          op([
+            { name: 'type', valueCode: 'replace' },
+            { name: 'path', valueString: 'Patient.gender' },
+            { name: 'value', valueCode: gender },
+          ]),
+        ],
+      },
+      request: { method: 'PATCH', url: `Patient/${id}` },
+    });
+    await request(t.server)
+      .post('/r4')
+      .set(bearer(alice.access_token))
+      .set('Content-Type', 'application/fhir+json')
+      .send(
+        JSON.stringify({
+          resourceType: 'Bundle',
+          type: 'transaction',
+          entry: [entry('other'), entry('female')],
+        }),
+      )
+      .expect(400);
+    const read = await request(t.server).get(`/r4/Patient/${id}`).set(bearer(alice.access_token)).expect(200);
+    expect(read.body.meta.versionId).toBe('1');
   });
 });

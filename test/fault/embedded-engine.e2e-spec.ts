@@ -4,6 +4,9 @@ import { tmpdir } from 'os';
 import { join } from 'path';
 import { buildIfNeeded, runCli, ServerProcess } from '@app/testing';
 
+/** First starts run initdb and CREATE EXTENSION: slow on a busy 2-core machine. */
+const START_MS = 150_000;
+
 /** Processes whose command line names `dir` (the embedded engine's postgres and gateway). */
 function processesUnder(dir: string): number[] {
   const pids: number[] = [];
@@ -50,7 +53,7 @@ describe('embedded DocumentDB lifecycle (fault)', () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('initialises on first start, logs the engine, keeps data, and stops every child on SIGINT', async () => {
-    const server = new ServerProcess(env);
+    const server = new ServerProcess(env, START_MS);
     await server.start();
     expect(server.output).toMatch(/database engine: documentdb \(DocumentDB [\d.-]+ on PostgreSQL 15/);
     const password = join(dataDir, 'documentdb', 'password');
@@ -65,27 +68,27 @@ describe('embedded DocumentDB lifecycle (fault)', () => {
     const listed = runCli(['client', 'list'], env);
     expect(listed.stdout).toContain(created.json.client_id);
     expect(processesUnder(dataDir)).toEqual([]);
-  }, 180_000);
+  }, 400_000);
 
   it('takes the database down with an app killed by SIGKILL, and starts again on the same data', async () => {
-    const server = new ServerProcess(env);
+    const server = new ServerProcess(env, START_MS);
     await server.start();
     await server.kill9();
     expect(await until(() => processesUnder(dataDir).length === 0, 15_000)).toBe(true);
-    const again = new ServerProcess(env);
+    const again = new ServerProcess(env, START_MS);
     await again.start();
     const health = await fetch(`${again.url}/health`);
     expect(health.status).toBe(200);
     await again.stop('SIGTERM');
     expect(await until(() => processesUnder(dataDir).length === 0, 15_000)).toBe(true);
-  }, 180_000);
+  }, 400_000);
 
   it('repairs a first start cut off half way instead of serving a half-initialised store', async () => {
     const freshDir = mkdtempSync(join(tmpdir(), 'fhir-embedded-cut-'));
     chmodSync(freshDir, 0o755);
     const cutEnv = { ...env, DATA_DIR: freshDir };
     try {
-      const first = new ServerProcess(cutEnv);
+      const first = new ServerProcess(cutEnv, START_MS);
       const starting = first.start().catch(() => undefined);
       // Cut it off once the cluster folder exists but before initialisation is complete.
       const pgVersion = join(freshDir, 'documentdb', 'pg', 'PG_VERSION');
@@ -95,7 +98,7 @@ describe('embedded DocumentDB lifecycle (fault)', () => {
       expect(existsSync(join(freshDir, 'documentdb', 'initialized'))).toBe(false);
       await until(() => processesUnder(freshDir).length === 0, 15_000);
 
-      const second = new ServerProcess(cutEnv);
+      const second = new ServerProcess(cutEnv, START_MS);
       await second.start();
       expect((await fetch(`${second.url}/health`)).status).toBe(200);
       expect(existsSync(join(freshDir, 'documentdb', 'initialized'))).toBe(true);
@@ -104,7 +107,7 @@ describe('embedded DocumentDB lifecycle (fault)', () => {
     } finally {
       rmSync(freshDir, { recursive: true, force: true });
     }
-  }, 240_000);
+  }, 400_000);
 
   it('exits non-zero naming each engine tried when none can start', () => {
     const res = spawnSync(process.execPath, [join(__dirname, '..', '..', 'dist', 'src', 'main.js')], {

@@ -45,7 +45,11 @@ export class ServerProcess {
   port = 0;
   output = '';
 
-  constructor(private readonly env: NodeJS.ProcessEnv) {}
+  /** `startTimeoutMs`: a first start that initialises an embedded database takes longer. */
+  constructor(
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly startTimeoutMs = 30_000,
+  ) {}
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -63,7 +67,7 @@ export class ServerProcess {
     const keep = (b: Buffer) => (this.output = (this.output + b.toString()).slice(-20000));
     this.child.stdout?.on('data', keep);
     this.child.stderr?.on('data', keep);
-    const deadline = Date.now() + 30000;
+    const deadline = Date.now() + this.startTimeoutMs;
     while (Date.now() < deadline) {
       if (this.child.exitCode !== null) throw new Error(`server exited: ${this.output.slice(-2000)}`);
       const ok = await fetch(`${this.url}/health`)

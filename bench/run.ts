@@ -21,6 +21,7 @@ const ORDER = [
   'purge',
   'directory',
   'load',
+  'fairness',
 ];
 const root = join(__dirname, '..');
 

@@ -3,7 +3,8 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
-import { fhirStringsGuard, verifyUtf8 } from './common/body-hygiene';
+import { fhirBodyGuard, verifyUtf8 } from './common/body-hygiene';
+import { answerParserErrors, cacheControl, urlLengthLimit } from './common/response-hygiene';
 import { isFhirRoute } from './common/fhir-routes';
 import { Settings } from './config/settings';
 
@@ -42,6 +43,9 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   // No content-hash ETags from Express: an ETag on a FHIR route is the resource's W/"versionId"
   // (https://hl7.org/fhir/R4/http.html#versioning), set by the store on resource responses only.
   app.set('etag', false);
+  answerParserErrors(app.getHttpServer(), settings.maxUrlLength);
+  app.use(urlLengthLimit(settings.maxUrlLength));
+  app.use(cacheControl);
   // 'simple': a query string never becomes nested objects, so `name[$ne]=` stays a literal key.
   app.set('query parser', 'simple');
   // The source address (`req.ip`) counts failed client authentications: behind a proxy, trust it.
@@ -74,7 +78,9 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
     verify: verifyUtf8,
   });
   app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false, verify: verifyUtf8 });
-  app.use(fhirStringsGuard);
+  app.use(
+    fhirBodyGuard({ maxResourceBytes: settings.maxResourceBytes, maxArrayLength: settings.maxArrayLength }),
+  );
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   setupSwagger(app, settings);

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { issue, operationOutcome, OperationOutcomeError } from '@app/fhir';
+import { loggablePath } from '../logging/logging.module';
 import { mapError } from './error-mapping';
 import { FHIR_JSON, isFhirRoute } from './fhir-routes';
 
@@ -13,6 +14,7 @@ const REASON: Record<number, string> = {
   409: 'conflict',
   410: 'gone',
   413: 'payload_too_large',
+  414: 'uri_too_long',
   415: 'unsupported_media_type',
   429: 'too_many_requests',
   500: 'internal_error',
@@ -34,7 +36,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const req = ctx.getRequest<Request>();
     const mapped = mapError(exception);
     if (mapped.internal) {
-      this.logger.error({ err: exception, path: req?.path }, 'unhandled error');
+      this.logger.error({ err: exception, path: loggablePath(req?.path) }, 'unhandled error');
     }
     if (!res || res.headersSent) {
       res?.end?.();

@@ -1,4 +1,4 @@
-import { fhirStringProblem, firstBadString, identifierProblem, verifyUtf8 } from './body-hygiene';
+import { fhirStringProblem, firstBadNode, identifierProblem, verifyUtf8 } from './body-hygiene';
 
 describe('body hygiene', () => {
   it('verifyUtf8 refuses bytes that are not UTF-8, and only for a UTF-8 body', () => {
@@ -23,15 +23,23 @@ describe('body hygiene', () => {
     expect(identifierProblem('ordinary ü')).toBeUndefined();
   });
 
-  it('firstBadString names the first bad value or property name by its path, at any depth', () => {
-    expect(firstBadString({ a: [{ b: 'ok' }], c: 'fine' }, 'Patient')).toBeUndefined();
-    expect(firstBadString({ a: [{ b: 'ok' }, { b: 'x\u0001' }] }, 'Patient')).toEqual({
+  it('firstBadNode names the first bad value or property name by its path, at any depth', () => {
+    expect(firstBadNode({ a: [{ b: 'ok' }], c: 'fine' }, 'Patient')).toBeUndefined();
+    expect(firstBadNode({ a: [{ b: 'ok' }, { b: 'x\u0001' }] }, 'Patient')).toEqual({
       path: 'Patient.a[1].b',
       problem: expect.stringMatching(/U\+0001/),
     });
-    expect(firstBadString({ ['k\u0002']: 1 }, '$')?.path).toBe('$ (a property name)');
+    expect(firstBadNode({ ['k\u0002']: 1 }, '$')?.path).toBe('$ (a property name)');
     let deep: unknown = 'x\u0000';
     for (let i = 0; i < 100_000; i++) deep = [deep];
-    expect(firstBadString(deep, '$')?.problem).toMatch(/U\+0000/);
+    expect(firstBadNode(deep, '$')?.problem).toMatch(/U\+0000/);
+  });
+
+  it('firstBadNode refuses an array over the limit, by its path', () => {
+    expect(firstBadNode({ name: [{ given: ['a', 'b', 'c'] }] }, 'Patient', 3)).toBeUndefined();
+    expect(firstBadNode({ name: [{ given: ['a', 'b', 'c', 'd'] }] }, 'Patient', 3)).toEqual({
+      path: 'Patient.name[0].given',
+      problem: expect.stringMatching(/repeats 4 times; at most 3/),
+    });
   });
 });

@@ -58,42 +58,55 @@ function surrogateProblem(value: string): string | undefined {
     : undefined;
 }
 
-/** Every string of a parsed JSON body (values and property names), depth first, without recursion. */
-function* stringsOf(body: unknown): Generator<string> {
+/** Why one node of a parsed JSON body is refused: a bad string, or an array over the limit. */
+function nodeProblem(value: unknown, maxArrayLength: number): string | undefined {
+  if (typeof value === 'string') return fhirStringProblem(value);
+  if (Array.isArray(value) && value.length > maxArrayLength)
+    return `repeats ${value.length} times; at most ${maxArrayLength} (MAX_ARRAY_LENGTH) are accepted`;
+  return undefined;
+}
+
+/** Whether any node or property name of a parsed JSON body is refused: one walk, no recursion, no paths. */
+function anyProblem(body: unknown, maxArrayLength: number): boolean {
   const stack: unknown[] = [body];
   while (stack.length > 0) {
     const value = stack.pop();
-    if (typeof value === 'string') yield value;
-    else if (Array.isArray(value)) for (let i = value.length - 1; i >= 0; i--) stack.push(value[i]);
+    if (nodeProblem(value, maxArrayLength) !== undefined) return true;
+    if (Array.isArray(value)) for (const item of value) stack.push(item);
     else if (value !== null && typeof value === 'object') {
-      const entries = Object.entries(value as Record<string, unknown>);
-      for (let i = entries.length - 1; i >= 0; i--) stack.push(entries[i][1], entries[i][0]);
+      for (const [key, child] of Object.entries(value as Record<string, unknown>)) {
+        if (fhirStringProblem(key) !== undefined) return true;
+        stack.push(child);
+      }
     }
   }
+  return false;
 }
 
 /**
- * The first bad string (value or property name) in a parsed JSON body, with its path. Paths are
- * built only for a body that has one (a second walk), so a good body costs one plain walk.
+ * The first refused node (bad string value or property name, over-long array) of a parsed JSON
+ * body, with its path. Paths are built only for a body that has one (a second walk), so a good
+ * body costs one plain walk.
  */
-export function firstBadString(body: unknown, root: string): { path: string; problem: string } | undefined {
-  let bad = false;
-  for (const value of stringsOf(body)) if ((bad = fhirStringProblem(value) !== undefined)) break;
-  if (!bad) return undefined;
+export function firstBadNode(
+  body: unknown,
+  root: string,
+  maxArrayLength = Number.MAX_SAFE_INTEGER,
+): { path: string; problem: string } | undefined {
+  if (!anyProblem(body, maxArrayLength)) return undefined;
   const stack: Array<[unknown, string]> = [[body, root]];
   while (stack.length > 0) {
     const [value, path] = stack.pop()!;
-    if (typeof value === 'string') {
-      const problem = fhirStringProblem(value);
-      if (problem) return { path, problem };
-    } else if (Array.isArray(value)) {
+    const problem = nodeProblem(value, maxArrayLength);
+    if (problem) return { path, problem };
+    if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], `${path}[${i}]`]);
     } else if (value !== null && typeof value === 'object') {
       const entries = Object.entries(value as Record<string, unknown>);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, child] = entries[i];
-        const problem = fhirStringProblem(key);
-        if (problem) return { path: `${path} (a property name)`, problem };
+        const keyProblem = fhirStringProblem(key);
+        if (keyProblem) return { path: `${path} (a property name)`, problem: keyProblem };
         stack.push([child, `${path}.${key}`]);
       }
     }
@@ -101,14 +114,53 @@ export function firstBadString(body: unknown, root: string): { path: string; pro
   return undefined;
 }
 
-/** Middleware after the body parsers: a FHIR route's JSON body with a bad string → 400 OperationOutcome. */
-export function fhirStringsGuard(req: Request, _res: Response, next: NextFunction): void {
-  const body: unknown = req.body;
-  if (body === null || typeof body !== 'object' || !isFhirRoute(req.path)) return next();
-  const rootName = (body as { resourceType?: unknown }).resourceType;
-  const bad = firstBadString(body, typeof rootName === 'string' ? rootName.slice(0, 64) : '$');
-  if (!bad) return next();
-  // the path is made of the sender's property names: bounded, so the answer stays small
-  bad.path = bad.path.length > 200 ? `${bad.path.slice(0, 200)}…` : bad.path;
-  next(OperationOutcomeError.invalid(`${bad.path} ${bad.problem}; nothing was stored`, bad.path));
+/** Limits on what one stored resource may be (issue 16 item 3: one tenant's data must not slow the others). */
+export interface ResourceLimits {
+  maxResourceBytes: number;
+  maxArrayLength: number;
+}
+
+/** Bytes of each resource a body would store: the body itself, or each entry of a Bundle. */
+function resourceSizes(req: Request, body: Record<string, unknown>): Array<[string, number]> {
+  if (body.resourceType === 'Bundle' && Array.isArray(body.entry)) {
+    return body.entry.map((entry: unknown, i): [string, number] => {
+      const resource = (entry as { resource?: unknown } | null)?.resource;
+      return [`Bundle.entry[${i}].resource`, resource ? Buffer.byteLength(JSON.stringify(resource)) : 0];
+    });
+  }
+  const length = Number(req.headers['content-length'] ?? Buffer.byteLength(JSON.stringify(body)));
+  return [[typeof body.resourceType === 'string' ? body.resourceType.slice(0, 64) : '$', length]];
+}
+
+/**
+ * Middleware after the body parsers, for FHIR routes' JSON bodies: a resource over
+ * MAX_RESOURCE_BYTES → 413, an array over MAX_ARRAY_LENGTH or a bad string → 400 (OperationOutcome).
+ */
+export function fhirBodyGuard(limits: ResourceLimits) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    const body: unknown = req.body;
+    if (body === null || typeof body !== 'object' || Array.isArray(body) || !isFhirRoute(req.path))
+      return next();
+    for (const [path, bytes] of resourceSizes(req, body as Record<string, unknown>)) {
+      if (bytes > limits.maxResourceBytes) {
+        return next(
+          new OperationOutcomeError(
+            'too-long',
+            `${path} is ${bytes} bytes; one resource may be at most ${limits.maxResourceBytes} (MAX_RESOURCE_BYTES); nothing was stored`,
+            { status: 413 },
+          ),
+        );
+      }
+    }
+    const rootName = (body as { resourceType?: unknown }).resourceType;
+    const bad = firstBadNode(
+      body,
+      typeof rootName === 'string' ? rootName.slice(0, 64) : '$',
+      limits.maxArrayLength,
+    );
+    if (!bad) return next();
+    // the path is made of the sender's property names: bounded, so the answer stays small
+    bad.path = bad.path.length > 200 ? `${bad.path.slice(0, 200)}…` : bad.path;
+    next(OperationOutcomeError.invalid(`${bad.path} ${bad.problem}; nothing was stored`, bad.path));
+  };
 }

@@ -21,3 +21,22 @@ describe('mapError: database outages are 503, not 500', () => {
     expect(mapped.message).not.toContain('secret detail');
   });
 });
+
+describe('mapError: database time limits (issue 16)', () => {
+  it('MaxTimeMSExpired (code 50) → 503 too-costly with Retry-After', () => {
+    const err = Object.assign(new Error('terminated due to a command timeout'), {
+      name: 'MongoServerError',
+      code: 50,
+    });
+    expect(mapError(err)).toMatchObject({ status: 503, code: 'too-costly', headers: { 'Retry-After': '5' } });
+  });
+
+  it('the driver deadline (MongoOperationTimeoutError), also inside a bulk write error → 503 transient', () => {
+    const timeout = Object.assign(new Error('Timed out during socket read (1930ms)'), {
+      name: 'MongoOperationTimeoutError',
+    });
+    expect(mapError(timeout)).toMatchObject({ status: 503, code: 'transient', internal: false });
+    const bulk = Object.assign(new Error('bulk'), { name: 'MongoBulkWriteError', errorResponse: timeout });
+    expect(mapError(bulk)).toMatchObject({ status: 503, headers: { 'Retry-After': '5' } });
+  });
+});

@@ -24,6 +24,7 @@ const CODE_BY_STATUS: Record<number, IssueCode> = {
   410: 'deleted',
   412: 'conflict',
   413: 'too-long',
+  414: 'too-long',
   415: 'not-supported',
   422: 'processing',
   429: 'throttled',
@@ -55,6 +56,21 @@ function isDbUnavailable(err: Error, depth = 0): boolean {
     /not connected|buffering timed out|Client must be connected/i.test(err.message)
   );
 }
+
+/** The engine stopped a query at its maxTimeMS (MaxTimeMSExpired), or the driver's deadline ran out. */
+function timedOut(err: Error, depth = 0): 'server' | 'client' | undefined {
+  const e = err as Error & { code?: number; errorResponse?: unknown; cause?: unknown };
+  if (e.code === 50) return 'server';
+  if (err.name === 'MongoOperationTimeoutError') return 'client';
+  for (const inner of [e.errorResponse, e.cause]) {
+    const found = depth < 3 && inner instanceof Error ? timedOut(inner, depth + 1) : undefined;
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** Seconds a client should wait before retrying a 503. */
+const RETRY_AFTER = '5';
 
 export function mapError(err: unknown): MappedError {
   if (err instanceof OperationOutcomeError) {
@@ -101,12 +117,27 @@ export function mapError(err: unknown): MappedError {
             : e.message;
       return { status, code: CODE_BY_STATUS[status] ?? 'invalid', message, headers: {}, internal: false };
     }
+    const timeout = timedOut(err);
+    if (timeout) {
+      // Issue 16: a query over its time limit, or a database that does not answer (stopped,
+      // overloaded), costs this request DB_TIMEOUT_MS at most and answers 503, never 500.
+      return {
+        status: 503,
+        code: timeout === 'server' ? 'too-costly' : 'transient',
+        message:
+          timeout === 'server'
+            ? 'the request needed more database time than one request may take; narrow it or retry later'
+            : 'the database did not answer in time (DB_TIMEOUT_MS); retry later',
+        headers: { 'Retry-After': RETRY_AFTER },
+        internal: false,
+      };
+    }
     if (isDbUnavailable(err)) {
       return {
         status: 503,
         code: 'transient',
         message: 'the database is not reachable; retry later',
-        headers: { 'Retry-After': '5' },
+        headers: { 'Retry-After': RETRY_AFTER },
         internal: false,
       };
     }

@@ -28,6 +28,14 @@ export interface Settings {
   refreshTokenTtlSeconds: number;
   authCodeTtlSeconds: number;
   bodyLimitBytes: number;
+  /** Largest single resource stored (bytes of its JSON); larger → 413. */
+  maxResourceBytes: number;
+  /** Most repetitions of one element in a posted resource; more → 400. */
+  maxArrayLength: number;
+  /** FHIR requests one client may have in flight at once; more → 429. */
+  clientMaxConcurrentRequests: number;
+  /** Longest request URL (path and query) accepted; longer → 414. */
+  maxUrlLength: number;
   dbTimeoutMs: number;
   purgeBudgetMs: number;
   exportFileMaxResources: number;
@@ -183,6 +191,10 @@ export function parseSettings(env: Env): Settings {
     refreshTokenTtlSeconds: r.int('REFRESH_TOKEN_TTL', 86400 * 30, 1, 86400 * 365),
     authCodeTtlSeconds: r.int('AUTH_CODE_TTL', 7200, 1, 86400),
     bodyLimitBytes: parseBytes(r, 'BODY_LIMIT', 5 * 1024 * 1024),
+    maxUrlLength: r.int('MAX_URL_LENGTH', 8192, 256, 1024 * 1024),
+    maxResourceBytes: parseBytes(r, 'MAX_RESOURCE_BYTES', 1024 * 1024),
+    maxArrayLength: r.int('MAX_ARRAY_LENGTH', 1000, 1, 10000000),
+    clientMaxConcurrentRequests: r.int('CLIENT_MAX_CONCURRENT_REQUESTS', 16, 1, 100000),
     dbTimeoutMs: r.int('DB_TIMEOUT_MS', 5000, 100, 120000),
     purgeBudgetMs: r.int('PURGE_BUDGET_MS', 30000, 100, 600000),
     exportFileMaxResources: r.int('EXPORT_FILE_MAX_RESOURCES', 10000, 1, 10000000),

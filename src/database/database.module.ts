@@ -32,6 +32,9 @@ class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown
     // Indexes (TTL ones included) are created at start-up, before the first request is served.
     for (const model of Object.values(this.connection.models)) {
       await model.init();
+      // Created here rather than by Mongoose in the background (autoCreate off): creating a
+      // collection can take longer than one request's DB_TIMEOUT_MS on a fresh engine.
+      await model.createCollection({ timeoutMS: 0 } as Record<string, number>);
       const specs = model.schema
         .indexes()
         .map(([key, options]) => ({ key, ...options }) as mongo.IndexDescription);
@@ -63,8 +66,15 @@ export class DatabaseModule {
             serverSelectionTimeoutMS: settings.dbTimeoutMs,
             socketTimeoutMS: 0,
             connectTimeoutMS: settings.dbTimeoutMs,
+            // One deadline per operation (driver CSOT), server selection, connection checkout and
+            // the reply together: a stopped (not dead) database answers MongoOperationTimeoutError
+            // after DB_TIMEOUT_MS instead of hanging on an open socket (→ 503), and a query that
+            // costs more is cut there too. Long cursors opt into a per-batch deadline
+            // (LONG_CURSOR), index builds out of it (ensureIndexes). Measured in
+            // test/database-hang.e2e-spec.ts.
+            timeoutMS: settings.dbTimeoutMs,
             autoIndex: false,
-            autoCreate: true,
+            autoCreate: false,
             maxPoolSize: 50,
             // command events feed the /metrics database latency histogram
             monitorCommands: settings.metricsEnabled,

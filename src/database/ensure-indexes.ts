@@ -1,5 +1,11 @@
 import type { mongo } from 'mongoose';
 
+/**
+ * Find options of a cursor that may legitimately outlive DB_TIMEOUT_MS (an export download, a
+ * maintenance scan): the deadline applies to each batch, not to the whole iteration.
+ */
+export const LONG_CURSOR = { timeoutMode: 'iteration' } as const;
+
 type Collection = mongo.Collection<any>;
 type IndexDescription = mongo.IndexDescription;
 
@@ -15,7 +21,9 @@ export async function ensureIndexes(
   collection: Collection,
   specs: readonly IndexDescription[],
 ): Promise<void> {
-  const existing = await collection.indexes().catch(() => [] as { key: Record<string, unknown> }[]);
+  const existing = await collection
+    .indexes({ timeoutMS: 0 })
+    .catch(() => [] as { key: Record<string, unknown> }[]);
   const known = new Set(existing.map((i) => JSON.stringify(i.key)));
   const missing: IndexDescription[] = [];
   for (const spec of specs) {
@@ -24,5 +32,6 @@ export async function ensureIndexes(
     known.add(key);
     missing.push(spec);
   }
-  if (missing.length > 0) await collection.createIndexes(missing);
+  // An index build on a large collection may take minutes: no per-operation deadline for it.
+  if (missing.length > 0) await collection.createIndexes(missing, { timeoutMS: 0 });
 }

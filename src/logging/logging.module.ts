@@ -15,9 +15,19 @@ export function requestId(req: IncomingMessage, res: ServerResponse): string {
   return id;
 }
 
-/** Only the path: query strings may carry user data, and no header or body is ever logged. */
-function pathOnly(url: string | undefined): string {
-  return (url ?? '').split('?')[0];
+/** Path segments that are credentials: the signed token of a bulk export file link. */
+const SECRET_SEGMENTS: ReadonlyArray<[RegExp, string]> = [
+  [/(\$export\/[^/]+\/)[^/]+(\.ndjson)$/i, '$1[redacted]$2'],
+];
+
+/**
+ * Only the path, with credentials in it redacted: query strings may carry user data or secrets
+ * (`/connect/system/clinical?client_secret=`), and no header or body is ever logged.
+ */
+export function loggablePath(url: string | undefined): string {
+  let path = (url ?? '').split('?')[0];
+  for (const [pattern, replacement] of SECRET_SEGMENTS) path = path.replace(pattern, replacement);
+  return path;
 }
 
 /** JSON logs (pino) with a request id per request, and no secrets, tokens or bodies. */
@@ -38,7 +48,7 @@ export class LoggingModule {
               req: (req: { id: string; method: string; url: string }) => ({
                 id: req.id,
                 method: req.method,
-                path: pathOnly(req.url),
+                path: loggablePath(req.url),
               }),
               res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
             },

@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { AuthModule } from '../modules/auth/auth.module';
 import { UsersModule } from '../modules/users/users.module';
+import { ClientConcurrency } from './client-concurrency';
 import { TenantGuard } from './tenant.guard';
 import { TenantResolver } from './tenant-resolver';
 
@@ -11,7 +12,7 @@ import { TenantResolver } from './tenant-resolver';
 @Global()
 @Module({
   imports: [AuthModule, UsersModule],
-  providers: [TenantResolver, TenantGuard],
-  exports: [TenantResolver, TenantGuard, AuthModule, UsersModule],
+  providers: [TenantResolver, TenantGuard, ClientConcurrency],
+  exports: [TenantResolver, TenantGuard, ClientConcurrency, AuthModule, UsersModule],
 })
 export class TenancyModule {}

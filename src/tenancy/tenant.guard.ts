@@ -1,6 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
+import { isFhirRoute } from '../common/fhir-routes';
+import { ClientConcurrency } from './client-concurrency';
 import { TenantContext } from './tenant-context';
 import { TenantOptions, TenantResolver } from './tenant-resolver';
 
@@ -15,6 +17,7 @@ export class TenantGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly resolver: TenantResolver,
+    private readonly concurrency: ClientConcurrency,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -25,6 +28,13 @@ export class TenantGuard implements CanActivate {
         context.getClass(),
       ]) ?? {};
     req.tenant = await this.resolver.resolve(req, opts);
+    if (isFhirRoute(req.path)) {
+      // held until the answer is written or the connection goes away
+      const release = this.concurrency.acquire(req.tenant.clientId);
+      const res = context.switchToHttp().getResponse<Response>();
+      res.once('finish', release);
+      res.once('close', release);
+    }
     return true;
   }
 }

@@ -14,7 +14,11 @@ async function scenario(name, run) {
     await run();
     scenarios.push({ name, ok: true });
   } catch (error) {
-    scenarios.push({ name, ok: false, error: String(error?.response?.data ? JSON.stringify(error.response.data) : error?.message ?? error) });
+    scenarios.push({
+      name,
+      ok: false,
+      error: String(error?.response?.data ? JSON.stringify(error.response.data) : (error?.message ?? error)),
+    });
   }
 }
 
@@ -45,7 +49,12 @@ await scenario('CRUD: create, read, update with If-Match, vread', async () => {
   check(updated.meta.versionId === '2' && updated.gender === 'male', 'update made version 2');
   let refused = false;
   try {
-    await client.update({ resourceType: 'Patient', id, body: updated, options: { headers: { 'If-Match': 'W/"1"' } } });
+    await client.update({
+      resourceType: 'Patient',
+      id,
+      body: updated,
+      options: { headers: { 'If-Match': 'W/"1"' } },
+    });
   } catch (error) {
     refused = error?.response?.status === 412;
     bodies.operationOutcome = error?.response?.data;
@@ -57,7 +66,10 @@ await scenario('CRUD: create, read, update with If-Match, vread', async () => {
 
 await scenario('search paging to the end', async () => {
   for (let i = 0; i < 11; i++) await client.create({ resourceType: 'Patient', body: patient() });
-  let bundle = await client.search({ resourceType: 'Patient', searchParams: { family: `Kit${stamp}`, _count: 5 } });
+  let bundle = await client.search({
+    resourceType: 'Patient',
+    searchParams: { family: `Kit${stamp}`, _count: 5 },
+  });
   bodies.searchset = bundle;
   let seen = 0;
   let pages = 0;
@@ -90,7 +102,11 @@ await scenario('transaction', async () => {
       resourceType: 'Bundle',
       type: 'transaction',
       entry: [
-        { fullUrl: 'urn:uuid:6f1c1a52-0c3e-4b7e-9d0e-000000000001', resource: patient(), request: { method: 'POST', url: 'Patient' } },
+        {
+          fullUrl: 'urn:uuid:6f1c1a52-0c3e-4b7e-9d0e-000000000001',
+          resource: patient(),
+          request: { method: 'POST', url: 'Patient' },
+        },
         {
           resource: {
             resourceType: 'Observation',
@@ -107,7 +123,10 @@ await scenario('transaction', async () => {
   const provenances = await client.search({ resourceType: 'Provenance', searchParams: { _count: 1 } });
   bodies.provenance = provenances.entry[0].resource;
   check(response.type === 'transaction-response', 'transaction-response');
-  check(response.entry.every((e) => e.response.status.startsWith('201')), 'both created');
+  check(
+    response.entry.every((e) => e.response.status.startsWith('201')),
+    'both created',
+  );
 });
 
 await scenario('conditional create (If-None-Exist)', async () => {
@@ -116,7 +135,10 @@ await scenario('conditional create (If-None-Exist)', async () => {
   const first = await client.create({ resourceType: 'Patient', body: patient({ identifier }), options });
   const second = await client.create({ resourceType: 'Patient', body: patient({ identifier }), options });
   check(first.id === second.id, 'the second create answers the first resource');
-  const found = await client.search({ resourceType: 'Patient', searchParams: { identifier: `urn:kit|${stamp}` } });
+  const found = await client.search({
+    resourceType: 'Patient',
+    searchParams: { identifier: `urn:kit|${stamp}` },
+  });
   check(found.total === 1, 'one resource stored');
 });
 
@@ -133,7 +155,10 @@ if (VERSION !== 'dstu2') {
 
 await scenario('smartAuthMetadata and capabilityStatement', async () => {
   const auth = await client.smartAuthMetadata();
-  check(auth.tokenUrl && String(auth.tokenUrl).endsWith('/oauth2/token'), `tokenUrl found (${JSON.stringify(auth)})`);
+  check(
+    auth.tokenUrl && String(auth.tokenUrl).endsWith('/oauth2/token'),
+    `tokenUrl found (${JSON.stringify(auth)})`,
+  );
   const statement = await client.capabilityStatement();
   bodies.capabilityStatement = statement;
   check(statement.fhirVersion, 'fhirVersion');

@@ -87,6 +87,24 @@ describe('logs carry no secrets (e2e)', () => {
       headers: { client_id, client_secret, 'x-service-user-id': String(user.service_user_id) },
     });
     await fetch(`${server.url}/r4/Patient?access_token=${tokens.access_token}`);
+    // bulk export file links carry a signed token in their path (issue 16: redacted from logs)
+    const exported = await fetch(`${server.url}/bulk-data/r4/$export`, {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
+    const manifest = (await exported.json()) as { output: Array<{ url: string }> };
+    expect(manifest.output.length).toBeGreaterThan(0);
+    for (const file of manifest.output) {
+      const path = new URL(file.url).pathname;
+      secrets.push(/\/([^/]+)\.ndjson$/.exec(path)![1]);
+      const download = await fetch(`${server.url}${path}`, {
+        headers: { authorization: `Bearer ${tokens.access_token}` },
+      });
+      expect(download.status).toBe(200);
+      await download.text();
+    }
+    await fetch(`${server.url}/bulk-data/r4/$export/Patient/forged-link-token-value.ndjson`, {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
 
     await new Promise((r) => setTimeout(r, 300));
     expect(secrets.every((s) => typeof s === 'string' && s.length > 10)).toBe(true);
@@ -94,5 +112,7 @@ describe('logs carry no secrets (e2e)', () => {
     for (const secret of secrets) expect(server.output.includes(secret)).toBe(false);
     expect(server.output).not.toContain('wrong-secret-value');
     expect(server.output).not.toContain('Secretless');
+    expect(server.output).not.toContain('forged-link-token-value');
+    expect(server.output).toContain('$export/Patient/[redacted].ndjson');
   });
 });

@@ -3,6 +3,7 @@ import { InjectModel } from '@nestjs/mongoose';
 import { Model, Schema } from 'mongoose';
 import type { Collection, Filter, FindCursor } from 'mongodb';
 import { resourceKey, type FhirVersion } from '@app/fhir';
+import { LONG_CURSOR } from '../../database/ensure-indexes';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 
 /**
@@ -124,7 +125,8 @@ export class ExportResourcesRepository {
     const cursor = this.collection
       .find(
         { ...this.selectionFilter(ctx, s), _id: keyBounds(ctx, s, null, null) },
-        { projection: { _id: 1 } },
+        // a pass over every key of the type: a deadline per batch, not for the whole pass
+        { projection: { _id: 1 }, ...LONG_CURSOR },
       )
       .sort({ _id: 1 })
       .batchSize(5000);
@@ -158,7 +160,7 @@ export class ExportResourcesRepository {
     const bounded = { ...filter, _id: keyBounds(ctx, s, range.from, range.to) };
     return (
       this.collection
-        .find(bounded, { projection: { _id: 0, json: 1 } })
+        .find(bounded, { projection: { _id: 0, json: 1 }, ...LONG_CURSOR })
         .sort({ _id: 1 })
         // Small batches: a download holds one batch of stored JSON at a time (a few hundred KB),
         // so N parallel downloads do not grow the server by N × megabytes.

@@ -45,6 +45,7 @@ export class ClinicalSystemsController {
   })
   @ApiQuery({ name: 'systemType', required: false, enum: SYSTEM_TYPES })
   @ApiQuery({ name: 'query', required: false, description: 'Name filter' })
+  @ApiQuery({ name: 'offset', required: false, description: 'Start of the list (≥ 0), as /api/search' })
   @ApiQuery({ name: 'client_id', required: false, description: 'Instead of the client_id header' })
   @ApiQuery({ name: 'client_secret', required: false, description: 'Instead of the client_secret header' })
   @ApiOkResponse({ type: [DirectoryEntryDto] })
@@ -60,6 +61,7 @@ export class ClinicalSystemsController {
       credentialsFrom(address, headers, query),
       query.systemType,
       query.query,
+      query.offset,
     );
     res.setHeader('X-Total-Count', String(page.total));
     return page.entries;
@@ -88,6 +90,7 @@ export class ClinicalSystemsController {
       credentialsFrom(address, headers, form, query),
       form.systemType ?? query.systemType,
       form.query ?? query.query,
+      form.offset ?? query.offset,
     );
     res.setHeader('X-Total-Count', String(page.total));
     return page.entries;

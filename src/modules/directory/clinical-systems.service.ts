@@ -23,6 +23,7 @@ export class ClinicalSystemsService {
     credentials: PresentedClientCredentials,
     systemType: unknown,
     query: unknown,
+    offset?: unknown,
   ): Promise<DirectoryPage> {
     const { clientId, clientSecret, address } = credentials;
     const client =
@@ -35,6 +36,6 @@ export class ClinicalSystemsService {
         message: 'client_id and client_secret are required and must be valid (headers, query or form body)',
       });
     }
-    return this.directory.clinicalList(systemType, query);
+    return this.directory.clinicalList(systemType, query, offset);
   }
 }

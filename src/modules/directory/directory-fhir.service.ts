@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { OperationOutcomeError } from '@app/fhir';
+import { pagingParameter } from '../../common/paging-parameter';
 import { SETTINGS } from '../../config/config.module';
 import { Settings } from '../../config/settings';
 import { SYSTEM_TYPES, SystemType } from './directory-entry';
@@ -16,14 +17,6 @@ function single(params: Record<string, unknown>, name: string): string | undefin
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw OperationOutcomeError.invalid(`${name} may be given once`);
   return value;
-}
-
-function nonNegativeInt(value: string | undefined, name: string, fallback: number, max: number): number {
-  if (value === undefined || value === '') return fallback;
-  if (!/^\d+$/.test(value) || Number(value) > max) {
-    throw OperationOutcomeError.invalid(`${name} must be an integer from 0 to ${max} (got "${value}")`);
-  }
-  return Number(value);
 }
 
 /** `type` accepts the system type (`HealthSystem`, or `<system>|HealthSystem`). */
@@ -64,8 +57,16 @@ export class DirectoryFhirService {
     }
     const name = single(params, 'name');
     const systemType = parseType(single(params, 'type'));
-    const count = nonNegativeInt(single(params, '_count'), '_count', DEFAULT_COUNT, MAX_COUNT);
-    const offset = nonNegativeInt(single(params, '_offset'), '_offset', 0, this.directory.maxOffset);
+    const count = pagingParameter('_count', single(params, '_count'), {
+      fallback: DEFAULT_COUNT,
+      max: MAX_COUNT,
+      overMax: 'refuse',
+    });
+    const offset = pagingParameter('_offset', single(params, '_offset'), {
+      fallback: 0,
+      max: this.directory.maxOffset,
+      overMax: 'refuse',
+    });
     const page = await this.directory.find(name, systemType, offset, count);
     const query = new URLSearchParams();
     if (name !== undefined) query.set('name', name);

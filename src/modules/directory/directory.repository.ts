@@ -51,7 +51,8 @@ export class DirectoryRepository {
           },
         };
       }),
-      { ordered: false },
+      // import and seed batches are admin jobs, not requests: no DB_TIMEOUT_MS deadline
+      { ordered: false, timeoutMS: 0 } as Record<string, unknown>,
     );
     return { inserted: result.upsertedCount, updated: result.matchedCount };
   }
@@ -64,7 +65,7 @@ export class DirectoryRepository {
     if (inputs.length === 0) return 0;
     try {
       const docs = inputs.map((input) => storedForm(input, now));
-      const result = await this.model.collection.insertMany(docs as any[], { ordered: false });
+      const result = await this.model.collection.insertMany(docs as any[], { ordered: false, timeoutMS: 0 });
       return result.insertedCount;
     } catch (e) {
       const err = e as { code?: number; insertedCount?: number; writeErrors?: { code?: number }[] };

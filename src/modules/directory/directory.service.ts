@@ -1,4 +1,5 @@
 import { BadRequestException, Inject, Injectable } from '@nestjs/common';
+import { pagingParameter } from '../../common/paging-parameter';
 import { SETTINGS } from '../../config/config.module';
 import { Settings } from '../../config/settings';
 import {
@@ -75,10 +76,14 @@ export class DirectoryService {
   }
 
   /** `/connect/system/clinical`: the supported systems of one type (default HealthSystem), by name. */
-  async clinicalList(systemTypeInput: unknown, queryInput: unknown): Promise<DirectoryPage> {
+  async clinicalList(
+    systemTypeInput: unknown,
+    queryInput: unknown,
+    offsetInput?: unknown,
+  ): Promise<DirectoryPage> {
     const systemType = parseSystemType(systemTypeInput, 'systemType') ?? 'HealthSystem';
     const query = optionalString(queryInput, 'query');
-    return this.find(query, systemType, 0, CLINICAL_LIST_MAX);
+    return this.find(query, systemType, this.parseOffset(offsetInput), CLINICAL_LIST_MAX);
   }
 
   /** Search shared by the FHIR view (which parses its own parameters). */
@@ -97,18 +102,9 @@ export class DirectoryService {
     return this.settings.searchMaxSkip;
   }
 
+  /** `offset` as every route reads it (pagingParameter), at most SEARCH_MAX_SKIP. */
   private parseOffset(value: unknown): number {
-    // A JSON body may carry the offset as a number; the query string always as text.
-    const raw = typeof value === 'number' ? String(value) : optionalString(value, 'offset');
-    if (raw === undefined || raw.trim() === '') return 0;
-    if (!/^\d+$/.test(raw.trim())) {
-      throw new BadRequestException(`offset must be a non-negative integer (got "${raw}")`);
-    }
-    const offset = Number(raw.trim());
-    if (!Number.isSafeInteger(offset) || offset > this.maxOffset) {
-      throw new BadRequestException(`offset must be at most ${this.maxOffset}`);
-    }
-    return offset;
+    return pagingParameter('offset', value, { fallback: 0, max: this.maxOffset, overMax: 'refuse' });
   }
 
   /**

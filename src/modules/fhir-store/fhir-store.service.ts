@@ -11,6 +11,7 @@ import {
   type FhirVersion,
   type SearchsetEntry,
 } from '@app/fhir';
+import { pagingParameter } from '../../common/paging-parameter';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
@@ -310,20 +311,17 @@ export class FhirStoreService {
 
   /** `_count` (default 10, at most 100) and `_skip` (at most SEARCH_MAX_SKIP); bad values → 400. */
   paging(query: QueryParams): { count: number; skip: number } {
-    const count = this.intParam('_count', single(query._count), DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
-    const skip = this.intParam('_skip', single(query._skip), 0, this.settings.searchMaxSkip);
+    // a larger page than served is a hint, not an error; a deeper position is refused
+    const count = pagingParameter('_count', single(query._count), {
+      fallback: DEFAULT_PAGE_SIZE,
+      max: MAX_PAGE_SIZE,
+      overMax: 'clamp',
+    });
+    const skip = pagingParameter('_skip', single(query._skip), {
+      fallback: 0,
+      max: this.settings.searchMaxSkip,
+      overMax: 'refuse',
+    });
     return { count, skip };
-  }
-
-  private intParam(name: string, raw: string | undefined, fallback: number, max: number): number {
-    if (raw === undefined || raw === '') return fallback;
-    if (!/^\d{1,9}$/.test(raw))
-      throw OperationOutcomeError.invalid(`${name} must be a whole number from 0 to ${max}`);
-    const value = Number(raw);
-    if (value > max) {
-      if (name === '_count') return max; // a larger page than served is a hint, not an error
-      throw new OperationOutcomeError('too-costly', `${name} may be at most ${max}`, { status: 400 });
-    }
-    return value;
   }
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
 import { byIds } from './resource.repository';
+import { LONG_CURSOR } from '../../database/ensure-indexes';
 import { HISTORY_COLLECTION, HistoryDoc, RESOURCES_COLLECTION, ResourceDoc } from './resource-documents';
 
 const BATCH = 500;
@@ -24,12 +25,12 @@ export class StoreMaintenanceRepository {
 
   /** Current documents (without `idx`), in batches. */
   async *currentBatches(): AsyncGenerator<ResourceDoc[]> {
-    yield* batches(this.resources.find({}, { projection: { idx: 0 } }).sort({ _id: 1 }));
+    yield* batches(this.resources.find({}, { projection: { idx: 0 }, ...LONG_CURSOR }).sort({ _id: 1 }));
   }
 
   /** History rows, in batches. */
   async *historyBatches(): AsyncGenerator<HistoryDoc[]> {
-    yield* batches(this.history.find({}).sort({ _id: 1 }));
+    yield* batches(this.history.find({}, LONG_CURSOR).sort({ _id: 1 }));
   }
 
   async existingCurrentKeys(keys: readonly string[]): Promise<Set<string>> {

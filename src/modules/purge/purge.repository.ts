@@ -104,13 +104,17 @@ export class PurgeRepository {
         { $match: this.currentFilter(ctx, selection) },
         { $group: { _id: '$t', resources: { $sum: 1 }, versions: { $sum: '$vid' } } },
       ])
-      .option({ maxTimeMS: maxTimeMs })
+      // its own deadline (the purge budget), in place of the connection's DB_TIMEOUT_MS
+      .option({ maxTimeMS: maxTimeMs, timeoutMS: maxTimeMs })
       .exec();
     return rows.map((row) => ({ type: row._id, resources: row.resources, versions: row.versions }));
   }
 
   async countMatching(ctx: TenantContext, selection: PurgeSelection, maxTimeMs: number): Promise<number> {
-    return this.resources.countDocuments(this.currentFilter(ctx, selection)).maxTimeMS(maxTimeMs).exec();
+    return this.resources
+      .countDocuments(this.currentFilter(ctx, selection))
+      .setOptions({ maxTimeMS: maxTimeMs, timeoutMS: maxTimeMs })
+      .exec();
   }
 
   /**

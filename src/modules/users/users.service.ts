@@ -6,6 +6,7 @@ import {
   NotFoundException,
 } from '@nestjs/common';
 import { identifierProblem } from '../../common/body-hygiene';
+import { pagingParameter } from '../../common/paging-parameter';
 import { ClientScope, TenantContext } from '../../tenancy/tenant-context';
 import { ClientRecord } from '../auth/clients/client.schema';
 import { PresentedClientCredentials } from '../auth/clients/client-credentials';
@@ -86,8 +87,13 @@ export class UsersService {
       ctx.clientId,
       ctx.form === 'user-token' ? (ctx.userId ?? undefined) : undefined,
     );
-    const limit = intParam(q.limit, 'limit', 50, 1, MAX_PAGE);
-    const offset = intParam(q.offset, 'offset', 0, 0, 1_000_000);
+    const limit = pagingParameter('limit', q.limit, {
+      fallback: 50,
+      min: 1,
+      max: MAX_PAGE,
+      overMax: 'refuse',
+    });
+    const offset = pagingParameter('offset', q.offset, { fallback: 0, max: 1_000_000, overMax: 'refuse' });
     const serviceUserId =
       q.service_user_id === undefined
         ? undefined

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ClientRecord } from '../clients/client.schema';
 import { ClientsService } from '../clients/clients.service';
-import { RateLimitService } from './rate-limit.service';
+import { RateLimitService, TooManyRequests } from './rate-limit.service';
 
 /** Longest client id counted (a longer one is never a real client, and keys stay small). */
 const MAX_KEY_ID = 200;
@@ -27,10 +27,12 @@ export class ClientAuthenticator {
     const id = clientId.slice(0, MAX_KEY_ID);
     try {
       await this.rateLimit.checkAuthFailures(id, address);
-    } catch (throttled) {
+    } catch (error) {
+      // only a refusal of this source; a database error is answered as such (503)
+      if (!(error instanceof TooManyRequests)) throw error;
       const known = this.clients.recentlyVerified(clientId, secret);
       if (known) return known;
-      throw throttled;
+      throw error;
     }
     const client = await this.clients.authenticate(clientId, secret);
     if (!client) await this.rateLimit.recordAuthFailure(id, address);

@@ -2,6 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseSettings } from '../../../config/settings';
+import { Logger } from '@nestjs/common';
+import { sign } from 'jsonwebtoken';
+import { loadSigningKey } from './signing-key';
 import { TokenService } from './token.service';
 
 describe('TokenService.verifyAccessToken', () => {
@@ -33,5 +36,36 @@ describe('TokenService.verifyAccessToken', () => {
     expect(tokens.verifyAccessToken(tampered)).toBeNull();
     expect(tokens.verifyAccessToken(tampered)).toBeNull();
     expect(tokens.verifyAccessToken(token)).not.toBeNull();
+  });
+
+  it('refuses validly signed tokens without exp, with a non-canonical sub, or a client sub ≠ client_id', () => {
+    const settings = parseSettings({ DATA_DIR: dir, LOG_LEVEL: 'silent' });
+    const tokens = new TokenService(settings);
+    tokens.jwks(); // loads (or creates) the key in DATA_DIR
+    const key = loadSigningKey(undefined, dir, new Logger('test'));
+    const forge = (claims: Record<string, unknown>, withExp = true) =>
+      sign(
+        { token_use: 'access', client_id: 'client-a', scope: 'user/*.*', jti: 'j', ...claims },
+        key.privateKey,
+        {
+          algorithm: 'RS256',
+          keyid: key.kid,
+          issuer: settings.jwt.issuer,
+          audience: settings.jwt.audience,
+          ...(withExp ? { expiresIn: 60 } : {}),
+        },
+      );
+    expect(tokens.verifyAccessToken(forge({ sub: '7', sub_type: 'user' }))).toMatchObject({ userId: 7 });
+    expect(tokens.verifyAccessToken(forge({ sub: '7', sub_type: 'user' }, false))).toBeNull();
+    for (const sub of ['0x1', '07', '7.0', ' 7', '1e1', '0', '-7', '99999999999999999', 7]) {
+      expect({ sub, verified: tokens.verifyAccessToken(forge({ sub, sub_type: 'user' })) }).toEqual({
+        sub,
+        verified: null,
+      });
+    }
+    expect(tokens.verifyAccessToken(forge({ sub: 'client-a', sub_type: 'client' }))).toMatchObject({
+      userId: null,
+    });
+    expect(tokens.verifyAccessToken(forge({ sub: 'client-b', sub_type: 'client' }))).toBeNull();
   });
 });

@@ -45,6 +45,7 @@ interface AccessClaims {
  * cannot crowd the cache; the size bound caps its memory (~1 KB per token).
  */
 const VERIFIED_TOKEN_CACHE_MS = 60_000;
+const CANONICAL_USER_ID = /^[1-9]\d{0,15}$/;
 const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
 
 /**
@@ -137,11 +138,16 @@ export class TokenService {
       return null;
     }
     if (claims.token_use !== 'access' || typeof claims.client_id !== 'string') return null;
+    // Every access token we issue expires: one without `exp` (jsonwebtoken would accept it
+    // forever) is not ours.
+    if (typeof claims.exp !== 'number' || !Number.isFinite(claims.exp)) return null;
     let userId: number | null = null;
     if (claims.sub_type === 'user') {
+      // The canonical decimal form we write ("7"), never "0x7", "7.0", " 7" or "1e1".
+      if (typeof claims.sub !== 'string' || !CANONICAL_USER_ID.test(claims.sub)) return null;
       userId = Number(claims.sub);
-      if (!Number.isSafeInteger(userId) || userId <= 0) return null;
-    } else if (claims.sub_type !== 'client') {
+      if (!Number.isSafeInteger(userId)) return null;
+    } else if (claims.sub_type !== 'client' || claims.sub !== claims.client_id) {
       return null;
     }
     return {

@@ -1,0 +1,86 @@
+import type { Server } from 'http';
+import type { Socket } from 'net';
+import { HttpException } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import { isFhirRoute } from './fhir-routes';
+
+/** Routes whose answers carry a token, a code or a secret (SPEC §4.1, §4.2, §5.3). */
+const CREDENTIAL_ROUTE = /^\/(?:user-management\/|oauth2\/|auth\/realms\/)/i;
+/** Bulk export manifests and status answers list signed file links (tokens in their URLs). */
+const EXPORT_LINKS = /\/\$export(?:-status)?(?:\/|$)/i;
+
+/**
+ * Cache-Control for every answer (issue 16 item 7), set before the route runs so that errors get
+ * it too (a route may set its own later): `no-store` (+ `Pragma: no-cache`, RFC 6749 §5.1) where
+ * a token, code or secret can be in the answer; `private` on FHIR data, which is one user's.
+ */
+export function cacheControl(req: Request, res: Response, next: NextFunction): void {
+  if (CREDENTIAL_ROUTE.test(req.path) || EXPORT_LINKS.test(req.path)) {
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Pragma', 'no-cache');
+  } else if (isFhirRoute(req.path)) {
+    res.setHeader('Cache-Control', 'private');
+  }
+  next();
+}
+
+function uriTooLong(length: number, max: number): string {
+  return `the request URL is ${length} characters long; at most ${max} are accepted (send search parameters in a POST _search body)`;
+}
+
+/** 414 for a URL longer than MAX_URL_LENGTH that Node's header limit let through. */
+export function urlLengthLimit(max: number) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    const length = req.originalUrl.length;
+    if (length <= max) return next();
+    next(new HttpException({ error: 'uri_too_long', message: uriTooLong(length, max) }, 414));
+  };
+}
+
+const answered = new WeakSet<Socket>();
+
+/**
+ * Answers requests Node's HTTP parser refuses before any route (its default would be a bare 431,
+ * or a reset while the client is still sending): a request line longer than Node's header limit
+ * → 414, other header overflows → 431, other parse errors → 400. The rest of what the client sends
+ * is read and dropped, so that it receives the answer instead of a connection reset.
+ */
+export function answerParserErrors(server: Server, maxUrlLength: number): void {
+  server.on('clientError', (err: Error & { code?: string; rawPacket?: Buffer }, socket: Socket) => {
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (answered.has(socket) || !socket.writable || inFlight?.headersSent) {
+      if (!answered.has(socket)) socket.destroy();
+      return;
+    }
+    answered.add(socket);
+    const head = err.rawPacket?.toString('latin1') ?? '';
+    const lineEnd = head.indexOf('\r\n');
+    const path = /^[A-Z]+ (\S+)/.exec(head)?.[1] ?? '';
+    let status = 400;
+    let reason = 'Bad Request';
+    let message = 'the request could not be parsed as HTTP/1.1';
+    if (err.code === 'HPE_HEADER_OVERFLOW') {
+      const urlTooLong = lineEnd < 0 || lineEnd > maxUrlLength;
+      [status, reason] = urlTooLong ? [414, 'URI Too Long'] : [431, 'Request Header Fields Too Large'];
+      message = urlTooLong
+        ? uriTooLong(lineEnd < 0 ? head.length : lineEnd, maxUrlLength)
+        : 'the request headers are larger than the server accepts';
+    } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      [status, reason, message] = [408, 'Request Timeout', 'the request was not received in time'];
+    }
+    const fhir = isFhirRoute(path.split('?')[0]);
+    const body = fhir
+      ? JSON.stringify({
+          resourceType: 'OperationOutcome',
+          issue: [{ severity: 'error', code: status === 400 ? 'invalid' : 'too-long', diagnostics: message }],
+        })
+      : JSON.stringify({ error: reason.toLowerCase().replace(/ /g, '_'), message });
+    socket.on('error', () => undefined);
+    socket.resume();
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${fhir ? 'application/fhir+json' : 'application/json'}; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    setTimeout(() => socket.destroy(), 5000).unref();
+  });
+}

@@ -124,6 +124,8 @@ export async function benchSearches(
           connections,
           amount: REQUESTS,
           timeout: 60,
+          // The load generator in a worker thread, off the app's event loop (see bench/read.ts).
+          workers: 1,
           headers: { authorization: auth.Authorization },
         });
         const driver = await measure(REQUESTS, connections, async () => {

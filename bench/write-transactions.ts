@@ -12,7 +12,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import type { Db, Document } from 'mongodb';
+import type { mongo } from 'mongoose';
 import { extractIndex, historyKey, resourceKey } from '../libs/fhir/src';
 import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
 import { inParallel, printTable, startBenchServer } from './lib/bench-server';
@@ -21,6 +21,10 @@ const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 6);
 const PATIENTS = Number(process.env.BENCH_PATIENTS ?? 30);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const BUNDLE = 20;
+
+// The driver Mongoose runs (it may differ from a top-level `mongodb`).
+type Db = mongo.Db;
+type Document = mongo.Document;
 
 type Mode = 'three writes' | 'one transaction';
 

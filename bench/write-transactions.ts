@@ -13,9 +13,6 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { mongo } from 'mongoose';
-
-type Db = mongo.Db;
-type Document = mongo.Document;
 import { extractIndex, historyKey, resourceKey } from '../libs/fhir/src';
 import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
 import { inParallel, printTable, startBenchServer } from './lib/bench-server';
@@ -24,6 +21,10 @@ const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 6);
 const PATIENTS = Number(process.env.BENCH_PATIENTS ?? 30);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const BUNDLE = 20;
+
+// The driver Mongoose runs (it may differ from a top-level `mongodb`).
+type Db = mongo.Db;
+type Document = mongo.Document;
 
 type Mode = 'three writes' | 'one transaction';
 

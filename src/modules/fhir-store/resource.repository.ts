@@ -17,6 +17,8 @@ export interface StoreSearchOptions {
   count?: boolean;
   /** Leave `idx` out of the returned documents (default true: it is large and never served). */
   withoutIndex?: boolean;
+  /** Name of the index to run on (`BuiltSearch.index`: the planner cannot tell multikey selectivity). */
+  hint?: string;
 }
 
 export interface StoreSearchResult {
@@ -160,14 +162,15 @@ export class ResourceRepository implements OnModuleInit {
   ): Promise<StoreSearchResult> {
     const filter = this.searchFilter(ctx, version, options);
     const projection = options.withoutIndex === false ? undefined : WITHOUT_INDEX;
+    const hint = options.hint === undefined ? {} : { hint: options.hint };
     const cursor = this.resources
-      .find(filter, { projection })
+      .find(filter, { projection, ...hint })
       .sort(options.sort ?? { lu: -1, id: 1 })
       .skip(options.skip ?? 0)
       .limit(options.limit);
     const [docs, total] = await Promise.all([
       options.limit > 0 ? cursor.toArray() : Promise.resolve([]),
-      options.count ? this.resources.countDocuments(filter) : Promise.resolve(undefined),
+      options.count ? this.resources.countDocuments(filter, hint) : Promise.resolve(undefined),
     ]);
     return total === undefined ? { docs } : { docs, total };
   }
@@ -176,9 +179,10 @@ export class ResourceRepository implements OnModuleInit {
   countBy(
     ctx: TenantContext,
     version: FhirVersion,
-    options: Pick<StoreSearchOptions, 'type' | 'filter'>,
+    options: Pick<StoreSearchOptions, 'type' | 'filter' | 'hint'>,
   ): Promise<number> {
-    return this.resources.countDocuments(this.searchFilter(ctx, version, { ...options, limit: 0 }));
+    const filter = this.searchFilter(ctx, version, { ...options, limit: 0 });
+    return this.resources.countDocuments(filter, options.hint === undefined ? {} : { hint: options.hint });
   }
 
   private searchFilter(

@@ -1,5 +1,6 @@
 import { clauseCondition, type Filter } from './filter-clauses';
 import type { ParsedSearch, SearchClause } from './parsed-search';
+import { INDEX_NAMES } from './search-index';
 import { escapeRegex } from './text-normalization';
 
 /**
@@ -32,6 +33,8 @@ export interface BuiltSearch {
   sort: Record<string, 1 | -1>;
   chained: ChainedQuery[];
   has: HasQuery[];
+  /** The index to run the search on (a `hint`), when a clause of the search has one: see `indexFor`. */
+  index?: string;
 }
 
 export interface BuildFilterOptions {
@@ -59,6 +62,37 @@ function subQueryFilter(types: readonly string[], clause: SearchClause, now: Dat
 }
 
 const SORT_FIELDS: Readonly<Record<string, string>> = { _id: 'id', _lastUpdated: 'lu' };
+
+/**
+ * Index of a clause's condition, by how few resources such a clause usually matches: a reference
+ * (one patient's resources) before a token (one code, many patients) before a string prefix before a
+ * range. Conditions no index bounds (negations, `:missing`, `:contains`, `:text`, `system|`) have none.
+ */
+const INDEX_BY_SELECTIVITY: ReadonlyArray<[string, (clause: SearchClause) => boolean]> = [
+  [INDEX_NAMES.ref, (c) => c.type === 'reference' && c.modifier !== 'identifier'],
+  [INDEX_NAMES.tok, (c) => (c.type === 'token' && c.modifier === undefined) || c.modifier === 'identifier'],
+  [INDEX_NAMES.uri, (c) => c.type === 'uri' && c.modifier === undefined],
+  [INDEX_NAMES.str, (c) => c.type === 'string' && (c.modifier === undefined || c.modifier === 'exact')],
+  [INDEX_NAMES.bkt, (c) => c.type === 'date' || c.type === 'number' || c.type === 'quantity'],
+];
+
+/**
+ * The index the search runs on. DocumentDB's planner does not know how selective an entry of a
+ * multikey index is: measured at 195,000 resources it ran `Observation?subject=X&date=ge2015&date=lt2020`
+ * on the date buckets (6.4 s) and `subject=X&code=Y` on a tenant-prefix index (2.8 s) rather than on
+ * the references. A hint with the most selective clause's index is standard MongoDB and answers
+ * the same on both engines (MongoDB would mostly pick it by trial anyway). No hint without such a
+ * clause (`_id`, `_lastUpdated` and plain type searches are left to the planner).
+ */
+function indexFor(parsed: ParsedSearch): string | undefined {
+  const indexable = parsed.clauses.filter(
+    (c) => !c.param.startsWith('_') && c.modifier !== 'missing' && c.modifier !== 'not',
+  );
+  for (const [index, serves] of INDEX_BY_SELECTIVITY) if (indexable.some(serves)) return index;
+  if (parsed.chains.length > 0) return INDEX_NAMES.ref;
+  if (parsed.content.length > 0) return INDEX_NAMES.txt;
+  return undefined;
+}
 
 /** `_sort` → MongoDB sort; default newest first; `id` always last so that paging is stable. */
 function buildSort(parsed: ParsedSearch): Record<string, 1 | -1> {
@@ -88,7 +122,7 @@ export function buildFilter(parsed: ParsedSearch, options: BuildFilterOptions = 
     const pointsBack = { 'idx.ref': { $regex: `^${escapeRegex(referencePrefix)}` } };
     return { referencePrefix, filter: subQueryFilter([clause.sourceType], clause.clause, now, pointsBack) };
   });
-  return { filter, sort: buildSort(parsed), chained, has };
+  return { filter, sort: buildSort(parsed), chained, has, index: indexFor(parsed) };
 }
 
 /** Ids of the searched type referenced by the `idx.ref` arrays of the documents a HasQuery matched. */

@@ -59,15 +59,25 @@ export interface SearchIndexSpec {
  * compound index, which this respects. `dtl`, `dth`, `num` and `qty` have no index of their own:
  * `bkt` selects their candidates.
  */
+/** Names of the search indexes (the filter builder hints them, filter-builder.ts `indexFor`). */
+export const INDEX_NAMES = {
+  tok: 'search_tok',
+  str: 'search_str',
+  ref: 'search_ref',
+  uri: 'search_uri',
+  bkt: 'search_range_buckets',
+  txt: 'search_txt',
+} as const;
+
 export function indexSpecs(): SearchIndexSpec[] {
   const tenantType = { v: 1, c: 1, t: 1 } as const;
   return [
-    { key: { ...tenantType, 'idx.tok': 1 }, name: 'search_tok' },
-    { key: { ...tenantType, 'idx.str': 1 }, name: 'search_str' },
-    { key: { ...tenantType, 'idx.ref': 1 }, name: 'search_ref' },
-    { key: { ...tenantType, 'idx.uri': 1 }, name: 'search_uri' },
-    { key: { ...tenantType, 'idx.bkt': 1 }, name: 'search_range_buckets' },
-    { key: { ...tenantType, 'idx.txt': 1 }, name: 'search_txt' },
+    { key: { ...tenantType, 'idx.tok': 1 }, name: INDEX_NAMES.tok },
+    { key: { ...tenantType, 'idx.str': 1 }, name: INDEX_NAMES.str },
+    { key: { ...tenantType, 'idx.ref': 1 }, name: INDEX_NAMES.ref },
+    { key: { ...tenantType, 'idx.uri': 1 }, name: INDEX_NAMES.uri },
+    { key: { ...tenantType, 'idx.bkt': 1 }, name: INDEX_NAMES.bkt },
+    { key: { ...tenantType, 'idx.txt': 1 }, name: INDEX_NAMES.txt },
     // Type-less: $everything, _revinclude and `_type`-less system searches look references up across types.
     { key: { v: 1, c: 1, 'idx.ref': 1 }, name: 'search_ref_any_type' },
   ];

@@ -80,7 +80,7 @@ export class SearchService {
     const warnings = unknownParamsEntry(parsed.unknown);
 
     if (parsed.summary === 'count') {
-      const total = await this.repository.countBy(ctx, version, { filter });
+      const total = await this.repository.countBy(ctx, version, { filter, hint: built.index });
       const links = searchLinks(searchUrl, kept, {
         skip: 0,
         count: parsed.count,
@@ -96,12 +96,13 @@ export class SearchService {
       sort: built.sort,
       skip: parsed.skip,
       limit: parsed.count + 1,
+      hint: built.index,
     });
     const hasNext = docs.length > parsed.count;
     const total =
       parsed.total === 'none'
         ? undefined
-        : await this.totalOf(ctx, version, filter, parsed.skip, docs.length, hasNext);
+        : await this.totalOf(ctx, version, { filter, hint: built.index }, parsed.skip, docs.length, hasNext);
     const matches = docs.slice(0, parsed.count);
     const included = await this.includes.resolve(ctx, version, parsed, matches, base);
     const entries: SearchsetEntry[] = [
@@ -156,13 +157,13 @@ export class SearchService {
   private async totalOf(
     ctx: TenantContext,
     version: FhirVersion,
-    filter: Parameters<ResourceRepository['countBy']>[2]['filter'],
+    query: Parameters<ResourceRepository['countBy']>[2],
     skip: number,
     fetched: number,
     hasNext: boolean,
   ): Promise<number> {
     if (!hasNext && (fetched > 0 || skip === 0)) return skip + fetched;
-    return this.repository.countBy(ctx, version, { filter });
+    return this.repository.countBy(ctx, version, query);
   }
 
   private bundle(input: Parameters<typeof searchsetBundleJson>[0]): FhirReply {

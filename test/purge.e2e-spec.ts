@@ -432,7 +432,7 @@ describe('purge (e2e)', () => {
 });
 
 describe('purge budget (e2e, PURGE_BUDGET_MS=100)', () => {
-  // loading a few hundred resources through bundles takes a while on FerretDB
+  // loading a few hundred resources through bundles takes a while on a busy machine
   jest.setTimeout(300_000);
   let t: TestApp;
   let owner: Owner;

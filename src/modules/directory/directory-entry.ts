@@ -60,9 +60,8 @@ export function foldedWords(value: string): string[] {
 
 /**
  * Every prefix (1..MAX_PREFIX_LENGTH characters) of every word of the searchable fields. Matching
- * a query word is then plain equality on a multikey index (no regex), which both MongoDB and
- * FerretDB run without a scan on MongoDB and lets MongoDB return rows in `sort_name` order straight
- * from the index. Cost: about 8 index keys per word (~60 per entry) — measured in bench/directory.
+ * a query word is then plain equality on a multikey index (no regex): an index scan on MongoDB and
+ * DocumentDB, and on MongoDB rows come in `sort_name` order straight from the index. Cost: about 8 index keys per word (~60 per entry) — measured in bench/directory.
  */
 export function searchPrefixes(words: readonly string[]): string[] {
   const out = new Set<string>();

@@ -219,8 +219,8 @@ export class BundleService {
       (seen.has(key) || plan.ifMatch !== undefined ? single : bulk).push(plan);
       seen.add(key);
     }
-    // New ids are the common case (ids chosen client-side): insert first, with no look-up (a
-    // look-up scans on FerretDB 1.x); the ids that existed come back as conflicts and take the
+    // New ids are the common case (ids chosen client-side): insert first, with no look-up (one
+    // round trip less per bundle); the ids that existed come back as conflicts and take the
     // per-entry path.
     const lastUpdated = new Date();
     const fresh: Array<[WritePlan, ResourceDoc]> = [];

@@ -156,7 +156,7 @@ export class UsersService {
   /**
    * Inserts under a fresh service_user_id. A duplicate key is either the (client, app_user_id)
    * index — a concurrent request created this user: answer "already exists" — or the `_id`, when
-   * the engine's `$inc` is not atomic under concurrency (FerretDB 1.x): take the next id.
+   * an id was taken by a row written by hand or an import: take the next id.
    */
   private async insertWithNewId(
     client: ClientScope,

@@ -53,7 +53,11 @@ describe('export parameters', () => {
 
   it('rejects an unsupported _outputFormat and unsupported parameters unless lenient', () => {
     expect(error(() => parseExportParameters('r4', { _outputFormat: 'text/csv' })).status).toBe(400);
-    expect(parseExportParameters('r4', { _outputFormat: 'ndjson' })).toEqual({ types: null, since: null });
+    expect(parseExportParameters('r4', { _outputFormat: 'ndjson' })).toEqual({
+      types: null,
+      since: null,
+      patients: null,
+    });
     expect(error(() => parseExportParameters('r4', { _typeFilter: 'Observation?code=x' })).message).toContain(
       '_typeFilter',
     );

@@ -32,13 +32,16 @@ class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown
     // Indexes (TTL ones included) are created at start-up, before the first request is served.
     for (const model of Object.values(this.connection.models)) {
       await model.init();
-      // Created here rather than by Mongoose in the background (autoCreate off): creating a
-      // collection can take longer than one request's DB_TIMEOUT_MS on a fresh engine.
-      await model.createCollection({ timeoutMS: 0 } as Record<string, number>);
       const specs = model.schema
         .indexes()
         .map(([key, options]) => ({ key, ...options }) as mongo.IndexDescription);
+      // Indexes first: on DocumentDB, `createIndexes` that creates its collection builds at once
+      // (~40 ms), while on an existing collection, even an empty one, it waits for the background
+      // index builder (1–2 s per call, measured).
       await ensureIndexes(this.connection.db!.collection(model.collection.collectionName), specs);
+      // Then the collection itself when it has no index (autoCreate off): creating a collection can
+      // take longer than one request's DB_TIMEOUT_MS on a fresh engine.
+      await model.createCollection({ timeoutMS: 0 } as Record<string, number>);
     }
   }
 

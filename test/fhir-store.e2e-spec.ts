@@ -28,7 +28,8 @@ describe('FHIR store (e2e)', () => {
   });
 
   beforeAll(async () => {
-    t = await createTestApp(IDENTITY_TEST_ENV);
+    // 50 concurrent writes of one client: above the default in-flight limit (16), which is not under test here
+    t = await createTestApp({ ...IDENTITY_TEST_ENV, CLIENT_MAX_CONCURRENT_REQUESTS: '100' });
     client = await createClient(t);
     other = await createClient(t);
     [alice, bob, mallory] = await Promise.all([

@@ -2,19 +2,39 @@
  * Tenant fairness (issue 16 item 3): does one tenant's heavy data and heavy queries move another
  * tenant's latency? A victim client searches its own small data set by name, first alone
  * (baseline), then while a heavy client stores large Patients (near MAX_RESOURCE_BYTES, up to
- * MAX_ARRAY_LENGTH names) and searches them from many concurrent connections (more than
- * CLIENT_MAX_CONCURRENT_REQUESTS: the excess is answered 429). Target: the victim's p99 moves by
- * at most 2×. Prints a table and writes bench/results/fairness.json.
- * Run: npm run bench -- fairness   (MONGO_URL to use a running database)
+ * MAX_ARRAY_LENGTH names: heavier than the penetration test's three ~477 KB Patients) and searches
+ * them from many concurrent connections (more than CLIENT_MAX_CONCURRENT_REQUESTS: the excess is
+ * answered 429). Target: the victim's p99 moves by at most 2×.
+ *
+ * The server runs in its own process (`node dist/src/main.js`, like `npm start`), so the bench's
+ * own work (sending, receiving) never shares the server's event loop; the heavy tenant's answers
+ * are read to the end but not parsed. The CPU time of the server process in each phase is reported
+ * (from /proc). Prints a table and writes bench/results/fairness.json.
+ * Run: npm run bench -- fairness   (MONGO_URL to use a running database; SERVER_NODE_ARGS to profile)
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBenchUsers, httpJson, printTable, startBenchServer, type BenchUser } from './lib/bench-server';
+import { resolveDatabase } from '../src/database/embedded-database';
+import { parseSettings } from '../src/config/settings';
+import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
+import { httpJson, printTable } from './lib/bench-server';
 
 const VICTIM_PATIENTS = 50;
 const HEAVY_PATIENTS = Number(process.env.FAIRNESS_HEAVY_PATIENTS ?? 6);
 const HEAVY_CONNECTIONS = Number(process.env.FAIRNESS_HEAVY_CONNECTIONS ?? 32);
 const PHASE_MS = Number(process.env.FAIRNESS_PHASE_MS ?? 15_000);
+/** FAIRNESS_IGNORE_RETRY_AFTER=1: the heavy tenant comes back 50 ms after a 429/503 whatever Retry-After says. */
+const IGNORE_RETRY_AFTER = process.env.FAIRNESS_IGNORE_RETRY_AFTER === '1';
+/** Settings of the server that may be varied from the environment (e.g. CLIENT_MAX_CONCURRENT_REQUESTS=4). */
+const PASSED_SETTINGS = [
+  'CLIENT_MAX_CONCURRENT_REQUESTS',
+  'DB_TIMEOUT_MS',
+  'MAX_RESOURCE_BYTES',
+  'MAX_ARRAY_LENGTH',
+  'SEARCH_PAGE_MAX_BYTES',
+];
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -33,55 +53,112 @@ function heavyPatient(i: number, bytes: number, names: number): Record<string, u
   };
 }
 
-async function searchLoop(
-  baseUrl: string,
-  user: BenchUser,
-  path: string,
-  until: number,
-  latencies: number[],
-  statuses: Map<number, number>,
-): Promise<void> {
-  const headers = { Authorization: `Bearer ${user.accessToken}` };
+const agent = new http.Agent({ keepAlive: true, maxSockets: HEAVY_CONNECTIONS + 8 });
+
+/** GET read to the end without parsing (a heavy answer costs the bench as little as possible). */
+function drainGet(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; bytes: number; retryAfter?: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent, headers }, (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, bytes, retryAfter: res.headers['retry-after'] }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+interface LoopStats {
+  latencies: number[];
+  statuses: Map<number, number>;
+  bytes: number;
+}
+
+const newStats = (): LoopStats => ({ latencies: [], statuses: new Map(), bytes: 0 });
+
+async function searchLoop(url: string, token: string, until: number, stats: LoopStats): Promise<void> {
+  const headers = { Authorization: `Bearer ${token}` };
   while (Date.now() < until) {
     const started = performance.now();
-    const res = await httpJson(baseUrl, 'GET', path, undefined, headers);
-    latencies.push(performance.now() - started);
-    statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-    if (res.status === 429) await new Promise((r) => setTimeout(r, 50));
+    const res = await drainGet(url, headers);
+    stats.latencies.push(performance.now() - started);
+    stats.statuses.set(res.status, (stats.statuses.get(res.status) ?? 0) + 1);
+    stats.bytes += res.bytes;
+    if (res.status === 429 || res.status === 503) {
+      // an HTTP client waits as Retry-After says (RFC 9110 §10.2.3); a hostile one comes back at once
+      const waitMs = IGNORE_RETRY_AFTER ? 50 : Number(res.retryAfter ?? 1) * 1000;
+      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(waitMs, until - Date.now()))));
+    }
   }
 }
 
+/** CPU seconds (user + system) a process has used so far. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+}
+
 async function main(): Promise<void> {
-  // the fairness settings may be varied from the environment (e.g. CLIENT_MAX_CONCURRENT_REQUESTS=4)
-  const server = await startBenchServer(
-    Object.fromEntries(
-      ['CLIENT_MAX_CONCURRENT_REQUESTS', 'DB_TIMEOUT_MS', 'MAX_RESOURCE_BYTES', 'MAX_ARRAY_LENGTH']
-        .filter((key) => process.env[key])
-        .map((key) => [key, process.env[key]!]),
-    ),
+  buildIfNeeded();
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-fairness-'));
+  const database = await resolveDatabase(process.env.MONGO_URL, join(dir, 'db'));
+  const passed = Object.fromEntries(
+    PASSED_SETTINGS.filter((key) => process.env[key]).map((key) => [key, process.env[key]!]),
   );
+  const env = {
+    MONGO_URL: database.uri,
+    MONGO_DB: `fairness_${Date.now()}`,
+    DATA_DIR: join(dir, 'data'),
+    LOG_LEVEL: 'error',
+    USER_MGMT_RATE_LIMIT: '10000000',
+    DIRECTORY_SEED: 'false',
+    ...passed,
+  };
+  const settings = parseSettings({ ...env, PORT: '0' });
+  const server = new ServerProcess(env);
   try {
-    const [victim, heavy] = await createBenchUsers(server, 2, 1);
-    const auth = (u: BenchUser) => ({ Authorization: `Bearer ${u.accessToken}` });
+    const clients = ['victim', 'heavy'].map((name) => runCli(['client', 'create', '--name', name], env).json);
+    await server.start();
+    const tokens: string[] = [];
+    for (const [i, client] of clients.entries()) {
+      const res = await httpJson(server.url, 'POST', '/user-management/v1/user', {
+        app_user_id: `fairness-${i}`,
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+      });
+      if (res.status !== 200) throw new Error(`user creation: ${res.status} ${JSON.stringify(res.body)}`);
+      tokens.push(String(res.body.access_token));
+    }
+    const [victimToken, heavyToken] = tokens;
+    const auth = (token: string) => ({ Authorization: `Bearer ${token}` });
     for (let i = 0; i < VICTIM_PATIENTS; i++) {
       const res = await httpJson(
-        server.baseUrl,
+        server.url,
         'POST',
         '/r4/Patient',
         { resourceType: 'Patient', name: [{ family: `Victim${i}`, given: ['Small'] }] },
-        auth(victim),
+        auth(victimToken),
       );
       if (res.status !== 201) throw new Error(`victim load: ${res.status} ${JSON.stringify(res.body)}`);
     }
-    const heavyBytes = Math.floor(server.settings.maxResourceBytes * 0.9);
-    const names = Math.min(server.settings.maxArrayLength, 1000);
+    const heavyBytes = Math.floor(settings.maxResourceBytes * 0.9);
+    const names = Math.min(settings.maxArrayLength, 1000);
     for (let i = 0; i < HEAVY_PATIENTS; i++) {
       const res = await httpJson(
-        server.baseUrl,
+        server.url,
         'POST',
         '/r4/Patient',
         heavyPatient(i, heavyBytes, names),
-        auth(heavy),
+        auth(heavyToken),
       );
       if (res.status !== 201)
         throw new Error(`heavy load: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
@@ -90,60 +167,70 @@ async function main(): Promise<void> {
       `loaded ${VICTIM_PATIENTS} small and ${HEAVY_PATIENTS} heavy Patients (${heavyBytes} bytes, ${names} names each)\n`,
     );
 
-    const victimPath = '/r4/Patient?name=Victim1';
-    const heavyPath = '/r4/Patient?name=Heavy';
+    const victimUrl = `${server.url}/r4/Patient?name=Victim1`;
+    const heavyUrl = `${server.url}/r4/Patient?name=Heavy`;
+    const pid = server.child!.pid!;
     // warm-up: caches, token verification, query plans
-    await searchLoop(server.baseUrl, victim, victimPath, Date.now() + 1000, [], new Map());
+    await searchLoop(victimUrl, victimToken, Date.now() + 1000, newStats());
+    await searchLoop(heavyUrl, heavyToken, Date.now() + 1000, newStats());
 
-    const baseline: number[] = [];
-    const baselineStatus = new Map<number, number>();
-    await searchLoop(server.baseUrl, victim, victimPath, Date.now() + PHASE_MS, baseline, baselineStatus);
+    const load: string[] = [loadAverage()];
+    let cpu = cpuSeconds(pid);
+    const baseline = newStats();
+    await searchLoop(victimUrl, victimToken, Date.now() + PHASE_MS, baseline);
+    const baselineCpu = cpuSeconds(pid) - cpu;
+    load.push(loadAverage());
 
-    const contended: number[] = [];
-    const contendedStatus = new Map<number, number>();
-    const heavyLatencies: number[] = [];
-    const heavyStatus = new Map<number, number>();
+    cpu = cpuSeconds(pid);
+    const contended = newStats();
+    const heavy = newStats();
     const until = Date.now() + PHASE_MS;
     await Promise.all([
-      searchLoop(server.baseUrl, victim, victimPath, until, contended, contendedStatus),
-      ...Array.from({ length: HEAVY_CONNECTIONS }, () =>
-        searchLoop(server.baseUrl, heavy, heavyPath, until, heavyLatencies, heavyStatus),
-      ),
+      searchLoop(victimUrl, victimToken, until, contended),
+      ...Array.from({ length: HEAVY_CONNECTIONS }, () => searchLoop(heavyUrl, heavyToken, until, heavy)),
     ]);
+    const contendedCpu = cpuSeconds(pid) - cpu;
+    load.push(loadAverage());
 
-    const row = (phase: string, lat: number[], statuses: Map<number, number>) => {
-      const sorted = [...lat].sort((a, b) => a - b);
+    const row = (phase: string, stats: LoopStats, cpuS: number) => {
+      const sorted = [...stats.latencies].sort((a, b) => a - b);
       return {
         phase,
-        requests: lat.length,
+        requests: stats.latencies.length,
         p50Ms: percentile(sorted, 50),
         p99Ms: percentile(sorted, 99),
-        statuses: [...statuses.entries()].map(([s, n]) => `${s}×${n}`).join(' '),
+        statuses: [...stats.statuses.entries()].map(([s, n]) => `${s}×${n}`).join(' '),
+        MB: Math.round(stats.bytes / 1e6),
+        serverCpuS: cpuS,
       };
     };
     const rows = [
-      row('victim alone', baseline, baselineStatus),
-      row('victim while heavy tenant runs', contended, contendedStatus),
-      row(`heavy tenant (${HEAVY_CONNECTIONS} connections)`, heavyLatencies, heavyStatus),
+      row('victim alone', baseline, baselineCpu),
+      row('victim while heavy tenant runs', contended, contendedCpu),
+      row(`heavy tenant (${HEAVY_CONNECTIONS} connections)`, heavy, contendedCpu),
     ];
     printTable(rows);
     const ratio = rows[1].p99Ms / rows[0].p99Ms;
-    console.log(`victim p99 ratio (contended / alone): ${ratio.toFixed(2)} (target ≤ 2)`);
+    console.log(`victim p99 ratio (contended / alone): ${ratio.toFixed(2)} (target ≤ 2); load average ${load.join(' → ')}`);
     mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(
       join(__dirname, 'results', 'fairness.json'),
       JSON.stringify(
         {
-          engine: server.engine,
+          engine: database.description ?? database.engine,
           settings: {
-            dbTimeoutMs: server.settings.dbTimeoutMs,
-            clientMaxConcurrentRequests: server.settings.clientMaxConcurrentRequests,
-            maxResourceBytes: server.settings.maxResourceBytes,
-            maxArrayLength: server.settings.maxArrayLength,
+            dbTimeoutMs: settings.dbTimeoutMs,
+            clientMaxConcurrentRequests: settings.clientMaxConcurrentRequests,
+            maxResourceBytes: settings.maxResourceBytes,
+            maxArrayLength: settings.maxArrayLength,
+            ...passed,
           },
           heavyPatients: HEAVY_PATIENTS,
+          heavyPatientBytes: heavyBytes,
           heavyConnections: HEAVY_CONNECTIONS,
+          heavyHonoursRetryAfter: !IGNORE_RETRY_AFTER,
           phaseMs: PHASE_MS,
+          loadAverage: load,
           rows,
           summary: [
             { figure: 'victim p99 ratio (heavy tenant running / alone)', value: ratio, target: '≤ 2' },
@@ -154,7 +241,9 @@ async function main(): Promise<void> {
       ),
     );
   } finally {
-    await server.close();
+    await server.stop();
+    await database.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -34,6 +34,10 @@ export interface Settings {
   maxArrayLength: number;
   /** FHIR requests one client may have in flight at once; more → 429. */
   clientMaxConcurrentRequests: number;
+  /** FHIR response bytes one client is served per second on average (token bucket); over → 429. */
+  clientResponseBytesPerSecond: number;
+  /** A searchset page stops adding matches once their JSON passes this many bytes (at least one match). */
+  searchPageMaxBytes: number;
   /** Longest request URL (path and query) accepted; longer → 414. */
   maxUrlLength: number;
   dbTimeoutMs: number;
@@ -195,6 +199,8 @@ export function parseSettings(env: Env): Settings {
     maxResourceBytes: parseBytes(r, 'MAX_RESOURCE_BYTES', 1024 * 1024),
     maxArrayLength: r.int('MAX_ARRAY_LENGTH', 1000, 1, 10000000),
     clientMaxConcurrentRequests: r.int('CLIENT_MAX_CONCURRENT_REQUESTS', 16, 1, 100000),
+    clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 8 * 1024 * 1024),
+    searchPageMaxBytes: parseBytes(r, 'SEARCH_PAGE_MAX_BYTES', 1024 * 1024),
     dbTimeoutMs: r.int('DB_TIMEOUT_MS', 5000, 100, 120000),
     purgeBudgetMs: r.int('PURGE_BUDGET_MS', 30000, 100, 600000),
     exportFileMaxResources: r.int('EXPORT_FILE_MAX_RESOURCES', 10000, 1, 10000000),

@@ -8,6 +8,11 @@ import { TenantOptions, TenantResolver } from './tenant-resolver';
 
 export const TENANT_OPTIONS = 'tenant:options';
 
+/** Set on FHIR routes by the guard: counts an answer's bytes against the client's share (sendReply). */
+export interface ResponseCharge {
+  chargeResponse?: (bytes: number) => void;
+}
+
 /** The request after the guard: `req.tenant` holds the resolved context. */
 export type TenantRequest = Request & { tenant?: TenantContext };
 
@@ -30,10 +35,11 @@ export class TenantGuard implements CanActivate {
     req.tenant = await this.resolver.resolve(req, opts);
     if (isFhirRoute(req.path)) {
       // held until the answer is written or the connection goes away
-      const release = this.concurrency.acquire(req.tenant.clientId);
+      const slot = this.concurrency.acquire(req.tenant.clientId);
       const res = context.switchToHttp().getResponse<Response>();
-      res.once('finish', release);
-      res.once('close', release);
+      res.once('finish', slot.release);
+      res.once('close', slot.release);
+      (res.locals as ResponseCharge).chargeResponse = slot.charge;
     }
     return true;
   }

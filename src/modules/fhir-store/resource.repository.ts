@@ -40,6 +40,16 @@ type MongoBulkWriteError = mongo.MongoBulkWriteError;
 const DUPLICATE_KEY = 11000;
 const WITHOUT_INDEX = { idx: 0 } as const;
 
+/** The fields of a current document that are served (all but `idx`), for inclusion projections. */
+const SERVED_FIELDS = ['_id', 'v', 'c', 'u', 't', 'id', 'vid', 'lu', 'del'] as const satisfies ReadonlyArray<
+  keyof ResourceDoc
+>;
+
+function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): ResourceDoc {
+  const { size: _size, ...doc } = row;
+  return doc;
+}
+
 /** One document by `_id` within `scope` (a tenant filter, `del: false` …), without its index entries. */
 export function findScoped<T extends { _id: string }>(
   collection: Collection<T>,
@@ -173,6 +183,65 @@ export class ResourceRepository implements OnModuleInit {
       options.count ? this.resources.countDocuments(filter, hint) : Promise.resolve(undefined),
     ]);
     return total === undefined ? { docs } : { docs, total };
+  }
+
+  /**
+   * One searchset page (`page.size` matches from `options.skip`) held to `page.maxBytes` of
+   * resource JSON (tenant fairness, issue 16): the matches in order while their JSON fits, and
+   * always the first one. The engine reports each match's JSON size and returns the JSON itself
+   * only for matches small enough that its whole reply stays within `maxBytes`; the larger
+   * matches that fit are then fetched by `_id`. So a page of near-limit resources costs this
+   * process (BSON decoding on the shared event loop) about `maxBytes`, not `size` times the largest
+   * resource. One more match than the page is looked at: `hasNext` says whether any is left.
+   * Strings are not re-validated as UTF-8 when decoded: every stored JSON was checked on the way
+   * in (body-hygiene.ts), and the check costs about as much as the decoding itself.
+   */
+  async searchPage(
+    ctx: TenantContext,
+    version: FhirVersion,
+    options: Omit<StoreSearchOptions, 'limit' | 'count' | 'withoutIndex'>,
+    page: { size: number; maxBytes: number },
+  ): Promise<{ docs: ResourceDoc[]; hasNext: boolean }> {
+    const size = { $strLenBytes: { $ifNull: ['$json', ''] } };
+    const inlineBytes = Math.floor(page.maxBytes / (page.size + 1));
+    const projection = {
+      ...Object.fromEntries(SERVED_FIELDS.map((field) => [field, 1])),
+      size,
+      json: { $cond: [{ $lte: [size, inlineBytes] }, '$json', '$$REMOVE'] },
+    };
+    const rows = (await this.resources
+      .find(this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }), {
+        projection,
+        enableUtf8Validation: false,
+        ...(options.hint === undefined ? {} : { hint: options.hint }),
+      })
+      .sort(options.sort ?? { lu: -1, id: 1 })
+      .skip(options.skip ?? 0)
+      .limit(page.size + 1)
+      .toArray()) as unknown as Array<ResourceDoc & { size: number }>;
+    let bytes = 0;
+    let kept = 0;
+    while (kept < Math.min(rows.length, page.size) && (kept === 0 || bytes + rows[kept].size <= page.maxBytes))
+      bytes += rows[kept++].size;
+    const hasNext = rows.length > kept;
+    const served = rows.slice(0, kept);
+    const missing = served.filter((row) => typeof row.json !== 'string').map((row) => row._id);
+    const fetched =
+      missing.length === 0
+        ? []
+        : await this.resources
+            .find(
+              { _id: { $in: missing }, ...tenantFilter(ctx), del: false },
+              { projection: WITHOUT_INDEX, enableUtf8Validation: false },
+            )
+            .toArray();
+    const byId = new Map(fetched.map((doc) => [doc._id, doc]));
+    // a match deleted between the two reads is left out, as if the search had run a moment later
+    const docs = served.flatMap((row) => {
+      const doc = typeof row.json === 'string' ? row : byId.get(row._id);
+      return doc ? [withoutSize(doc)] : [];
+    });
+    return { docs, hasNext };
   }
 
   /** Number of current non-deleted resources matching (Bundle.total, `_summary=count`). */

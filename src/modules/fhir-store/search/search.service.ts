@@ -90,20 +90,18 @@ export class SearchService {
       return this.bundle({ total, links, entries: warnings ? [warnings] : [] });
     }
 
-    // One more than the page: tells whether a next page exists without a count (`_total=none`).
-    const { docs } = await this.repository.search(ctx, version, {
-      filter,
-      sort: built.sort,
-      skip: parsed.skip,
-      limit: parsed.count + 1,
-      hint: built.index,
-    });
-    const hasNext = docs.length > parsed.count;
+    // One more than the page is looked at: tells whether a next page exists without a count
+    // (`_total=none`). The page may hold fewer than `_count` matches: SEARCH_PAGE_MAX_BYTES.
+    const { docs: matches, hasNext } = await this.repository.searchPage(
+      ctx,
+      version,
+      { filter, sort: built.sort, skip: parsed.skip, hint: built.index },
+      { size: parsed.count, maxBytes: this.settings.searchPageMaxBytes },
+    );
     const total =
       parsed.total === 'none'
         ? undefined
-        : await this.totalOf(ctx, version, { filter, hint: built.index }, parsed.skip, docs.length, hasNext);
-    const matches = docs.slice(0, parsed.count);
+        : await this.totalOf(ctx, version, { filter, hint: built.index }, parsed.skip, matches.length, hasNext);
     const included = await this.includes.resolve(ctx, version, parsed, matches, base);
     const entries: SearchsetEntry[] = [
       ...matches.map((doc) =>
@@ -112,7 +110,13 @@ export class SearchService {
       ...included.map((doc) => resourceEntry(base, doc, 'include')),
     ];
     if (warnings) entries.push(warnings);
-    const links = searchLinks(searchUrl, kept, { skip: parsed.skip, count: parsed.count, total, hasNext });
+    const links = searchLinks(searchUrl, kept, {
+      skip: parsed.skip,
+      count: parsed.count,
+      total,
+      hasNext,
+      served: matches.length,
+    });
     return this.bundle({ total, links, entries });
   }
 

@@ -32,6 +32,12 @@ export interface PageWindow {
   total?: number;
   /** Whether a later page exists (known without a total by fetching one more). */
   hasNext: boolean;
+  /**
+   * Matches on this page when fewer than `count` were served although more exist (the page
+   * reached SEARCH_PAGE_MAX_BYTES): `next` continues right after them. A server may return fewer
+   * resources than `_count` asks (https://hl7.org/fhir/R4/search.html#count).
+   */
+  served?: number;
 }
 
 /**
@@ -49,7 +55,8 @@ export function searchLinks(searchUrl: string, pairs: SearchPairs, page: PageWin
   ];
   if (page.skip > 0 && page.count > 0)
     links.push({ relation: 'previous', url: url(Math.max(0, page.skip - page.count)) });
-  if (page.count > 0 && page.hasNext) links.push({ relation: 'next', url: url(page.skip + page.count) });
+  if (page.count > 0 && page.hasNext)
+    links.push({ relation: 'next', url: url(page.skip + (page.served ?? page.count)) });
   if (page.total !== undefined) {
     const last =
       page.total === 0 || page.count === 0 ? 0 : Math.floor((page.total - 1) / page.count) * page.count;

@@ -17,6 +17,20 @@ import { indexPlugin } from './index-plugin';
 
 export const DATABASE_HANDLE = Symbol('DATABASE_HANDLE');
 
+/**
+ * Server selection gets a quarter of DB_TIMEOUT_MS. The operation's own deadline (CSOT
+ * `timeoutMS`) bounds its first selection, but when an attempt fails with a retryable error the
+ * driver selects the server for the retry without that deadline, on `serverSelectionTimeoutMS`
+ * alone (mongodb 6.22, operations/execute_operation.js `tryOperation`). That is what a hung
+ * database does: a connection being opened times out, the pool is cleared, every request waiting
+ * for a connection retries, and the server is unknown by then. With the whole DB_TIMEOUT_MS there,
+ * such requests answered after two deadlines (test/database-hang.e2e-spec.ts); with a quarter,
+ * within 1.25 of one. A database that is known to be away is thus reported sooner, too.
+ */
+export function serverSelectionTimeoutMs(dbTimeoutMs: number): number {
+  return Math.max(100, Math.floor(dbTimeoutMs / 4));
+}
+
 /** Logs the engine chosen, ensures indexes, and stops an embedded engine on shutdown. */
 class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Database');
@@ -66,7 +80,7 @@ export class DatabaseModule {
             // Fail fast instead of queueing when the database is away (→ 503), and reconnect
             // by ourselves when it comes back (the driver's monitor does that).
             bufferCommands: false,
-            serverSelectionTimeoutMS: settings.dbTimeoutMs,
+            serverSelectionTimeoutMS: serverSelectionTimeoutMs(settings.dbTimeoutMs),
             socketTimeoutMS: 0,
             connectTimeoutMS: settings.dbTimeoutMs,
             // One deadline per operation (driver CSOT), server selection, connection checkout and

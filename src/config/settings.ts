@@ -199,7 +199,7 @@ export function parseSettings(env: Env): Settings {
     maxResourceBytes: parseBytes(r, 'MAX_RESOURCE_BYTES', 1024 * 1024),
     maxArrayLength: r.int('MAX_ARRAY_LENGTH', 1000, 1, 10000000),
     clientMaxConcurrentRequests: r.int('CLIENT_MAX_CONCURRENT_REQUESTS', 16, 1, 100000),
-    clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 8 * 1024 * 1024),
+    clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 4 * 1024 * 1024),
     searchPageMaxBytes: parseBytes(r, 'SEARCH_PAGE_MAX_BYTES', 1024 * 1024),
     dbTimeoutMs: r.int('DB_TIMEOUT_MS', 5000, 100, 120000),
     purgeBudgetMs: r.int('PURGE_BUDGET_MS', 30000, 100, 600000),

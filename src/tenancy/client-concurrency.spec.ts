@@ -1,0 +1,81 @@
+import { OperationOutcomeError } from '@app/fhir';
+import type { Settings } from '../config/settings';
+import { ClientConcurrency } from './client-concurrency';
+
+function limiter(rate: number, concurrent = 16): ClientConcurrency {
+  return new ClientConcurrency({
+    clientMaxConcurrentRequests: concurrent,
+    clientResponseBytesPerSecond: rate,
+  } as Settings);
+}
+
+function refusal(fn: () => unknown): { status?: number; retryAfter?: string; message: string } {
+  try {
+    fn();
+  } catch (error) {
+    const e = error as OperationOutcomeError;
+    return { status: e.status, retryAfter: e.headers?.['Retry-After'], message: e.message };
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('ClientConcurrency', () => {
+  const now = 1_000_000;
+  beforeEach(() => jest.useFakeTimers({ now }));
+  afterEach(() => jest.useRealTimers());
+
+  it('refuses the request over CLIENT_MAX_CONCURRENT_REQUESTS; a released slot is free again, released once', () => {
+    const c = limiter(0, 2);
+    const a = c.acquire('c1');
+    c.acquire('c1');
+    expect(refusal(() => c.acquire('c1'))).toMatchObject({ status: 429, retryAfter: '1' });
+    expect(() => c.acquire('c2')).not.toThrow();
+    a.release();
+    a.release();
+    c.acquire('c1');
+    expect(refusal(() => c.acquire('c1')).status).toBe(429);
+  });
+
+  it('a client served past its one-second share waits until it has refilled (Retry-After from the debt)', () => {
+    const c = limiter(1000);
+    const first = c.acquire('c1');
+    first.charge(3500); // 1000 of burst: 2500 in debt
+    first.release();
+    const refused = refusal(() => c.acquire('c1'));
+    expect(refused).toMatchObject({ status: 429, retryAfter: '3' });
+    expect(refused.message).toMatch(/CLIENT_RESPONSE_BYTES_PER_SECOND/);
+    expect(() => c.acquire('c2').release()).not.toThrow();
+    jest.setSystemTime(now + 2400);
+    expect(refusal(() => c.acquire('c1')).retryAfter).toBe('1');
+    jest.setSystemTime(now + 2600);
+    expect(() => c.acquire('c1')).not.toThrow();
+  });
+
+  it('each admitted request reserves the mean answer size: large answers cannot all start at once', () => {
+    const c = limiter(10_000);
+    const warm = c.acquire('c1');
+    warm.charge(4000); // mean 1000 (a quarter of the first answer), share 6000
+    warm.release();
+    jest.setSystemTime(now + 1000); // refilled to the burst, mean kept
+    const admitted: Array<ReturnType<ClientConcurrency['acquire']>> = [];
+    for (let i = 0; i < 20; i++) {
+      try {
+        admitted.push(c.acquire('c1'));
+      } catch {
+        break;
+      }
+    }
+    expect(admitted).toHaveLength(10); // 10 × 1000 reserved empties the 10,000 burst
+    // a request that ends without an answer (an error) gives its reservation back
+    admitted.forEach((slot) => slot.release());
+    expect(() => c.acquire('c1')).not.toThrow();
+  });
+
+  it('CLIENT_RESPONSE_BYTES_PER_SECOND=0 turns the byte share off', () => {
+    const c = limiter(0);
+    const slot = c.acquire('c1');
+    slot.charge(1e12);
+    slot.release();
+    expect(() => c.acquire('c1')).not.toThrow();
+  });
+});

@@ -211,7 +211,9 @@ async function main(): Promise<void> {
     ];
     printTable(rows);
     const ratio = rows[1].p99Ms / rows[0].p99Ms;
-    console.log(`victim p99 ratio (contended / alone): ${ratio.toFixed(2)} (target ≤ 2); load average ${load.join(' → ')}`);
+    console.log(
+      `victim p99 ratio (contended / alone): ${ratio.toFixed(2)} (target ≤ 2); load average ${load.join(' → ')}`,
+    );
     mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(
       join(__dirname, 'results', 'fairness.json'),

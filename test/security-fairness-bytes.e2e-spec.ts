@@ -66,11 +66,14 @@ describe('security: searchset pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => 
     const pages: any[] = [];
     let path: string | undefined = first;
     while (path && pages.length < 20) {
-      const res = await request(t.server).get(path).set(bearer(alice.access_token)).expect(200);
+      const res: request.Response = await request(t.server)
+        .get(path)
+        .set(bearer(alice.access_token))
+        .expect(200);
       pages.push(res.body);
-      const next = (res.body.link as Array<{ relation: string; url: string }>).find(
-        (l) => l.relation === 'next',
-      );
+      const next: { url: string } | undefined = (
+        res.body.link as Array<{ relation: string; url: string }>
+      ).find((l) => l.relation === 'next');
       path = next ? pathOf(next.url) : undefined;
     }
     return pages;

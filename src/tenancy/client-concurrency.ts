@@ -97,7 +97,9 @@ export class ClientConcurrency {
     if (this.settings.clientResponseBytesPerSecond <= 0 || (bytes === 0 && answerBytes === undefined)) return;
     const share = this.shareNow(clientId, now);
     const meanBytes =
-      answerBytes === undefined ? share.meanBytes : share.meanBytes + MEAN_WEIGHT * (answerBytes - share.meanBytes);
+      answerBytes === undefined
+        ? share.meanBytes
+        : share.meanBytes + MEAN_WEIGHT * (answerBytes - share.meanBytes);
     this.shares.set(clientId, { bytes: share.bytes - bytes, at: now, meanBytes });
     if (this.shares.size > MAX_SHARES) this.forgetIdle(now);
   }

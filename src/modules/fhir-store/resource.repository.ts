@@ -221,7 +221,10 @@ export class ResourceRepository implements OnModuleInit {
       .toArray()) as unknown as Array<ResourceDoc & { size: number }>;
     let bytes = 0;
     let kept = 0;
-    while (kept < Math.min(rows.length, page.size) && (kept === 0 || bytes + rows[kept].size <= page.maxBytes))
+    while (
+      kept < Math.min(rows.length, page.size) &&
+      (kept === 0 || bytes + rows[kept].size <= page.maxBytes)
+    )
       bytes += rows[kept++].size;
     const hasNext = rows.length > kept;
     const served = rows.slice(0, kept);

@@ -101,7 +101,14 @@ export class SearchService {
     const total =
       parsed.total === 'none'
         ? undefined
-        : await this.totalOf(ctx, version, { filter, hint: built.index }, parsed.skip, matches.length, hasNext);
+        : await this.totalOf(
+            ctx,
+            version,
+            { filter, hint: built.index },
+            parsed.skip,
+            matches.length,
+            hasNext,
+          );
     const included = await this.includes.resolve(ctx, version, parsed, matches, base);
     const entries: SearchsetEntry[] = [
       ...matches.map((doc) =>

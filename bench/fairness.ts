@@ -85,7 +85,11 @@ async function searchLoop(url: string, token: string, until: number, stats: Loop
   const headers = { Authorization: `Bearer ${token}` };
   while (Date.now() < until) {
     const started = performance.now();
-    const res = await drainGet(url, headers);
+    // a kept-alive socket the server closed while it was idle: an HTTP client sends a GET again
+    const res = await drainGet(url, headers).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ECONNRESET') throw error;
+      return drainGet(url, headers);
+    });
     stats.latencies.push(performance.now() - started);
     stats.statuses.set(res.status, (stats.statuses.get(res.status) ?? 0) + 1);
     stats.bytes += res.bytes;

@@ -91,18 +91,27 @@ export class SearchService {
     }
 
     // One more than the page: tells whether a next page exists without a count (`_total=none`).
+    // The count, when a total is wanted, runs beside the page query (both read the same matches;
+    // on DocumentDB the page query sorts them all, see docs/storage.md) and is used only when the
+    // page does not tell the total itself.
+    const query = { filter, hint: built.index };
+    // Settled at once so that a count nobody waits for (last page) cannot be an unhandled rejection.
+    const counting =
+      parsed.total === 'none'
+        ? undefined
+        : this.repository.countBy(ctx, version, query).then(
+            (count) => ({ count }),
+            (error: unknown) => ({ error }),
+          );
     const { docs } = await this.repository.search(ctx, version, {
-      filter,
+      ...query,
       sort: built.sort,
       skip: parsed.skip,
       limit: parsed.count + 1,
-      hint: built.index,
     });
     const hasNext = docs.length > parsed.count;
     const total =
-      parsed.total === 'none'
-        ? undefined
-        : await this.totalOf(ctx, version, { filter, hint: built.index }, parsed.skip, docs.length, hasNext);
+      counting === undefined ? undefined : await this.totalOf(counting, parsed.skip, docs.length, hasNext);
     const matches = docs.slice(0, parsed.count);
     const included = await this.includes.resolve(ctx, version, parsed, matches, base);
     const entries: SearchsetEntry[] = [
@@ -152,18 +161,18 @@ export class SearchService {
 
   /**
    * Bundle.total: known without a count when the last page is reached (most patient-scoped
-   * searches fit one page), which saves the second pass over the matches a count is.
+   * searches fit one page); else the count started beside the page query.
    */
   private async totalOf(
-    ctx: TenantContext,
-    version: FhirVersion,
-    query: Parameters<ResourceRepository['countBy']>[2],
+    counting: Promise<{ count: number } | { error: unknown }>,
     skip: number,
     fetched: number,
     hasNext: boolean,
   ): Promise<number> {
     if (!hasNext && (fetched > 0 || skip === 0)) return skip + fetched;
-    return this.repository.countBy(ctx, version, query);
+    const counted = await counting;
+    if ('error' in counted) throw counted.error;
+    return counted.count;
   }
 
   private bundle(input: Parameters<typeof searchsetBundleJson>[0]): FhirReply {

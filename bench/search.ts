@@ -6,7 +6,11 @@
  * monitoring and replayed in order, same concurrency and request count). Target: API p99 < 50 ms.
  * Prints a table and writes bench/results/search.json. Run: npm run bench -- search
  *   BENCH_COPIES=<n>, BENCH_PATIENTS=<n> (patients per copy, default 100),
- *   SEARCH_BENCH_REQUESTS=<n> per search and concurrency (default 400).
+ *   SEARCH_BENCH_REQUESTS=<n> per search and concurrency (default 400),
+ *   BENCH_DB=<name> keeps the loaded database; a later run with the same name measures its data
+ *   again without loading (bench-server.ts `reuseBenchUsers`),
+ *   SEARCH_BENCH_PROFILE=1 one request at a time instead: API median and, per command the app
+ *   sent, the engine's own time (`explain` executionStats).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -242,6 +246,9 @@ async function main(): Promise<void> {
   // METRICS_ENABLED: driver command monitoring, which records the app's queries for the replay.
   const server = await startBenchServer({
     DB_TIMEOUT_MS: '60000',
+    // One client drives 32 connections here: the per-client in-flight limit (default 16, then 429)
+    // is not under test (bench/fairness.ts measures it).
+    CLIENT_MAX_CONCURRENT_REQUESTS: '1000',
     DIRECTORY_SEED: 'false',
     METRICS_ENABLED: 'true',
   });

@@ -192,7 +192,8 @@ export async function benchSearches(
             for (const query of recorded) {
               // A raw find/aggregate leaves its cursor open past the first batch: closed here, as
               // the app's driver does (an open cursor pins one of the engine's connections).
-              const answer = await db.command(query.command);
+              // promoteLongs off: the cursor id goes back as the int64 the engine sent.
+              const answer = await db.command(query.command, { promoteLongs: false });
               const cursorId = (answer as { cursor?: { id?: unknown } }).cursor?.id;
               if (cursorId && String(cursorId) !== '0')
                 await db.command({ killCursors: query.collection, cursors: [cursorId] });

@@ -176,7 +176,7 @@ export class SearchService {
         (count) => ({ count }),
         (error: unknown) => ({ error }),
       ));
-    const timer = setTimeout(start, COUNT_BESIDE_AFTER_MS);
+    const timer = setTimeout(() => void start(), COUNT_BESIDE_AFTER_MS);
     return {
       stopIfNotStarted: () => clearTimeout(timer),
       count: async (): Promise<number> => {

@@ -76,6 +76,24 @@ async function driverDownload(
   };
 }
 
+interface ServerMemory {
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+}
+
+/** MB figures from the server's /metrics (METRICS_ENABLED). */
+async function serverMemory(url: string): Promise<ServerMemory> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const metric = (name: string) =>
+    Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1048576;
+  return {
+    heapUsed: metric('nodejs_heap_size_used_bytes'),
+    heapTotal: metric('nodejs_heap_size_total_bytes'),
+    external: metric('nodejs_external_memory_bytes'),
+  };
+}
+
 async function main(): Promise<void> {
   buildIfNeeded();
   const dir = mkdtempSync(join(tmpdir(), 'bench-export-'));
@@ -88,6 +106,7 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
     USER_MGMT_RATE_LIMIT: '1000000',
     EXPORT_LINK_TTL: '86400',
+    METRICS_ENABLED: 'true',
   };
   const mongo = await MongoClient.connect(database.uri);
   const server = new ServerProcess(env);
@@ -150,6 +169,15 @@ async function main(): Promise<void> {
     const baselineRss = rssMb(pid);
     let peakRss = baselineRss;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 50);
+    // where the server's memory is (prom-client's process metrics), at its largest during the download
+    const memoryBefore = await serverMemory(server.url);
+    const memoryPeak = { ...memoryBefore };
+    const memorySampler = setInterval(() => {
+      void serverMemory(server.url).then((m) => {
+        for (const k of Object.keys(m) as Array<keyof ServerMemory>)
+          memoryPeak[k] = Math.max(memoryPeak[k], m[k]);
+      });
+    }, 250);
 
     const manifestTimes: number[] = [];
     let manifest: { output: Array<{ type: string; url: string; count: number }> } | undefined;
@@ -190,6 +218,7 @@ async function main(): Promise<void> {
     );
     const downloadMs = performance.now() - downloadStart;
     clearInterval(sampler);
+    clearInterval(memorySampler);
     const driver = await driverDownload(collection, client_id, [...new Set(files.map((f) => f.type))]);
     const downloaded = perConnection.reduce((n, c) => n + c.resources, 0);
     const bytes = perConnection.reduce((n, c) => n + c.bytes, 0);
@@ -244,6 +273,9 @@ async function main(): Promise<void> {
     row('API / driver', result.ratioToDriver.toFixed(2));
     row('server RSS baseline / peak', `${baselineRss.toFixed(0)} / ${peakRss.toFixed(0)} MB`);
     row('server RSS growth', `${result.serverRssGrowthMb.toFixed(0)} MB`);
+    for (const k of Object.keys(memoryBefore) as Array<keyof ServerMemory>) {
+      row(`  ${k} before / peak`, `${memoryBefore[k].toFixed(0)} / ${memoryPeak[k].toFixed(0)} MB`);
+    }
     writeFileSync(join(root, 'bench', 'results', 'export.json'), JSON.stringify(result, null, 2));
   } finally {
     await server.stop();

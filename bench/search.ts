@@ -6,7 +6,11 @@
  * monitoring and replayed in order, same concurrency and request count). Target: API p99 < 50 ms.
  * Prints a table and writes bench/results/search.json. Run: npm run bench -- search
  *   BENCH_COPIES=<n>, BENCH_PATIENTS=<n> (patients per copy, default 100),
- *   SEARCH_BENCH_REQUESTS=<n> per search and concurrency (default 400).
+ *   SEARCH_BENCH_REQUESTS=<n> per search and concurrency (default 400),
+ *   BENCH_DB=<name> keeps the loaded database; a later run with the same name measures its data
+ *   again without loading (bench-server.ts `reuseBenchUsers`),
+ *   SEARCH_BENCH_PROFILE=1 one request at a time instead: API median and, per command the app
+ *   sent, the engine's own time (`explain` executionStats).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -19,6 +23,7 @@ import {
   httpJson,
   inParallel,
   printTable,
+  reuseBenchUsers,
   startBenchServer,
   type BenchServer,
   type BenchUser,
@@ -55,6 +60,54 @@ function searches(
     ['Patient/$everything first page', `/r4/Patient/${p}/$everything`],
     ['Observation _sort=-date', `/r4/Observation?subject=Patient/${p}&_sort=-date`],
   ];
+}
+
+/**
+ * SEARCH_BENCH_PROFILE=1: instead of the loaded runs, one search at a time (a quieter figure on a
+ * shared machine): the median of sequential API requests, and the engine's own time for each
+ * command the app sent (`explain` with executionStats: milliseconds and documents examined).
+ */
+const PROFILE = process.env.SEARCH_BENCH_PROFILE === '1';
+const PROFILE_REQUESTS = 25;
+
+async function profileSearch(
+  server: BenchServer,
+  name: string,
+  path: string,
+  auth: Record<string, string>,
+  recorded: readonly RecordedQuery[],
+  total: number | string,
+): Promise<Record<string, string | number>> {
+  const latencies: number[] = [];
+  for (let i = 0; i < PROFILE_REQUESTS; i++) {
+    const begin = process.hrtime.bigint();
+    await httpJson(server.baseUrl, 'GET', path, undefined, auth);
+    latencies.push(Number(process.hrtime.bigint() - begin) / 1e6);
+  }
+  latencies.sort((a, b) => a - b);
+  const engine: string[] = [];
+  let engineMs = 0;
+  for (const query of recorded) {
+    const explain = (await server.connection.db!.command({
+      explain: query.command,
+      verbosity: 'executionStats',
+    })) as {
+      executionStats?: { executionTimeMillis?: number; totalDocsExamined?: number; nReturned?: number };
+    };
+    const stats = explain.executionStats ?? {};
+    engineMs += stats.executionTimeMillis ?? 0;
+    engine.push(
+      `${Object.keys(query.command)[0]} ${Math.round(stats.executionTimeMillis ?? 0)}ms/${stats.totalDocsExamined ?? '?'}ex/${stats.nReturned ?? '?'}ret`,
+    );
+  }
+  return {
+    search: name,
+    total,
+    queries: recorded.length,
+    'API median ms': Math.round(latencies[Math.floor(latencies.length / 2)] * 10) / 10,
+    'engine ms': Math.round(engineMs * 10) / 10,
+    commands: engine.join(', '),
+  };
 }
 
 interface Latency {
@@ -118,6 +171,10 @@ export async function benchSearches(
           throw new Error(`${path}: ${probe.status} ${JSON.stringify(probe.body).slice(0, 300)}`);
         total = probe.body.total ?? '';
       });
+      if (PROFILE) {
+        rows.push(await profileSearch(server, name, path, auth, recorded, total));
+        continue;
+      }
       for (const connections of CONCURRENCY) {
         const api = await autocannon({
           url: `${server.baseUrl}${path}`,
@@ -132,7 +189,15 @@ export async function benchSearches(
         let driver: Latency = { perSecond: Number.NaN, p50: Number.NaN, p99: Number.NaN };
         try {
           driver = await measure(REQUESTS, connections, async () => {
-            for (const query of recorded) await db.command(query.command);
+            for (const query of recorded) {
+              // A raw find/aggregate leaves its cursor open past the first batch: closed here, as
+              // the app's driver does (an open cursor pins one of the engine's connections).
+              // promoteLongs off: the cursor id goes back as the int64 the engine sent.
+              const answer = await db.command(query.command, { promoteLongs: false });
+              const cursorId = (answer as { cursor?: { id?: unknown } }).cursor?.id;
+              if (cursorId && String(cursorId) !== '0')
+                await db.command({ killCursors: query.collection, cursors: [cursorId] });
+            }
           });
         } catch (error) {
           process.stderr.write(`${name} @${connections}: driver replay failed: ${String(error)}\n`);
@@ -163,6 +228,7 @@ export async function benchSearches(
           .join(' ')}\n`,
     );
     printTable(rows);
+    if (PROFILE) return;
     const summary = rows.map((r) => ({
       figure: `${r.search} @${r.conns} p99`,
       value: r['API p99'],
@@ -181,10 +247,30 @@ async function main(): Promise<void> {
   // METRICS_ENABLED: driver command monitoring, which records the app's queries for the replay.
   const server = await startBenchServer({
     DB_TIMEOUT_MS: '60000',
+    // One client drives 32 connections here: the per-client in-flight limit (default 16, then 429)
+    // is not under test (bench/fairness.ts measures it).
+    CLIENT_MAX_CONCURRENT_REQUESTS: '1000',
     DIRECTORY_SEED: 'false',
     METRICS_ENABLED: 'true',
   });
   try {
+    // A kept database (BENCH_DB) that was loaded before: measure again on its data.
+    const resources = server.connection.db!.collection('resources');
+    const reused = await reuseBenchUsers(server, USERS);
+    if (reused.length > 0) {
+      const stored = await resources.countDocuments({ t: { $ne: 'Provenance' } });
+      const [first] = await resources.find({}).sort({ lu: 1 }).limit(1).toArray();
+      const [middle] = await resources
+        .find({})
+        .sort({ lu: 1 })
+        .skip(Math.floor((await resources.countDocuments()) / 2))
+        .limit(1)
+        .toArray();
+      process.stderr.write(`engine ${server.engine}; reusing ${stored} resources of ${server.dbName}\n`);
+      const load = { resources: stored, resourcesPerSecond: Number.NaN } as SyntheaLoadResult;
+      await benchSearches(server, reused, load, first.lu.toISOString(), middle.lu.toISOString());
+      return;
+    }
     const users = await createBenchUsers(server, 1, USERS);
     process.stderr.write(`engine ${server.engine}; loading ${COPIES} copies of the sample\n`);
     const loadStarted = new Date().toISOString();

@@ -65,6 +65,18 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
     expect(all.filter((r) => otherObservations.includes(r.id))).toEqual([]);
   });
 
+  it('pages of any size walk the same sequence (the Patient and referenced resources merged at their place)', async () => {
+    const path = `/r4/Patient/${records[0].patientId}/$everything`;
+    const key = (r: any) => `${r.resourceType}/${r.id}`;
+    const whole = (await walk(`${path}?_count=100`)).map(key);
+    for (const count of [1, 7]) expect((await walk(`${path}?_count=${count}`)).map(key)).toEqual(whole);
+    // a page that starts on the Patient itself
+    const at = whole.indexOf(`Patient/${records[0].patientId}`);
+    const page = await get(`${path}?_count=2&_skip=${at}`).expect(200);
+    expect(page.body.entry.map((e: any) => key(e.resource))).toEqual(whole.slice(at, at + 2));
+    expect(page.body.total).toBe(whole.length);
+  });
+
   it('_type, _count, _since, start/end', async () => {
     const record = records[0];
     const path = `/r4/Patient/${record.patientId}/$everything`;

@@ -11,6 +11,8 @@ import { parseSettings, type Settings } from '../../src/config/settings';
 import { createApp } from '../../src/create-app';
 import { resolveDatabase, type DatabaseHandle } from '../../src/database/embedded-database';
 import { ClientsService } from '../../src/modules/auth/clients/clients.service';
+import { GrantService } from '../../src/modules/auth/tokens/grant.service';
+import { UsersService } from '../../src/modules/users/users.service';
 
 /**
  * Shared benchmark plumbing: the real app on a real HTTP port, on `MONGO_URL` or an embedded
@@ -33,7 +35,10 @@ export interface BenchServer {
 export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
   const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-db-'));
   const database = await resolveDatabase(process.env.MONGO_URL, dir);
-  const dbName = `bench_${randomBytes(4).toString('hex')}`;
+  // BENCH_DB names a database that is kept after the run (and reused by the next): benchmarks
+  // that load data can then measure again without loading it again (see reuseBenchUsers).
+  const kept = process.env.BENCH_DB;
+  const dbName = kept ?? `bench_${randomBytes(4).toString('hex')}`;
   const settings = parseSettings({
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
     USER_MGMT_RATE_LIMIT: '10000000',
@@ -56,7 +61,7 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
     engine,
     dbName,
     close: async () => {
-      await connection.dropDatabase().catch(() => undefined);
+      if (kept === undefined) await connection.dropDatabase().catch(() => undefined);
       await app.close();
       await database.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -80,13 +85,34 @@ export interface BenchUser {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-/** A JSON request over a keep-alive connection (lighter than fetch on a 2-core machine). */
-export function httpJson(
+/**
+ * A JSON request over a keep-alive connection (lighter than fetch on a 2-core machine). A reused
+ * socket the server closed while this process was busy (its keep-alive timeout passed during a
+ * long synchronous step) fails with ECONNRESET before anything was processed: sent again once on
+ * a new socket (https://nodejs.org/api/http.html#requestreusedsocket).
+ */
+export async function httpJson(
   baseUrl: string,
   method: string,
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
+  try {
+    return await httpJsonOnce(baseUrl, method, path, body, headers);
+  } catch (error) {
+    if ((error as { staleSocket?: boolean }).staleSocket)
+      return httpJsonOnce(baseUrl, method, path, body, headers);
+    throw error;
+  }
+}
+
+function httpJsonOnce(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
 ): Promise<{ status: number; body: any }> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
@@ -117,7 +143,10 @@ export function httpJson(
         });
       },
     );
-    req.on('error', reject);
+    req.on('error', (error: Error & { code?: string; staleSocket?: boolean }) => {
+      if (req.reusedSocket && error.code === 'ECONNRESET') error.staleSocket = true;
+      reject(error);
+    });
     if (payload) req.write(payload);
     req.end();
   });
@@ -148,6 +177,31 @@ export async function createBenchUsers(
         accessToken: String(res.body.access_token),
       });
     }
+  }
+  return out;
+}
+
+/**
+ * The users `createBenchUsers` made in an earlier run on a kept database (BENCH_DB), with fresh
+ * access tokens; empty when that database holds no resources.
+ */
+export async function reuseBenchUsers(server: BenchServer, users: number): Promise<BenchUser[]> {
+  // The client that owns the stored resources (an interrupted earlier run may have made others).
+  const owner = await server.connection.db!.collection('resources').findOne({}, { projection: { c: 1 } });
+  if (!owner) return [];
+  const clientId = String(owner.c);
+  const grants = server.app.get(GrantService);
+  const out: BenchUser[] = [];
+  for (let u = 0; u < users; u++) {
+    const appUserId = `bench-0-${u}`;
+    const user = await server.app.get(UsersService).findUserByAppUserId(clientId, appUserId);
+    if (!user) return [];
+    const tokens = await grants.issueUserTokens(
+      { clientId },
+      { userId: user.service_user_id, appUserId },
+      grants.userScopes(undefined),
+    );
+    out.push({ clientId, serviceUserId: user.service_user_id, accessToken: tokens.access_token });
   }
   return out;
 }

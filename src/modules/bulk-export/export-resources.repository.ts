@@ -167,7 +167,10 @@ export class ExportResourcesRepository {
       .batchSize(400);
     return {
       async *[Symbol.asyncIterator]() {
-        for await (const doc of cursor) yield storedJsonBytes(doc as unknown as Uint8Array);
+        // whole batches: hasNext() fetches the next one when the buffer is empty
+        while (await cursor.hasNext()) {
+          yield cursor.readBufferedDocuments().map((doc) => storedJsonBytes(doc as unknown as Uint8Array));
+        }
       },
       close: () => cursor.close(),
     };

@@ -11,7 +11,7 @@ function fakeCursor(total: number, size: number) {
     async *[Symbol.asyncIterator]() {
       for (let i = 0; i < total && !state.closed; i += 1) {
         state.pulled += 1;
-        yield i === 3 ? null : line;
+        yield [i === 3 ? null : line];
       }
     },
     close: async () => {

@@ -21,10 +21,34 @@ function writable(res: Response): Promise<void> {
   });
 }
 
-/** The UTF-8 bytes of each stored resource (null for a tombstone, which is skipped). */
+/**
+ * The UTF-8 bytes of each stored resource (null for a tombstone, which is skipped), a batch at a
+ * time: one await per database batch, not per line.
+ */
 export interface LineSource {
-  [Symbol.asyncIterator](): AsyncIterator<Uint8Array | null>;
+  [Symbol.asyncIterator](): AsyncIterator<ReadonlyArray<Uint8Array | null>>;
   close(): Promise<void>;
+}
+
+/** The lines of one batch, each followed by a newline, as chunks of about CHUNK_BYTES. */
+function packLines(batch: ReadonlyArray<Uint8Array | null>): { chunks: Buffer[]; lines: number } {
+  const chunks: Buffer[] = [];
+  let parts: Uint8Array[] = [];
+  let partBytes = 0;
+  let lines = 0;
+  for (const line of batch) {
+    if (line === null) continue;
+    parts.push(line, NEWLINE);
+    partBytes += line.length + 1;
+    lines += 1;
+    if (partBytes >= CHUNK_BYTES) {
+      chunks.push(Buffer.concat(parts, partBytes));
+      parts = [];
+      partBytes = 0;
+    }
+  }
+  if (partBytes > 0) chunks.push(Buffer.concat(parts, partBytes));
+  return { chunks, lines };
 }
 
 /**
@@ -48,32 +72,24 @@ export async function streamNdjson(
   res.setHeader('Cache-Control', 'no-store');
   let lines = 0;
   let bytes = 0;
-  // the lines of the next chunk: views into the driver's reply buffers, copied once by concat
-  let parts: Uint8Array[] = [];
-  let partBytes = 0;
-  const flush = (): boolean => {
-    const chunk = Buffer.concat(parts, partBytes);
-    parts = [];
-    partBytes = 0;
-    bytes += chunk.length;
-    return res.write(chunk);
-  };
   try {
-    for await (const line of source) {
+    for await (const batch of source) {
       if (aborted) break;
-      if (line === null) continue;
-      parts.push(line, NEWLINE);
-      partBytes += line.length + 1;
-      lines += 1;
-      if (partBytes >= CHUNK_BYTES) {
-        if (!flush()) await writable(res);
-        if (res.destroyed) aborted = true;
+      // The batch becomes chunks before the first await: the per-line objects die young (a
+      // scavenge), instead of living through socket waits into the old generation (measured:
+      // +80 MB of heap during a 77k-resource export when lines were held across awaits).
+      const packed = packLines(batch);
+      lines += packed.lines;
+      for (const chunk of packed.chunks) {
+        bytes += chunk.length;
+        if (!res.write(chunk)) await writable(res);
+        if (res.destroyed || aborted) {
+          aborted = true;
+          break;
+        }
       }
     }
-    if (!aborted) {
-      if (partBytes > 0) flush();
-      res.end();
-    }
+    if (!aborted) res.end();
   } catch (err) {
     // Before the first byte the exception filter can still answer properly (e.g. 503).
     if (!res.headersSent) throw err;

@@ -296,6 +296,38 @@ export class ResourceRepository implements OnModuleInit {
   }
 
   /**
+   * Per resource type, how many current non-deleted resources match `filter`, and (with
+   * `referencePattern`) the distinct `idx.ref` entries of those resources that match it: one pass
+   * over the matches in the database, only the counts and the chosen references coming back
+   * (`$everything`: totals, and what the compartment references outside it).
+   */
+  async countByType(
+    ctx: TenantContext,
+    version: FhirVersion,
+    filter: Filter<ResourceDoc>,
+    options: { referencePattern?: string; hint?: string } = {},
+  ): Promise<Array<{ type: string; count: number; references: string[] }>> {
+    const { referencePattern, hint } = options;
+    const group: Record<string, unknown> = { _id: '$t', n: { $sum: 1 } };
+    if (referencePattern !== undefined) {
+      const entries = { $ifNull: ['$idx.ref', []] };
+      const matching = { $regexMatch: { input: '$$this', regex: referencePattern } };
+      group.r = { $push: { $filter: { input: entries, cond: matching } } };
+    }
+    const rows = await this.resources
+      .aggregate<{ _id: string; n: number; r?: string[][] }>(
+        [{ $match: this.searchFilter(ctx, version, { filter, limit: 0 }) }, { $group: group }],
+        hint === undefined ? {} : { hint },
+      )
+      .toArray();
+    return rows.map((row) => ({
+      type: row._id,
+      count: row.n,
+      references: [...new Set((row.r ?? []).flat())],
+    }));
+  }
+
+  /**
    * Removes many resources for good (`$everything` DELETE), in the order of `removeResource`:
    * the current documents first, then their history rows. Returns how many current documents went.
    */

@@ -67,6 +67,8 @@ export const INDEX_NAMES = {
   uri: 'search_uri',
   bkt: 'search_range_buckets',
   txt: 'search_txt',
+  /** `{v, c, idx.ref}`: references across types (the Patient compartment, `_revinclude`). */
+  refAnyType: 'search_ref_any_type',
 } as const;
 
 export function indexSpecs(): SearchIndexSpec[] {
@@ -79,7 +81,7 @@ export function indexSpecs(): SearchIndexSpec[] {
     { key: { ...tenantType, 'idx.bkt': 1 }, name: INDEX_NAMES.bkt },
     { key: { ...tenantType, 'idx.txt': 1 }, name: INDEX_NAMES.txt },
     // Type-less: $everything, _revinclude and `_type`-less system searches look references up across types.
-    { key: { v: 1, c: 1, 'idx.ref': 1 }, name: 'search_ref_any_type' },
+    { key: { v: 1, c: 1, 'idx.ref': 1 }, name: INDEX_NAMES.refAnyType },
   ];
 }
 

@@ -3,6 +3,7 @@ import {
   issue,
   operationOutcome,
   OperationOutcomeError,
+  INDEX_NAMES,
   resourceKey,
   searchsetBundleJson,
   type FhirVersion,
@@ -12,11 +13,14 @@ import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
+import type { ResourceDoc } from '../resource-documents';
 import { ResourceRepository } from '../resource.repository';
+import { compareKeys, compartmentBefore, everythingPageLayout } from './everything-page';
 import {
   careDateCondition,
   compartmentFilter,
-  compartmentTypes,
+  outsideReferencePattern,
+  outsideTargets,
   parseEverythingParams,
 } from './patient-compartment';
 import { resourceEntry, searchLinks, unknownParamsEntry } from './searchset-bundle';
@@ -24,12 +28,8 @@ import type { SearchPairs } from './search-request';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './search.service';
 import { storeFilter } from './sub-query-resolver';
 
-/** Compartment resources read per batch: for the references of `$everything`, and per removal round. */
+/** Compartment resources removed per round. */
 const BATCH = 1000;
-/** A compartment larger than this is not walked for its references (the page still answers). */
-const MAX_COMPARTMENT_SCAN = 50_000;
-
-const RELATIVE_TARGET = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/;
 
 /**
  * `GET /{v}/Patient/{id}/$everything` (SPEC §4.5, https://hl7.org/fhir/R4/patient-operation-everything.html)
@@ -44,7 +44,10 @@ export class EverythingService {
 
   /**
    * The Patient, its compartment, and the resources they reference outside it (Practitioner,
-   * Organization, Location, Medication …), ordered by resource type then id, paged.
+   * Organization, Location, Medication …), ordered by resource type then id, paged. Per page: one
+   * pass over the compartment in the database for per-type counts and outside references, the few
+   * outside resources by key, and one sorted compartment query of the page's length
+   * (everything-page.ts says why not one query over the whole set).
    */
   async everything(
     ctx: TenantContext,
@@ -58,33 +61,81 @@ export class EverythingService {
       maxCount: MAX_PAGE_SIZE,
       maxSkip: this.settings.searchMaxSkip,
     });
-    await this.requirePatient(ctx, version, patientId);
-    const compartment = compartmentFilter(version, patientId, base);
-    const referenced = await this.referencedOutsideCompartment(ctx, version, compartment);
+    const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id: patientId }]);
+    if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
+    const kept = (doc: ResourceDoc) =>
+      (!window.types || window.types.includes(doc.t)) && (!window.since || doc.lu >= window.since);
+
+    const compartment = storeFilter({
+      $and: [
+        compartmentFilter(version, patientId, base),
+        // a Patient that links to itself is served once, as the Patient
+        { _id: { $ne: patient._id } },
+      ],
+    });
     const careDates = careDateCondition(window.start, window.end);
-    const branches: Filter[] = [
-      { t: 'Patient', id: patientId },
-      careDates ? { $and: [compartment, careDates] } : compartment,
-    ];
-    if (referenced.length > 0) branches.push({ _id: { $in: referenced } });
-    const conditions: Filter[] = [{ $or: branches }];
+    const conditions: Filter[] = [compartment];
+    if (careDates) conditions.push(careDates);
     if (window.types) conditions.push({ t: { $in: window.types } });
     if (window.since) conditions.push({ lu: { $gte: window.since } });
-    const filter = storeFilter({ $and: conditions });
-    const { docs } = await this.repository.search(ctx, version, {
-      filter,
-      sort: { t: 1, id: 1 },
-      skip: window.skip,
-      limit: window.count + 1,
-    });
-    // The last page tells the total without a second pass over the compartment.
-    const lastPage = docs.length <= window.count && (docs.length > 0 || window.skip === 0);
-    const total = lastPage
-      ? window.skip + docs.length
-      : await this.repository.countBy(ctx, version, { filter });
-    const entries = docs.slice(0, window.count).map((doc) => resourceEntry(base, doc, 'match'));
+    const served = conditions.length === 1 ? compartment : storeFilter({ $and: conditions });
+    const referencePattern = outsideReferencePattern(version, base);
+    // The compartment's own index (`{v, c, idx.ref}`): the planner cannot tell multikey selectivity.
+    const hint = INDEX_NAMES.refAnyType;
+    // The outside references come from the whole compartment, whatever the filters served.
+    const [servedTypes, referencing] = await Promise.all([
+      this.repository.countByType(ctx, version, served, {
+        hint,
+        referencePattern: served === compartment ? referencePattern : undefined,
+      }),
+      served === compartment
+        ? undefined
+        : this.repository.countByType(ctx, version, compartment, { hint, referencePattern }),
+    ]);
+    const outside = await this.repository.findByKeys(
+      ctx,
+      version,
+      outsideTargets(
+        (referencing ?? servedTypes).flatMap((row) => row.references),
+        base,
+        version,
+      ),
+    );
+    const singles = [patient, ...outside].filter(kept).sort(compareKeys);
+    const counts = new Map(servedTypes.map((row) => [row.type, row.count]));
+    const placed = await Promise.all(
+      singles.map(async (single) => ({
+        before: compartmentBefore(
+          single,
+          counts,
+          counts.has(single.t)
+            ? await this.repository.countBy(ctx, version, {
+                filter: { $and: [served, { t: single.t, id: { $lt: single.id } }] },
+                hint,
+              })
+            : 0,
+        ),
+      })),
+    );
+    const compartmentTotal = servedTypes.reduce((sum, row) => sum + row.count, 0);
+    const layout = everythingPageLayout(placed, compartmentTotal, window.skip, window.count);
+    const { docs } =
+      layout.compartmentLimit === 0
+        ? { docs: [] }
+        : await this.repository.search(ctx, version, {
+            filter: served,
+            sort: { t: 1, id: 1 },
+            skip: layout.compartmentSkip,
+            limit: layout.compartmentLimit,
+            hint,
+          });
+    let taken = 0;
+    const page = layout.slots.map((slot) => (slot === 'compartment' ? docs[taken++] : singles[slot]));
+    // A resource removed between the count and the page query leaves its slot empty.
+    const entries = page.filter((doc) => doc !== undefined).map((doc) => resourceEntry(base, doc, 'match'));
     const warnings = unknownParamsEntry(window.unknown);
     if (warnings) entries.push(warnings);
+    const total = layout.total;
     const links = searchLinks(
       `${base}/${version}/Patient/${patientId}/$everything`,
       pairs.filter(([name]) => name !== '_count' && name !== '_skip'),
@@ -125,45 +176,6 @@ export class EverythingService {
       ...removed.map(([type, n]) => issue('informational', `${type}: ${n}`, { severity: 'information' })),
     ]);
     return { status: 200, body: outcome };
-  }
-
-  private async requirePatient(ctx: TenantContext, version: FhirVersion, patientId: string): Promise<void> {
-    const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id: patientId }]);
-    if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
-  }
-
-  /** Keys of the resources the compartment references whose types are not in the compartment. */
-  private async referencedOutsideCompartment(
-    ctx: TenantContext,
-    version: FhirVersion,
-    compartment: Filter,
-  ): Promise<string[]> {
-    const inCompartment = new Set(compartmentTypes(version).types);
-    const prefix = `${this.settings.urls.base}/${version}/`;
-    const keys = new Set<string>();
-    let after: string | undefined;
-    for (let scanned = 0; scanned < MAX_COMPARTMENT_SCAN; scanned += BATCH) {
-      const filter = after === undefined ? compartment : { $and: [compartment, { _id: { $gt: after } }] };
-      const batch = await this.repository.findFields(
-        ctx,
-        version,
-        storeFilter(filter),
-        { 'idx.ref': 1 },
-        BATCH,
-      );
-      for (const doc of batch) {
-        for (const entry of (doc.idx as { ref?: string[] } | undefined)?.ref ?? []) {
-          let target = entry.slice(entry.indexOf('|') + 1);
-          if (target.startsWith(prefix)) target = target.slice(prefix.length);
-          const match = RELATIVE_TARGET.exec(target);
-          if (match && !inCompartment.has(match[1]))
-            keys.add(resourceKey(version, ctx.clientId, match[1], match[2]));
-        }
-      }
-      if (batch.length < BATCH) break;
-      after = batch[batch.length - 1]._id;
-    }
-    return [...keys];
   }
 
   private async removeWithProvenances(

@@ -55,6 +55,48 @@ export function compartmentFilter(version: FhirVersion, patientId: string, servi
   };
 }
 
+const outsidePatterns = new Map<string, string>();
+const ID = '[A-Za-z0-9\\-.]{1,64}';
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+/**
+ * The `idx.ref` entries (`${param}|${target}`) that point at a resource whose type has no place in
+ * the compartment (Practitioner, Organization, Location, Medication …), as `Type/id` or with this
+ * server's base: what `$everything` adds beside the compartment.
+ */
+export function outsideReferencePattern(version: FhirVersion, serviceBase: string): string {
+  const key = `${version} ${serviceBase}`;
+  let pattern = outsidePatterns.get(key);
+  if (pattern === undefined) {
+    const inCompartment = new Set(compartmentTypes(version).types);
+    const outside = resourceTypes(version).filter((type) => !inCompartment.has(type));
+    const prefix = escapeRegex(`${serviceBase}/${version}/`);
+    pattern = `^[^|]+\\|(?:${prefix})?(?:${outside.join('|')})/${ID}$`;
+    outsidePatterns.set(key, pattern);
+  }
+  return pattern;
+}
+
+/** The targets of entries matching `outsideReferencePattern`, once each. */
+export function outsideTargets(
+  entries: readonly string[],
+  serviceBase: string,
+  version: FhirVersion,
+): Array<{ type: string; id: string }> {
+  const prefix = `${serviceBase}/${version}/`;
+  const targets = new Map<string, { type: string; id: string }>();
+  for (const entry of entries) {
+    let target = entry.slice(entry.indexOf('|') + 1);
+    if (target.startsWith(prefix)) target = target.slice(prefix.length);
+    const slash = target.indexOf('/');
+    targets.set(target, { type: target.slice(0, slash), id: target.slice(slash + 1) });
+  }
+  return [...targets.values()];
+}
+
 export interface EverythingWindow {
   count: number;
   skip: number;

@@ -1,5 +1,11 @@
 import { parseSearch } from '@app/fhir';
-import { careDateCondition, compartmentFilter, parseEverythingParams } from './patient-compartment';
+import {
+  careDateCondition,
+  compartmentFilter,
+  outsideReferencePattern,
+  outsideTargets,
+  parseEverythingParams,
+} from './patient-compartment';
 import { formPairs, isStrictHandling, linkPairs, normalizeReferenceValues } from './search-request';
 import { searchLinks, shapedResourceJson } from './searchset-bundle';
 
@@ -24,6 +30,32 @@ describe('search helpers', () => {
         ['a', 'b'],
       ]),
     ).toEqual([['a', 'b']]);
+  });
+
+  it('$everything: the references that point outside the compartment, relative or with this base', () => {
+    const base = 'https://fhir.example.org/api';
+    const outside = new RegExp(outsideReferencePattern('r4', base));
+    const entries = [
+      'performer|Practitioner/p-1',
+      `serviceProvider|${base}/r4/Organization/o.1`,
+      'location|Location/l-1',
+      'performer|Practitioner/p-1',
+    ];
+    for (const entry of entries) expect(outside.test(entry)).toBe(true);
+    for (const entry of [
+      'subject|Patient/x', // the compartment's own types stay out
+      'encounter|Encounter/e-1',
+      'performer|http://elsewhere.org/fhir/Practitioner/p-2', // another server's resource
+      `performer|${base}/stu3/Practitioner/p-3`, // another version's store
+      'performer|Practitioner/p-1/_history/2',
+      'performer|Practitioner/',
+    ])
+      expect(outside.test(entry)).toBe(false);
+    expect(outsideTargets(entries, base, 'r4')).toEqual([
+      { type: 'Practitioner', id: 'p-1' },
+      { type: 'Organization', id: 'o.1' },
+      { type: 'Location', id: 'l-1' },
+    ]);
   });
 
   it('_elements and _summary subsets keep id/meta and tag SUBSETTED', () => {

@@ -29,6 +29,8 @@ import { storeFilter, SubQueryResolver } from './sub-query-resolver';
 /** SPEC §8: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */
 export const DEFAULT_PAGE_SIZE = 10;
 export const MAX_PAGE_SIZE = 100;
+/** See `lateCount`: a page query that has not answered by then starts the count beside it. */
+const COUNT_BESIDE_AFTER_MS = 15;
 
 /**
  * FHIR search (SPEC §4.5, issue 5; https://hl7.org/fhir/R4/search.html): type-level
@@ -92,23 +94,24 @@ export class SearchService {
 
     // One more than the page is looked at: tells whether a next page exists without a count
     // (`_total=none`). The page may hold fewer than `_count` matches: SEARCH_PAGE_MAX_BYTES.
-    const { docs: matches, hasNext } = await this.repository.searchPage(
-      ctx,
-      version,
-      { filter, sort: built.sort, skip: parsed.skip, hint: built.index },
-      { size: parsed.count, maxBytes: this.settings.searchPageMaxBytes },
-    );
+    const query = { filter, hint: built.index };
+    const counter = parsed.total === 'none' ? undefined : this.lateCount(ctx, version, query);
+    let page: { docs: ResourceDoc[]; hasNext: boolean };
+    try {
+      page = await this.repository.searchPage(
+        ctx,
+        version,
+        { ...query, sort: built.sort, skip: parsed.skip },
+        { size: parsed.count, maxBytes: this.settings.searchPageMaxBytes },
+      );
+    } finally {
+      counter?.stopIfNotStarted();
+    }
+    const { docs: matches, hasNext } = page;
+    // A page that reaches the end tells the total (most patient-scoped searches fit one page).
+    const lastPage = !hasNext && (matches.length > 0 || parsed.skip === 0);
     const total =
-      parsed.total === 'none'
-        ? undefined
-        : await this.totalOf(
-            ctx,
-            version,
-            { filter, hint: built.index },
-            parsed.skip,
-            matches.length,
-            hasNext,
-          );
+      counter === undefined ? undefined : lastPage ? parsed.skip + matches.length : await counter.count();
     const included = await this.includes.resolve(ctx, version, parsed, matches, base);
     const entries: SearchsetEntry[] = [
       ...matches.map((doc) =>
@@ -162,19 +165,32 @@ export class SearchService {
   }
 
   /**
-   * Bundle.total: known without a count when the last page is reached (most patient-scoped
-   * searches fit one page), which saves the second pass over the matches a count is.
+   * The count for Bundle.total, started beside the page query once that query has run for
+   * COUNT_BESIDE_AFTER_MS: a search that answers sooner (a few matches, usually one page that tells
+   * its total) costs no count; a slow one (many matches, which DocumentDB sorts all, see
+   * docs/storage.md) has its count run at the same time instead of after it.
    */
-  private async totalOf(
+  private lateCount(
     ctx: TenantContext,
     version: FhirVersion,
     query: Parameters<ResourceRepository['countBy']>[2],
-    skip: number,
-    fetched: number,
-    hasNext: boolean,
-  ): Promise<number> {
-    if (!hasNext && (fetched > 0 || skip === 0)) return skip + fetched;
-    return this.repository.countBy(ctx, version, query);
+  ) {
+    let started: Promise<{ count: number } | { error: unknown }> | undefined;
+    const start = () =>
+      // Settled at once: a count nobody waits for (the page told the total) is no unhandled rejection.
+      (started ??= this.repository.countBy(ctx, version, query).then(
+        (count) => ({ count }),
+        (error: unknown) => ({ error }),
+      ));
+    const timer = setTimeout(() => void start(), COUNT_BESIDE_AFTER_MS);
+    return {
+      stopIfNotStarted: () => clearTimeout(timer),
+      count: async (): Promise<number> => {
+        const counted = await start();
+        if ('error' in counted) throw counted.error;
+        return counted.count;
+      },
+    };
   }
 
   private bundle(input: Parameters<typeof searchsetBundleJson>[0]): FhirReply {

@@ -1,6 +1,7 @@
 /**
  * Load test (issue 9 §4): the real server in its own process, 200 concurrent connections of mixed
- * reads, searches, creates and 20-entry bundle posts for 60 s (LOAD_SECONDS, LOAD_CONNECTIONS).
+ * reads, searches, creates and 20-entry bundle posts for 60 s (LOAD_SECONDS, LOAD_CONNECTIONS),
+ * spread over LOAD_TENANTS (20) client applications with one user and one Synthea patient each.
  * Reports errors (429 counted apart), p50/p99 per request kind, and the server's RSS over time.
  */
 import autocannon from 'autocannon';
@@ -14,6 +15,11 @@ import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
 const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? 200);
+const TENANTS = Number(process.env.LOAD_TENANTS ?? 20);
+
+interface Tenant {
+  headers: Record<string, string>;
+}
 
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -34,27 +40,41 @@ async function main(): Promise<void> {
   };
   const server = new ServerProcess(env);
   try {
-    const client = runCli(['client', 'create', '--name', 'load'], env).json;
     await server.start();
-    const user = await httpJson(server.url, 'POST', '/user-management/v1/user', {
-      app_user_id: 'load-user',
-      client_id: client.client_id,
-      client_secret: client.client_secret,
-    });
-    const auth = {
-      Authorization: `Bearer ${user.body.access_token}`,
-      'Content-Type': 'application/fhir+json',
-    };
-
-    // seed: two Synthea patients, so that reads and searches hit real documents
-    const seed = loadSyntheaResources('r4', 2);
-    for (let i = 0; i < seed.length; i += 20) {
-      const entry = seed.slice(i, i + 20).map((r) => ({
-        resource: r,
-        request: { method: 'PUT', url: `${String(r.resourceType)}/${String(r.id)}` },
-      }));
-      await httpJson(server.url, 'POST', '/r4', { resourceType: 'Bundle', type: 'transaction', entry }, auth);
+    // Many tenants, as a shared deployment sees them: each connection belongs to one app user, and
+    // no client runs more connections than its concurrent-request limit (CLIENT_MAX_CONCURRENT_REQUESTS).
+    const seed = loadSyntheaResources('r4', 1);
+    const tenants: Tenant[] = [];
+    for (let i = 0; i < TENANTS; i += 1) {
+      const client = runCli(['client', 'create', '--name', `load-${i}`], env).json;
+      const user = await httpJson(server.url, 'POST', '/user-management/v1/user', {
+        app_user_id: `load-user-${i}`,
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+      });
+      const auth = {
+        Authorization: `Bearer ${user.body.access_token}`,
+        'Content-Type': 'application/fhir+json',
+      };
+      // seed: one Synthea patient per tenant, so that reads and searches hit real documents
+      for (let j = 0; j < seed.length; j += 20) {
+        const entry = seed.slice(j, j + 20).map((r) => ({
+          resource: r,
+          request: { method: 'PUT', url: `${String(r.resourceType)}/${String(r.id)}` },
+        }));
+        const res = await httpJson(
+          server.url,
+          'POST',
+          '/r4',
+          { resourceType: 'Bundle', type: 'transaction', entry },
+          auth,
+        );
+        if (res.status !== 200) throw new Error(`seed bundle: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+      tenants.push({ headers: auth });
+      process.stderr.write(`\rseeded tenant ${i + 1}/${TENANTS}`);
     }
+    process.stderr.write('\n');
     const observations = seed.filter((r) => r.resourceType === 'Observation').map((r) => String(r.id));
     const patient = String(seed.find((r) => r.resourceType === 'Patient')!.id);
     const newPatient = JSON.stringify({
@@ -80,7 +100,6 @@ async function main(): Promise<void> {
         request: { method: 'POST', url: i === 0 ? 'Patient' : 'Observation' },
       })),
     });
-
     const kinds = ['read', 'search', 'read', 'search', 'create', 'bundle'] as const;
     const requests = kinds.map((kind) => {
       switch (kind) {
@@ -108,19 +127,39 @@ async function main(): Promise<void> {
     const rss: number[] = [rssMb(pid)];
     const sampler = setInterval(() => rss.push(rssMb(pid)), 5000);
     const statuses = new Map<number, number>();
-    const result = await new Promise<autocannon.Result>((resolve, reject) => {
-      const instance = autocannon(
-        {
-          url: server.url,
-          connections: CONNECTIONS,
-          duration: SECONDS,
-          headers: auth,
-          requests,
-          timeout: 30,
-        },
-        (err, res) => (err ? reject(err) : resolve(res)),
-      );
-      instance.on('response', (_client, status) => statuses.set(status, (statuses.get(status) ?? 0) + 1));
+    // One autocannon instance per tenant (its connections carry that tenant's token), aggregated
+    // into one latency histogram.
+    const perTenant = Math.max(1, Math.round(CONNECTIONS / TENANTS));
+    const raw = await Promise.all(
+      tenants.map(
+        (tenant) =>
+          new Promise<autocannon.Result>((resolve, reject) => {
+            const instance = autocannon(
+              {
+                url: server.url,
+                connections: perTenant,
+                duration: SECONDS,
+                headers: tenant.headers,
+                requests,
+                timeout: 30,
+                skipAggregateResult: true,
+              },
+              (err, res) => (err ? reject(err) : resolve(res)),
+            );
+            instance.on('response', (_client, status) =>
+              statuses.set(status, (statuses.get(status) ?? 0) + 1),
+            );
+          }),
+      ),
+    );
+    // exported by autocannon 9 (lib/aggregateResult), missing from its type declarations
+    const { aggregateResult } = autocannon as unknown as {
+      aggregateResult(results: autocannon.Result[], opts: autocannon.Options): autocannon.Result;
+    };
+    const result = aggregateResult(raw, {
+      url: server.url,
+      connections: perTenant * TENANTS,
+      duration: SECONDS,
     });
     clearInterval(sampler);
     rss.push(rssMb(pid));
@@ -129,7 +168,7 @@ async function main(): Promise<void> {
     const errors = [...statuses].filter(([s]) => s >= 400 && s !== 429).reduce((a, [, n]) => a + n, 0);
     const rows = [
       { figure: 'requests', value: result.requests.total },
-      { figure: 'req/s (mean)', value: result.requests.average },
+      { figure: 'req/s (mean)', value: result.requests.total / SECONDS },
       { figure: 'latency p50 ms', value: result.latency.p50 },
       { figure: 'latency p99 ms', value: result.latency.p99 },
       { figure: 'errors (non-2xx, not 429)', value: errors + result.errors + result.timeouts },
@@ -152,7 +191,7 @@ async function main(): Promise<void> {
           statuses: Object.fromEntries(statuses),
           rssSamplesMb: rss,
           summary: [
-            { figure: 'req/s (mixed)', value: result.requests.average, unit: 'req/s' },
+            { figure: 'req/s (mixed)', value: result.requests.total / SECONDS, unit: 'req/s' },
             { figure: 'p50', value: result.latency.p50, unit: 'ms' },
             { figure: 'p99', value: result.latency.p99, unit: 'ms', target: '< 250' },
             { figure: 'errors', value: errors + result.errors, target: '0' },

@@ -53,6 +53,8 @@ export interface Settings {
   trustProxy: boolean | number | string;
   fhirCorsOrigins: string[];
   directorySeed: boolean;
+  /** Directory searches from an in-memory copy up to this many active entries (0: always the database). */
+  directoryCacheMaxEntries: number;
   metricsEnabled: boolean;
 }
 
@@ -211,6 +213,7 @@ export function parseSettings(env: Env): Settings {
       .map((s) => s.trim())
       .filter(Boolean),
     directorySeed: r.bool('DIRECTORY_SEED', true),
+    directoryCacheMaxEntries: r.int('DIRECTORY_CACHE_MAX_ENTRIES', 250000, 0, 10000000),
     metricsEnabled: r.bool('METRICS_ENABLED', false),
   };
   if (r.problems.length > 0) throw new SettingsError(r.problems);

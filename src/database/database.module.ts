@@ -27,7 +27,11 @@ class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown
 
   async onApplicationBootstrap(): Promise<void> {
     const info = await this.connection.db!.admin().command({ buildInfo: 1 });
-    const engine = this.handle.description ?? `MongoDB-compatible ${info.version}`;
+    // MongoDB reports its git version; a compatible engine behind MONGO_URL (DocumentDB's gateway)
+    // reports only the wire version it speaks, so it is not named as MongoDB.
+    const engine =
+      this.handle.description ??
+      (info.gitVersion ? `MongoDB ${info.version}` : `MongoDB-compatible engine, wire ${info.version}`);
     this.logger.log(`database engine: ${this.handle.engine} (${engine}), db ${this.connection.name}`);
     // Indexes (TTL ones included) are created at start-up, before the first request is served.
     for (const model of Object.values(this.connection.models)) {

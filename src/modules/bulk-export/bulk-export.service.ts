@@ -293,11 +293,6 @@ export class BulkExportService {
       patientIds = members.patientIds;
     }
     patientIds = this.planner.patientsOf(scope, patientIds);
-    const cursor = this.resources.openFileCursor(
-      fileCtx,
-      this.planner.selection(scope, type, patientIds),
-      claims,
-    );
-    return cursor;
+    return this.resources.openFileLines(fileCtx, this.planner.selection(scope, type, patientIds), claims);
   }
 }

@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import { Model, Schema } from 'mongoose';
-import type { Collection, Filter, FindCursor } from 'mongodb';
+import type { Collection, Filter } from 'mongodb';
 import { resourceKey, type FhirVersion } from '@app/fhir';
 import { LONG_CURSOR } from '../../database/ensure-indexes';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
+import type { LineSource } from './ndjson-response';
+import { storedJsonBytes } from './stored-json-bytes';
 
 /**
  * Read-only view of the `resources` collection (docs/storage.md) for export: counts, file
@@ -150,22 +152,25 @@ export class ExportResourcesRepository {
     return ranges;
   }
 
-  /** The stored JSON of every resource of one file, in key order; the caller closes the cursor. */
-  openFileCursor(
-    ctx: TenantContext,
-    s: TypeSelection,
-    range: Pick<KeyRange, 'from' | 'to'>,
-  ): FindCursor<Pick<StoredResourceDoc, 'json'>> {
+  /**
+   * The stored JSON of every resource of one file, in key order, as the UTF-8 bytes stored (raw
+   * BSON: no decoding into strings and encoding back); the caller closes the source.
+   */
+  openFileLines(ctx: TenantContext, s: TypeSelection, range: Pick<KeyRange, 'from' | 'to'>): LineSource {
     const filter = this.selectionFilter(ctx, s);
     const bounded = { ...filter, _id: keyBounds(ctx, s, range.from, range.to) };
-    return (
-      this.collection
-        .find(bounded, { projection: { _id: 0, json: 1 }, ...LONG_CURSOR })
-        .sort({ _id: 1 })
-        // Small batches: a download holds one batch of stored JSON at a time (a few hundred KB),
-        // so N parallel downloads do not grow the server by N × megabytes.
-        .batchSize(200)
-    );
+    const cursor = this.collection
+      .find(bounded, { projection: { _id: 0, json: 1 }, raw: true, ...LONG_CURSOR })
+      .sort({ _id: 1 })
+      // A download holds one batch of stored JSON at a time (about a megabyte), so N parallel
+      // downloads do not grow the server by N × tens of megabytes.
+      .batchSize(400);
+    return {
+      async *[Symbol.asyncIterator]() {
+        for await (const doc of cursor) yield storedJsonBytes(doc as unknown as Uint8Array);
+      },
+      close: () => cursor.close(),
+    };
   }
 
   /** The current live Group `id` of the tenant, or null. */

@@ -6,12 +6,12 @@ import { LineSource, streamNdjson } from './ndjson-response';
 /** A cursor stand-in producing `total` lines of `size` characters, recording how far it was read. */
 function fakeCursor(total: number, size: number) {
   const state = { pulled: 0, closed: false };
-  const line = JSON.stringify({ resourceType: 'Basic', pad: 'x'.repeat(size) });
+  const line = Buffer.from(JSON.stringify({ resourceType: 'Basic', pad: 'x'.repeat(size) }));
   const source: LineSource = {
     async *[Symbol.asyncIterator]() {
       for (let i = 0; i < total && !state.closed; i += 1) {
         state.pulled += 1;
-        yield { json: i === 3 ? null : line };
+        yield i === 3 ? null : line;
       }
     },
     close: async () => {

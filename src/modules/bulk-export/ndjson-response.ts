@@ -1,7 +1,8 @@
 import type { ServerResponse as Response } from 'http';
 
-/** Lines are sent in chunks of about this many characters: fewer syscalls, bounded memory. */
-const CHUNK_CHARS = 64 * 1024;
+/** Lines are sent in chunks of about this many bytes: fewer syscalls, bounded memory. */
+const CHUNK_BYTES = 64 * 1024;
+const NEWLINE = Buffer.from('\n');
 
 /** Resolves on 'drain' or 'close', whichever comes first, and removes both listeners. */
 function writable(res: Response): Promise<void> {
@@ -20,8 +21,9 @@ function writable(res: Response): Promise<void> {
   });
 }
 
+/** The UTF-8 bytes of each stored resource (null for a tombstone, which is skipped). */
 export interface LineSource {
-  [Symbol.asyncIterator](): AsyncIterator<{ json?: string | null }>;
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array | null>;
   close(): Promise<void>;
 }
 
@@ -46,26 +48,30 @@ export async function streamNdjson(
   res.setHeader('Cache-Control', 'no-store');
   let lines = 0;
   let bytes = 0;
-  let chunk = '';
-  const send = (text: string): boolean => {
-    bytes += Buffer.byteLength(text);
-    return res.write(text);
+  // the lines of the next chunk: views into the driver's reply buffers, copied once by concat
+  let parts: Uint8Array[] = [];
+  let partBytes = 0;
+  const flush = (): boolean => {
+    const chunk = Buffer.concat(parts, partBytes);
+    parts = [];
+    partBytes = 0;
+    bytes += chunk.length;
+    return res.write(chunk);
   };
   try {
-    for await (const doc of source) {
+    for await (const line of source) {
       if (aborted) break;
-      if (typeof doc.json !== 'string') continue;
-      chunk += `${doc.json}\n`;
+      if (line === null) continue;
+      parts.push(line, NEWLINE);
+      partBytes += line.length + 1;
       lines += 1;
-      if (chunk.length >= CHUNK_CHARS) {
-        const flushed = send(chunk);
-        chunk = '';
-        if (!flushed) await writable(res);
+      if (partBytes >= CHUNK_BYTES) {
+        if (!flush()) await writable(res);
         if (res.destroyed) aborted = true;
       }
     }
     if (!aborted) {
-      if (chunk) send(chunk);
+      if (partBytes > 0) flush();
       res.end();
     }
   } catch (err) {

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { FilterQuery, Model } from 'mongoose';
 import {
@@ -12,6 +12,15 @@ import {
   SystemType,
 } from './directory-entry';
 import { DIRECTORY_ENTRY_MODEL, DirectoryEntryDocument } from './directory-entry.schema';
+import { DirectorySearchCache } from './directory-search-cache';
+import type { IndexedEntry } from './directory-memory-index';
+import { SETTINGS } from '../../config/config.module';
+import type { Settings } from '../../config/settings';
+import { LONG_CURSOR } from '../../database/ensure-indexes';
+
+/** The one document of `directory_meta`: its `v` moves after every write to the directory. */
+const VERSION_ID = 'version';
+const NO_DEADLINE = { timeoutMS: 0 } as Record<string, unknown>;
 
 /** What the search matches: every word as a word prefix, optionally one system type, active only. */
 export interface DirectoryCriteria {
@@ -32,7 +41,17 @@ export interface UpsertCounts {
 /** The only code that touches the directory collection. The directory is global (not tenant data). */
 @Injectable()
 export class DirectoryRepository {
-  constructor(@InjectModel(DIRECTORY_ENTRY_MODEL) private readonly model: Model<DirectoryEntryDocument>) {}
+  private readonly cache: DirectorySearchCache;
+
+  constructor(
+    @InjectModel(DIRECTORY_ENTRY_MODEL) private readonly model: Model<DirectoryEntryDocument>,
+    @Inject(SETTINGS) settings: Settings,
+  ) {
+    this.cache = new DirectorySearchCache(
+      { readVersion: () => this.readVersion(), loadActive: (max) => this.loadActive(max) },
+      settings.directoryCacheMaxEntries,
+    );
+  }
 
   /**
    * Idempotent upsert by id (import, seed). One bulkWrite per batch; `created_at` is kept on
@@ -54,6 +73,7 @@ export class DirectoryRepository {
       // import and seed batches are admin jobs, not requests: no DB_TIMEOUT_MS deadline
       { ordered: false, timeoutMS: 0 } as Record<string, unknown>,
     );
+    await this.bumpVersion();
     return { inserted: result.upsertedCount, updated: result.matchedCount };
   }
 
@@ -66,8 +86,10 @@ export class DirectoryRepository {
     try {
       const docs = inputs.map((input) => storedForm(input, now));
       const result = await this.model.collection.insertMany(docs as any[], { ordered: false, timeoutMS: 0 });
+      await this.bumpVersion();
       return result.insertedCount;
     } catch (e) {
+      await this.bumpVersion();
       const err = e as { code?: number; insertedCount?: number; writeErrors?: { code?: number }[] };
       const writeErrors = err.writeErrors ?? [];
       const onlyDuplicates = writeErrors.length > 0 && writeErrors.every((w) => w.code === 11000);
@@ -77,10 +99,35 @@ export class DirectoryRepository {
   }
 
   /**
-   * Active entries matching every word as a word prefix, in name order: equality on the multikey
-   * `prefixes` index (no regex from input), sorted by the index's `sort_name`.
+   * Active entries matching every word as a word prefix, in name order: from the in-memory copy when
+   * it is at the current version (`DirectorySearchCache`), else from the database.
    */
   async search(criteria: DirectoryCriteria, offset: number, limit: number): Promise<DirectoryPage> {
+    return (
+      (await this.searchInMemory(criteria, offset, limit)) ?? this.searchInDatabase(criteria, offset, limit)
+    );
+  }
+
+  /** The page from the in-memory copy, or null when the copy is not at the current version. */
+  async searchInMemory(
+    criteria: DirectoryCriteria,
+    offset: number,
+    limit: number,
+  ): Promise<DirectoryPage | null> {
+    return this.cache.search(criteria.words, criteria.systemType, offset, limit);
+  }
+
+  /** Resolves once a copy at the current version is built (or found too large): benchmarks, tests. */
+  async warmSearchCopy(): Promise<void> {
+    await this.cache.settled();
+    if ((await this.cache.search([], undefined, 0, 0)) === null) await this.cache.settled();
+  }
+
+  /**
+   * The same search in the database: equality on the multikey `prefixes` index (no regex from
+   * input), sorted by the index's `sort_name`.
+   */
+  async searchInDatabase(criteria: DirectoryCriteria, offset: number, limit: number): Promise<DirectoryPage> {
     const filter = this.filterFor(criteria);
     const [total, docs] = await Promise.all([
       this.model.countDocuments(filter),
@@ -92,6 +139,37 @@ export class DirectoryRepository {
         .lean<DirectoryEntryDocument[]>(),
     ]);
     return { total, entries: docs.map(toEntry) };
+  }
+
+  private async readVersion(): Promise<number> {
+    const doc = await this.meta().findOne({ _id: VERSION_ID as any }, { projection: { v: 1 } });
+    return typeof doc?.v === 'number' ? doc.v : 0;
+  }
+
+  /** After every write: moves the version every instance's copy is checked against. */
+  private async bumpVersion(): Promise<void> {
+    const bump = () =>
+      this.meta().updateOne({ _id: VERSION_ID as any }, { $inc: { v: 1 } }, { upsert: true, ...NO_DEADLINE });
+    // two first bumps racing to create the document: one gets a duplicate key; it bumps again
+    await bump().catch((e: { code?: number }) => (e.code === 11000 ? bump() : Promise.reject(e)));
+  }
+
+  /** Every active entry with its words, or null when there are more than `max`. */
+  private async loadActive(max: number): Promise<IndexedEntry[] | null> {
+    const docs = await this.model.collection
+      .find({ status: 'active' }, { projection: { prefixes: 0 }, ...LONG_CURSOR })
+      .limit(max + 1)
+      .batchSize(5000)
+      .toArray();
+    if (docs.length > max) return null;
+    return docs.map((doc) => {
+      const stored = doc as unknown as DirectoryEntryDocument;
+      return { entry: toEntry(stored), words: stored.words ?? [], sortName: stored.sort_name };
+    });
+  }
+
+  private meta() {
+    return this.model.db.collection('directory_meta');
   }
 
   async findById(id: string): Promise<DirectoryEntry | null> {

@@ -170,4 +170,9 @@ export class DirectoryService {
   async count(): Promise<number> {
     return this.repository.count();
   }
+
+  /** Builds the in-memory search copy now instead of at the first search (benchmarks, tests). */
+  async warmSearchCopy(): Promise<void> {
+    await this.repository.warmSearchCopy();
+  }
 }

@@ -18,14 +18,15 @@ describe('TokenService.verifyAccessToken', () => {
     );
 
   it('remembers a verified token, frozen, and still refuses it once it expires', async () => {
-    const tokens = service(1);
+    // exp has whole seconds: a 1 s lifetime signed late in a second ends a few ms later
+    const tokens = service(2);
     const token = tokens.signUserAccessToken('client-a', 7, ['user/*.*'], 'family-1');
     const first = tokens.verifyAccessToken(token);
     expect(first).toMatchObject({ clientId: 'client-a', userId: 7, family: 'family-1' });
     expect(tokens.verifyAccessToken(token)).toBe(first);
     expect(Object.isFrozen(first)).toBe(true);
     expect(Object.isFrozen(first!.scopes)).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    await new Promise((resolve) => setTimeout(resolve, 3100));
     expect(tokens.verifyAccessToken(token)).toBeNull();
   });
 

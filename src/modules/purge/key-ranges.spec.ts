@@ -1,4 +1,4 @@
-import { SLICES, sliceOf, sliceRange } from './key-ranges';
+import { SLICES, sliceRange } from './key-ranges';
 
 const prefix = 'r4|c1|Observation|';
 const inRange = (key: string, r: { from: string; to: string }) => key >= r.from && key < r.to;
@@ -31,14 +31,5 @@ describe('sliceRange', () => {
       to: sliceRange(prefix, 4, 1).to,
     });
     expect(sliceRange(prefix, SLICES - 2, 10).to).toBe('r4|c1|Observation}');
-  });
-});
-
-describe('sliceOf', () => {
-  it('names the slice whose range holds the key', () => {
-    for (const id of ['-x', '.x', '0', '9z', 'A', 'Zed', 'a', 'f3a', 'z-9', '~']) {
-      const key = prefix + id;
-      expect(inRange(key, sliceRange(prefix, sliceOf(prefix, key), 1))).toBe(true);
-    }
   });
 });

@@ -35,11 +35,3 @@ export function sliceRange(prefix: string, first: number, count: number): KeyRan
     to: last === SLICES ? end : prefix + CUTS[last - 1],
   };
 }
-
-/** The slice a key of the type whose keys start with `prefix` falls in. */
-export function sliceOf(prefix: string, key: string): number {
-  const first = key.charAt(prefix.length);
-  let slice = 0;
-  while (slice < CUTS.length && CUTS[slice] <= first) slice++;
-  return slice;
-}

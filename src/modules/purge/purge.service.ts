@@ -4,7 +4,7 @@ import { SETTINGS } from '../../config/config.module';
 import { Settings } from '../../config/settings';
 import { TenantContext } from '../../tenancy/tenant-context';
 import { groupBy } from './group-by';
-import { SLICES, sliceOf, sliceRange } from './key-ranges';
+import { SLICES, sliceRange } from './key-ranges';
 import { PurgePacer } from './purge-pacer';
 import {
   PurgeSubject,
@@ -154,20 +154,19 @@ export class PurgeService {
         const stop = this.shouldStop(pacer, signal);
         if (stop) return stop;
         const startedAt = Date.now();
-        // The batch reaches at least the slice of some document left (any: the engine's first), so
-        // every batch makes progress and empty stretches of the key space cost one read.
-        const key = await this.repository.someKeyInRange(
-          ctx,
-          version,
-          type,
-          sliceRange(prefix, slice, SLICES),
-        );
-        if (key === null) break;
-        const count = Math.max(
-          Math.ceil(pacer.batchSize / RESOURCES_PER_SLICE),
-          sliceOf(prefix, key) + 1 - slice,
-        );
+        const count = Math.ceil(pacer.batchSize / RESOURCES_PER_SLICE);
         const range = sliceRange(prefix, slice, count);
+        // Empty slices cost a read, no delete; the type is done when nothing is left after `slice`.
+        if ((await this.repository.someKeyInRange(ctx, version, type, range)) === null) {
+          const rest = sliceRange(prefix, slice + count, SLICES);
+          if (
+            slice + count >= SLICES ||
+            (await this.repository.someKeyInRange(ctx, version, type, rest)) === null
+          )
+            break;
+          slice += count;
+          continue;
+        }
         const resources = await this.repository.removeCurrentInRange(ctx, version, type, range);
         const written = await this.repository.keysInRange(ctx, version, type, range);
         const versions = await this.repository.removeHistoryInRange(ctx, version, range, written);

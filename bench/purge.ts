@@ -17,6 +17,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getConnectionToken } from '@nestjs/mongoose';
+import type { CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent } from 'mongodb';
 import type { Connection } from 'mongoose';
 import type { INestApplication } from '@nestjs/common';
 import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
@@ -96,6 +97,57 @@ function countsOf(outcome: any): { resources: number; versions: number } {
   return { resources, versions };
 }
 
+interface CommandTime {
+  count: number;
+  ms: number;
+  maxMs: number;
+}
+
+/**
+ * The database commands the purge sends, timed per command and collection (driver command
+ * monitoring): which step of a batch takes the time.
+ */
+function traceCommands(connection: Connection) {
+  const client = connection.getClient();
+  const started = new Map<number, string>();
+  const times = new Map<string, CommandTime>();
+  const onStart = (e: CommandStartedEvent) => {
+    const collection = e.command[e.commandName] as unknown;
+    started.set(e.requestId, `${e.commandName} ${typeof collection === 'string' ? collection : ''}`);
+  };
+  const onEnd = (e: CommandSucceededEvent | CommandFailedEvent) => {
+    const name = started.get(e.requestId);
+    if (!name) return;
+    started.delete(e.requestId);
+    const time = times.get(name) ?? { count: 0, ms: 0, maxMs: 0 };
+    time.count++;
+    time.ms += e.duration;
+    time.maxMs = Math.max(time.maxMs, e.duration);
+    times.set(name, time);
+  };
+  client.on('commandStarted', onStart);
+  client.on('commandSucceeded', onEnd);
+  client.on('commandFailed', onEnd);
+  return {
+    stop: () => {
+      client.off('commandStarted', onStart);
+      client.off('commandSucceeded', onEnd);
+      client.off('commandFailed', onEnd);
+    },
+    rows: () =>
+      [...times]
+        .filter(([name]) => !/^(hello|isMaster|ping|endSessions)/.test(name))
+        .sort((a, b) => b[1].ms - a[1].ms)
+        .map(([command, t]) => ({
+          command,
+          count: t.count,
+          'total ms': Math.round(t.ms),
+          'mean ms': (t.ms / t.count).toFixed(1),
+          'max ms': Math.round(t.maxMs),
+        })),
+  };
+}
+
 function printTable(rows: Array<Record<string, string | number>>): void {
   const cols = Object.keys(rows[0]);
   const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
@@ -116,6 +168,8 @@ async function main(): Promise<void> {
     BODY_LIMIT: '50mb',
     USER_MGMT_RATE_LIMIT: '1000000',
     DIRECTORY_SEED: 'false',
+    // command monitoring on: the purge's commands are timed per kind below (where the time goes)
+    METRICS_ENABLED: 'true',
   });
   const app = await createApp(settings, database, `bench_purge_${randomBytes(4).toString('hex')}`);
   await app.listen(0, '127.0.0.1');
@@ -150,6 +204,7 @@ async function main(): Promise<void> {
     const storedVersions = await connection.collection('resource_history').countDocuments(userFilter);
 
     const rounds: Round[] = [];
+    const commands = traceCommands(connection);
     const purgeStarted = Date.now();
     for (let round = 1; round <= 1000; round++) {
       const started = Date.now();
@@ -162,6 +217,7 @@ async function main(): Promise<void> {
       if (res.status !== 504) throw new Error(`purge failed: ${res.status} ${JSON.stringify(res.body)}`);
     }
     const purgeSeconds = (Date.now() - purgeStarted) / 1000;
+    commands.stop();
     const removed = rounds.reduce((sum, r) => sum + r.resources, 0);
     const removedVersions = rounds.reduce((sum, r) => sum + r.versions, 0);
     const left = await connection.collection('resources').countDocuments(userFilter);
@@ -176,6 +232,8 @@ async function main(): Promise<void> {
     const driverPerSecond = driverRemoved / driverSeconds;
 
     printTable(rounds.map((r) => ({ ...r })));
+    console.log();
+    printTable(commands.rows());
     console.log();
     printTable([
       {
@@ -214,6 +272,7 @@ async function main(): Promise<void> {
           driverSeconds,
           driverPerSecond,
           rounds,
+          commands: commands.rows(),
           summary: [
             {
               figure: 'resources (with history) removed per second',

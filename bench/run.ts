@@ -13,6 +13,7 @@ const ORDER = [
   'validate',
   'index-extract',
   'tokens',
+  'index-cost',
   'ingest',
   'read',
   'search',

@@ -3,7 +3,10 @@ import { InjectModel } from '@nestjs/mongoose';
 import type { FilterQuery, Model } from 'mongoose';
 import type { FhirVersion } from '@app/fhir';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
+import { groupBy } from './group-by';
+import type { KeyRange } from './key-ranges';
 import {
+  USER_TYPE_INDEX,
   PURGE_HISTORY_MODEL,
   PURGE_RESOURCE_MODEL,
   PurgeHistoryDoc,
@@ -60,6 +63,8 @@ export class PurgeRepository {
   ): Promise<ResourceKeyRef[]> {
     const docs = await this.resources
       .find(this.currentFilter(ctx, selection), { _id: 1, t: 1, vid: 1 })
+      // DocumentDB's planner cannot tell the selectivity of the (v, c, t, …) search indexes
+      .hint(USER_TYPE_INDEX)
       .limit(limit)
       .lean<Array<Pick<PurgeResourceDoc, '_id' | 't' | 'vid'>>>()
       .exec();
@@ -67,13 +72,22 @@ export class PurgeRepository {
   }
 
   /**
-   * Deletes the current documents of `keys` that still match (a concurrent update may have moved
+   * Deletes the current documents of `refs` that still match (a concurrent update may have moved
    * one past `_before`). Returns the keys that are gone, whose history may now be removed.
    */
-  async removeCurrent(ctx: TenantContext, selection: PurgeSelection, keys: string[]): Promise<Set<string>> {
-    const result = await this.resources
-      .deleteMany({ ...this.currentFilter(ctx, selection), _id: { $in: keys } })
-      .exec();
+  async removeCurrent(
+    ctx: TenantContext,
+    selection: PurgeSelection,
+    refs: ReadonlyArray<Pick<ResourceKeyRef, 'key' | 'type'>>,
+  ): Promise<Set<string>> {
+    const filter = this.currentFilter(ctx, selection);
+    const result = await this.resources.bulkWrite(
+      keysByType(refs).map(([type, keys]) => ({
+        deleteMany: { filter: { ...filter, t: type, _id: { $in: keys } } },
+      })),
+      { ordered: false },
+    );
+    const keys = refs.map((ref) => ref.key);
     const gone = new Set(keys);
     if (result.deletedCount !== keys.length) {
       for (const key of await this.existingKeys(ctx, selection.version, keys)) gone.delete(key);
@@ -81,15 +95,87 @@ export class PurgeRepository {
     return gone;
   }
 
-  /** Removes every history row of the given (already removed) resources; returns how many. */
+  /**
+   * Removes every history row of the given (already removed) resources; returns how many. One
+   * statement: in the (v, c, u, rk) index the key follows the tenant prefix, so each key is a probe.
+   */
   async removeHistoryOf(
     ctx: TenantContext,
     version: FhirVersion,
-    refs: ReadonlyArray<Pick<ResourceKeyRef, 'key' | 'versions'>>,
+    refs: ReadonlyArray<Pick<ResourceKeyRef, 'key'>>,
   ): Promise<number> {
     const result = await this.history
       .deleteMany({ ...tenantFilter(ctx), v: version, rk: { $in: refs.map((ref) => ref.key) } })
       .exec();
+    return result.deletedCount;
+  }
+
+  /** The types of the selection, or else every type the user holds in this version. */
+  async typesOf(ctx: TenantContext, selection: PurgeSelection): Promise<string[]> {
+    if (selection.types) return [...selection.types].sort();
+    const types: string[] = await this.resources
+      .distinct('t', { ...tenantFilter(ctx), v: selection.version })
+      .exec();
+    return types.sort();
+  }
+
+  /** Deletes every current document of the user of `type` with a key in `range`; returns how many. */
+  async removeCurrentInRange(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    range: KeyRange,
+  ): Promise<number> {
+    const result = await this.resources
+      .deleteMany({ ...tenantFilter(ctx), v: version, t: type, _id: { $gte: range.from, $lt: range.to } })
+      .exec();
+    return result.deletedCount;
+  }
+
+  /** Some current document of the user of `type` in `range` (any: the engine's first), or null. */
+  async someKeyInRange(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    range: KeyRange,
+  ): Promise<string | null> {
+    const doc = await this.resources
+      .findOne(
+        { ...tenantFilter(ctx), v: version, t: type, _id: { $gte: range.from, $lt: range.to } },
+        { _id: 1 },
+      )
+      .lean<Pick<PurgeResourceDoc, '_id'>>()
+      .exec();
+    return doc?._id ?? null;
+  }
+
+  /** Current documents of the user of `type` in `range` (written after its range delete). */
+  async keysInRange(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    range: KeyRange,
+  ): Promise<string[]> {
+    const docs = await this.resources
+      .find(
+        { ...tenantFilter(ctx), v: version, t: type, _id: { $gte: range.from, $lt: range.to } },
+        { _id: 1 },
+      )
+      .lean<Array<Pick<PurgeResourceDoc, '_id'>>>()
+      .exec();
+    return docs.map((doc) => doc._id);
+  }
+
+  /** Deletes the user's history rows of the resources in `range` but `except`; returns how many. */
+  async removeHistoryInRange(
+    ctx: TenantContext,
+    version: FhirVersion,
+    range: KeyRange,
+    except: readonly string[],
+  ): Promise<number> {
+    const rk: FilterQuery<PurgeHistoryDoc>['rk'] = { $gte: range.from, $lt: range.to };
+    if (except.length > 0) rk.$nin = [...except];
+    const result = await this.history.deleteMany({ ...tenantFilter(ctx), v: version, rk }).exec();
     return result.deletedCount;
   }
 
@@ -174,6 +260,16 @@ export class PurgeRepository {
     if (selection.before) filter.lu = { $lt: selection.before };
     return filter;
   }
+}
+
+/**
+ * Keys grouped by resource type: every delete of a batch names its type. With `t` fixed, DocumentDB
+ * runs `_id ∈ keys` as one probe per key in the (v, c, u, t, _id) index; without it, each key of
+ * the `$in` scans all of the user's entries under (v, c, u) — measured 3.4 s for 1,000 keys of a
+ * 10-patient user, 65 ms with the type (issue 13).
+ */
+function keysByType(refs: ReadonlyArray<Pick<ResourceKeyRef, 'key' | 'type'>>): Array<[string, string[]]> {
+  return [...groupBy(refs, (ref) => ref.type)].map(([type, group]) => [type, group.map((ref) => ref.key)]);
 }
 
 function toHistoryRowRef(row: Pick<PurgeHistoryDoc, '_id' | 'rk' | 't' | 'lu'>): HistoryRowRef {

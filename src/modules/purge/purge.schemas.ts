@@ -44,7 +44,8 @@ export const PurgeResourceSchema = new Schema<PurgeResourceDoc>(
   { ...viewOptions, collection: 'resources' },
 );
 // Per-user scans in (type, key) order: a purge batch is a covered read of the next keys.
-PurgeResourceSchema.index({ v: 1, c: 1, u: 1, t: 1, _id: 1 }, { name: 'user_type' });
+export const USER_TYPE_INDEX = 'user_type';
+PurgeResourceSchema.index({ v: 1, c: 1, u: 1, t: 1, _id: 1 }, { name: USER_TYPE_INDEX });
 
 export const PurgeHistorySchema = new Schema<PurgeHistoryDoc>(
   {

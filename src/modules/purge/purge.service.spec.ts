@@ -1,6 +1,7 @@
 import { OperationOutcomeError } from '@app/fhir';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
+import type { KeyRange } from './key-ranges';
 import type { PurgeRepository, ResourceKeyRef } from './purge.repository';
 import { PurgeService, remainingCount } from './purge.service';
 
@@ -18,12 +19,21 @@ function fakeRepository(total: number, calls: string[], onBatch?: () => void): P
     const key = `r4|c1|Observation|${i}`;
     current.set(key, { key, type: 'Observation', versions: 2 });
   }
+  // history rows of the resources the range deletes remove (two versions each)
+  const history: string[] = [];
+  const inRange = (type: string, range: KeyRange) => {
+    const refs = [...current.values()].filter(
+      (ref) => ref.type === type && ref.key >= range.from && ref.key < range.to,
+    );
+    return refs;
+  };
   const fake = {
     matchingKeys: async (_ctx: TenantContext, _selection: unknown, limit: number) => {
       calls.push('find');
       return [...current.values()].slice(0, limit);
     },
-    removeCurrent: async (_ctx: TenantContext, _selection: unknown, keys: string[]) => {
+    removeCurrent: async (_ctx: TenantContext, _selection: unknown, refs: ResourceKeyRef[]) => {
+      const keys = refs.map((ref) => ref.key);
       calls.push(`remove current ${keys.length}`);
       for (const key of keys) current.delete(key);
       return new Set(keys);
@@ -32,6 +42,28 @@ function fakeRepository(total: number, calls: string[], onBatch?: () => void): P
       calls.push(`remove history ${refs.length}`);
       onBatch?.();
       return refs.length * 2;
+    },
+    typesOf: async () => {
+      calls.push('types');
+      return [...new Set([...current.values()].map((ref) => ref.type))].sort();
+    },
+    someKeyInRange: async (_ctx: TenantContext, _v: unknown, type: string, range: KeyRange) =>
+      inRange(type, range)[0]?.key ?? null,
+    removeCurrentInRange: async (_ctx: TenantContext, _v: unknown, type: string, range: KeyRange) => {
+      const refs = inRange(type, range);
+      calls.push(`remove current range ${refs.length}`);
+      for (const ref of refs) {
+        current.delete(ref.key);
+        history.push(`${ref.key}|1`, `${ref.key}|2`);
+      }
+      onBatch?.();
+      return refs.length;
+    },
+    keysInRange: async (_ctx: TenantContext, _v: unknown, type: string, range: KeyRange) =>
+      inRange(type, range).map((ref) => ref.key),
+    removeHistoryInRange: async (_ctx: TenantContext, _v: unknown, _range: KeyRange, except: string[]) => {
+      calls.push(`remove history range except ${except.length}`);
+      return history.splice(0).length;
     },
     historyRowsAfter: async () => [],
     countMatching: async () => current.size,
@@ -49,6 +81,10 @@ describe('PurgeService batch loop', () => {
     const outcome = await service(fakeRepository(600, calls)).purge(ctx, request);
     // First batch: 1/8 per ms of the 2 s budget less the tenth kept back for the final count.
     expect(calls.slice(0, 3)).toEqual(['find', 'remove current 225', 'remove history 225']);
+    // The first batch was full: the rest goes by key slices of each type, current documents first.
+    expect(calls[3]).toBe('types');
+    expect(calls[4]).toMatch(/^remove current range [1-9]/);
+    expect(calls[5]).toBe('remove history range except 0');
     expect(outcome.issue[0].diagnostics).toContain('removed 600 resources and 1200 versions');
   });
 

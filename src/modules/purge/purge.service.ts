@@ -1,8 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { OperationOutcome, OperationOutcomeError } from '@app/fhir';
+import { OperationOutcome, OperationOutcomeError, resourceKey } from '@app/fhir';
 import { SETTINGS } from '../../config/config.module';
 import { Settings } from '../../config/settings';
 import { TenantContext } from '../../tenancy/tenant-context';
+import { groupBy } from './group-by';
+import { SLICES, sliceRange } from './key-ranges';
 import { PurgePacer } from './purge-pacer';
 import {
   PurgeSubject,
@@ -26,6 +28,13 @@ export function remainingCount(budgetMs: number): { reservedMs: number; timeoutM
 }
 
 type StopReason = 'budget' | 'disconnect';
+
+/**
+ * Pacer batch size per key slice of a whole-type purge: the first batch of a 2 s request spans 3
+ * of the 65 slices, a 30 s request's whole types (a slice holds about 1/16 of a type whose ids are
+ * hex UUIDs).
+ */
+const RESOURCES_PER_SLICE = 80;
 
 /**
  * `DELETE /{v}/purge` (SPEC §3.1 purge row, §4.7). Removes the matching resources of one user in
@@ -61,7 +70,9 @@ export class PurgeService {
     const pacer = new PurgePacer(budgetMs - count.reservedMs);
     const tally = new PurgeTally();
     const stop =
-      (await this.removeMatching(ctx, selection, pacer, tally, signal)) ??
+      (selection.before === null
+        ? await this.removeWholeTypes(ctx, selection, pacer, tally, signal)
+        : await this.removeMatching(ctx, selection, pacer, tally, signal)) ??
       (await this.removeLeftovers(ctx, selection, pacer, tally, signal));
     const summary = {
       client: ctx.clientId,
@@ -115,7 +126,59 @@ export class PurgeService {
     return purgeDryRunOutcome(subject, tally);
   }
 
-  /** Phase 1: matching current documents and their history, batch by batch. */
+  /**
+   * Phase 1 without `_before`: every resource of the user in the selected types goes, so a batch is
+   * a slice of a type's key space (key-ranges.ts) removed with one range delete per collection,
+   * about 20× faster on DocumentDB than naming each key (issue 13): the current documents of the
+   * slice first, then the history rows of the slice, except those of resources written into the
+   * slice since (a create racing the purge keeps its history; leftovers of an interrupted removal
+   * in the slice go too, counted as versions). The slices a batch spans follow the pacer.
+   */
+  private async removeWholeTypes(
+    ctx: TenantContext,
+    selection: PurgeSelection,
+    pacer: PurgePacer,
+    tally: PurgeTally,
+    signal: AbortSignal | undefined,
+  ): Promise<StopReason | undefined> {
+    // A small purge fits in one batch of keys, all its types at once; a larger one goes on by slices.
+    const stopFirst = this.shouldStop(pacer, signal);
+    if (stopFirst) return stopFirst;
+    if (!(await this.removeKeyBatch(ctx, selection, pacer, tally))) return undefined;
+    const stopAfterFirst = this.shouldStop(pacer, signal);
+    if (stopAfterFirst) return stopAfterFirst;
+    const { version } = selection;
+    for (const type of await this.repository.typesOf(ctx, selection)) {
+      const prefix = resourceKey(version, ctx.clientId, type, '');
+      for (let slice = 0; slice < SLICES;) {
+        const stop = this.shouldStop(pacer, signal);
+        if (stop) return stop;
+        const startedAt = Date.now();
+        const count = Math.ceil(pacer.batchSize / RESOURCES_PER_SLICE);
+        const range = sliceRange(prefix, slice, count);
+        // Empty slices cost a read, no delete; the type is done when nothing is left after `slice`.
+        if ((await this.repository.someKeyInRange(ctx, version, type, range)) === null) {
+          const rest = sliceRange(prefix, slice + count, SLICES);
+          if (
+            slice + count >= SLICES ||
+            (await this.repository.someKeyInRange(ctx, version, type, rest)) === null
+          )
+            break;
+          slice += count;
+          continue;
+        }
+        const resources = await this.repository.removeCurrentInRange(ctx, version, type, range);
+        const written = await this.repository.keysInRange(ctx, version, type, range);
+        const versions = await this.repository.removeHistoryInRange(ctx, version, range, written);
+        tally.add(type, resources, versions);
+        pacer.recordBatch(Date.now() - startedAt, pacer.batchSize);
+        slice += count;
+      }
+    }
+    return undefined;
+  }
+
+  /** Phase 1 with `_before`: matching current documents and their history, batch by batch. */
   private async removeMatching(
     ctx: TenantContext,
     selection: PurgeSelection,
@@ -126,26 +189,34 @@ export class PurgeService {
     for (;;) {
       const stop = this.shouldStop(pacer, signal);
       if (stop) return stop;
-      const startedAt = Date.now();
-      const limit = pacer.batchSize;
-      const refs = await this.repository.matchingKeys(ctx, selection, limit);
-      if (refs.length === 0) return undefined;
-      const gone = await this.repository.removeCurrent(
-        ctx,
-        selection,
-        refs.map((ref) => ref.key),
-      );
-      const removed = refs.filter((ref) => gone.has(ref.key));
-      // Only now, with the current documents gone, their history (rows 1..n of each: the
-      // versions the documents held, which is also what the tally counts).
-      if (removed.length > 0) {
-        await this.repository.removeHistoryOf(ctx, selection.version, removed);
-      }
-      for (const ref of removed) tally.add(ref.type, 1, ref.versions);
-      pacer.recordBatch(Date.now() - startedAt, refs.length);
-      // A short batch took the last matches: no need for one more read.
-      if (refs.length < limit) return undefined;
+      if (!(await this.removeKeyBatch(ctx, selection, pacer, tally))) return undefined;
     }
+  }
+
+  /**
+   * One batch of matching current documents named by key, then their history. Returns false when
+   * it took the last matches (a short batch: no need for one more read).
+   */
+  private async removeKeyBatch(
+    ctx: TenantContext,
+    selection: PurgeSelection,
+    pacer: PurgePacer,
+    tally: PurgeTally,
+  ): Promise<boolean> {
+    const startedAt = Date.now();
+    const limit = pacer.batchSize;
+    const refs = await this.repository.matchingKeys(ctx, selection, limit);
+    if (refs.length === 0) return false;
+    const gone = await this.repository.removeCurrent(ctx, selection, refs);
+    const removed = refs.filter((ref) => gone.has(ref.key));
+    // Only now, with the current documents gone, their history (rows 1..n of each: the
+    // versions the documents held, which is also what the tally counts).
+    if (removed.length > 0) {
+      await this.repository.removeHistoryOf(ctx, selection.version, removed);
+    }
+    for (const ref of removed) tally.add(ref.type, 1, ref.versions);
+    pacer.recordBatch(Date.now() - startedAt, refs.length);
+    return refs.length >= limit;
   }
 
   /**
@@ -215,15 +286,4 @@ export class PurgeService {
     if (signal?.aborted) return 'disconnect';
     return pacer.canStartBatch() ? undefined : 'budget';
   }
-}
-
-function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
 }

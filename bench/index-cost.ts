@@ -1,0 +1,168 @@
+/**
+ * Insert cost of each index of the store on the engine (issue 13): the documents the FHIR store
+ * writes for Synthea R4 resources (ResourceWriter: current documents with their `idx` entries, and
+ * their history rows) inserted with the driver (`insertMany`, ordered:false, batches of 500) into a
+ * fresh collection holding only `_id`, then `_id` plus one index at a time, then every index the
+ * app declares on that collection. The difference to `_id` alone is what that index costs a write.
+ * Prints a table and writes bench/results/index-cost.json.
+ * Run: npm run bench -- index-cost   (INDEX_COST_PATIENTS=<n>, default 5: 2,146 distinct resources;
+ *   INDEX_COST_ROUNDS=<n>, default 3: each configuration's median time counts;
+ *   INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes, not each index alone)
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import type { Document, IndexDescription } from 'mongodb';
+import type { mongo } from 'mongoose';
+import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
+import { historyOf } from '../src/modules/fhir-store/resource-documents';
+import { ResourceWriter } from '../src/modules/fhir-store/resource-writer';
+import type { TenantContext } from '../src/tenancy/tenant-context';
+import { printTable, startBenchServer } from './lib/bench-server';
+
+const PATIENTS = Number(process.env.INDEX_COST_PATIENTS ?? 5);
+const BATCH = 500;
+const ROUNDS = Number(process.env.INDEX_COST_ROUNDS ?? 3);
+/** INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes only (comparing engine settings). */
+const ONLY_ALL = process.env.INDEX_COST_ONLY_ALL === '1';
+
+type Row = {
+  collection: string;
+  indexes: string;
+  'entries/doc': string;
+  'docs/s': number;
+  'ms/1000 docs': string;
+  'extra ms/1000 docs': string;
+};
+
+async function main(): Promise<void> {
+  const server = await startBenchServer();
+  try {
+    const db = server.connection.db!;
+    const writer = server.app.get(ResourceWriter, { strict: false });
+    const ctx: TenantContext = { clientId: 'bench', userId: 1, scopes: ['user/*.*'], form: 'user-token' };
+    const current = loadSyntheaResources('r4', PATIENTS).map((resource, i) =>
+      writer.buildDoc(
+        ctx,
+        'r4',
+        String(resource.resourceType),
+        String(resource.id),
+        1,
+        new Date(i),
+        resource,
+      ),
+    );
+    const unique = [...new Map(current.map((doc) => [doc._id, doc])).values()];
+    const docs: Record<string, Document[]> = {
+      resources: unique,
+      resource_history: unique.map((doc) => historyOf(doc)),
+    };
+    const target = server.connection.getClient().db(`${server.dbName}_index_cost`);
+    const rows: Row[] = [];
+    for (const name of ['resources', 'resource_history']) {
+      const declared = (await db.collection(name).listIndexes().toArray())
+        .filter((index) => index.name !== '_id_')
+        .map(({ key, name: n }) => ({ key, name: n }));
+      const configs: Array<[string, IndexDescription[]]> = [
+        ['_id only', []],
+        ...(ONLY_ALL
+          ? []
+          : declared.map((index): [string, IndexDescription[]] => [`+ ${index.name}`, [index]])),
+        [`all ${declared.length}`, declared],
+      ];
+      // Rounds of every configuration in turn: a busy machine slows all of them alike; the median counts.
+      const times = configs.map(() => [] as number[]);
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [c, [label, indexes]] of configs.entries()) {
+          times[c].push(await insertMs(target, `${name}_${c}`, indexes, docs[name]));
+          process.stderr.write(`${name} ${label} round ${round + 1}: ${times[c][round].toFixed(0)} ms\n`);
+        }
+      }
+      const per1000 = times.map((t) => (median(t) / docs[name].length) * 1000);
+      for (const [c, [label, indexes]] of configs.entries()) {
+        rows.push({
+          collection: name,
+          indexes: label,
+          'entries/doc': indexes.length === 1 ? entriesPerDoc(docs[name], indexes[0]) : '',
+          'docs/s': Math.round(1e6 / per1000[c]),
+          'ms/1000 docs': per1000[c].toFixed(0),
+          'extra ms/1000 docs': c === 0 ? '' : (per1000[c] - per1000[0]).toFixed(0),
+        });
+      }
+    }
+    await target.dropDatabase();
+    const load = loadavg().map((l) => l.toFixed(1));
+    console.log(
+      `\nindex insert cost — ${server.engine}, ${unique.length} documents per run, load average ${load.join(' ')}`,
+    );
+    printTable(rows);
+    mkdirSync(join(__dirname, 'results'), { recursive: true });
+    writeFileSync(
+      join(__dirname, 'results', 'index-cost.json'),
+      JSON.stringify(
+        {
+          engine: server.engine,
+          documents: unique.length,
+          loadAverage: loadavg(),
+          rows,
+          summary: rows
+            .filter((row) => row.indexes === '_id only' || row.indexes.startsWith('all'))
+            .map((row) => ({
+              figure: `${row.collection}, ${row.indexes}`,
+              value: row['docs/s'],
+              unit: 'docs/s',
+            })),
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await server.close();
+  }
+}
+
+/** Milliseconds to insert `docs` into a new collection with `indexes` (dropped afterwards). */
+async function insertMs(
+  target: mongo.Db,
+  name: string,
+  indexes: IndexDescription[],
+  docs: Document[],
+): Promise<number> {
+  const collection = target.collection(name);
+  await target.createCollection(name);
+  if (indexes.length > 0) await collection.createIndexes(indexes);
+  const started = process.hrtime.bigint();
+  // copies: insertMany sets `_id` on what it is given
+  for (let i = 0; i < docs.length; i += BATCH) {
+    await collection.insertMany(
+      docs.slice(i, i + BATCH).map((doc) => ({ ...doc })),
+      { ordered: false },
+    );
+  }
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  await collection.drop();
+  return ms;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** Mean number of index entries a document adds to a one-array index (its array's length). */
+function entriesPerDoc(docs: Document[], index: IndexDescription): string {
+  const arrayPath = Object.keys(index.key as Record<string, number>).find((path) => path.startsWith('idx.'));
+  if (!arrayPath) return '1';
+  const field = arrayPath.slice('idx.'.length);
+  const total = docs.reduce(
+    (sum, doc) => sum + ((doc.idx as Record<string, unknown[]>)?.[field]?.length ?? 0),
+    0,
+  );
+  return (total / docs.length).toFixed(1);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -67,11 +67,13 @@ async function main(): Promise<void> {
     let insertNanos = 0n;
     for (const name of ['resources', 'resource_history']) {
       documents[name] = 0;
-      const cursor = db.collection(name).find({}).batchSize(DRIVER_BATCH);
+      // a pass over every stored document: the app connection's per-operation deadline (DB_TIMEOUT_MS)
+      // applies per batch, not to the whole pass
+      const cursor = db.collection(name).find({}, { timeoutMode: 'iteration' }).batchSize(DRIVER_BATCH);
       let batch: Document[] = [];
       const flush = async () => {
         const start = process.hrtime.bigint();
-        await target.collection(name).insertMany(batch, { ordered: false });
+        await target.collection(name).insertMany(batch, { ordered: false, timeoutMS: 0 });
         insertNanos += process.hrtime.bigint() - start;
         documents[name] += batch.length;
         batch = [];

@@ -247,9 +247,6 @@ async function main(): Promise<void> {
   // METRICS_ENABLED: driver command monitoring, which records the app's queries for the replay.
   const server = await startBenchServer({
     DB_TIMEOUT_MS: '60000',
-    // One client drives 32 connections here: the per-client in-flight limit (default 16, then 429)
-    // is not under test (bench/fairness.ts measures it).
-    CLIENT_MAX_CONCURRENT_REQUESTS: '1000',
     DIRECTORY_SEED: 'false',
     METRICS_ENABLED: 'true',
   });

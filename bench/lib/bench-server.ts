@@ -43,6 +43,11 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
     USER_MGMT_RATE_LIMIT: '10000000',
     TOKEN_FAILURE_LIMIT: '10000000',
+    // One client drives every connection of these benchmarks: the per-client limits (in-flight
+    // requests, response bytes per second; 429 past them) are not what they measure —
+    // bench/fairness.ts does, with the server in its own process and the defaults.
+    CLIENT_MAX_CONCURRENT_REQUESTS: '1000',
+    CLIENT_RESPONSE_BYTES_PER_SECOND: '0',
     PORT: '0',
     ...env,
   });

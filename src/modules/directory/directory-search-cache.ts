@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import type { SystemType } from './directory-entry';
 import { DirectoryMemoryIndex, IndexedEntry, MemoryPage } from './directory-memory-index';
 
 /** What the cache needs from the repository: the version document and a full read. */
@@ -38,7 +39,7 @@ export class DirectorySearchCache {
   /** The page from memory, or null when the copy is not at the current version (search the database). */
   async search(
     words: readonly string[],
-    systemType: Parameters<DirectoryMemoryIndex['search']>[1],
+    systemType: SystemType | undefined,
     offset: number,
     limit: number,
   ): Promise<MemoryPage | null> {
@@ -49,13 +50,18 @@ export class DirectorySearchCache {
     return null;
   }
 
-  /** Waits for a rebuild in progress (tests, start-up warm-up). */
-  async settled(): Promise<void> {
+  /** Resolves once the copy is at the current version, or found too large (benchmarks, tests). */
+  async warm(): Promise<void> {
+    await this.rebuilding;
+    if (this.maxEntries === 0) return;
+    const version = await this.source.readVersion();
+    if (this.copy?.version === version || this.tooLargeAt === version) return;
+    this.startRebuild();
     await this.rebuilding;
   }
 
   /** Starts one rebuild unless one is running; its failure only means searches stay in the database. */
-  startRebuild(): void {
+  private startRebuild(): void {
     this.rebuilding ??= this.rebuild()
       .catch((err: unknown) => this.logger.warn(`directory copy not rebuilt: ${(err as Error).message}`))
       .finally(() => {

@@ -119,8 +119,7 @@ export class DirectoryRepository {
 
   /** Resolves once a copy at the current version is built (or found too large): benchmarks, tests. */
   async warmSearchCopy(): Promise<void> {
-    await this.cache.settled();
-    if ((await this.cache.search([], undefined, 0, 0)) === null) await this.cache.settled();
+    await this.cache.warm();
   }
 
   /**

@@ -10,12 +10,15 @@
  *   BENCH_DB=<name> keeps the loaded database; a later run with the same name measures its data
  *   again without loading (bench-server.ts `reuseBenchUsers`),
  *   SEARCH_BENCH_PROFILE=1 one request at a time instead: API median and, per command the app
- *   sent, the engine's own time (`explain` executionStats).
+ *   sent, the engine's own time (`explain` executionStats); the commands themselves go to
+ *   bench/results/search-commands.json (extended JSON, for `EXPLAIN ANALYZE` in PostgreSQL:
+ *   docs/storage.md "Where the time goes").
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { BSON } from 'mongodb';
 import { recordQueries, type RecordedQuery } from '../libs/testing/src/query-plans';
 import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
 import {
@@ -163,6 +166,7 @@ export async function benchSearches(
     const db = server.connection.db!;
 
     const rows: Array<Record<string, string | number>> = [];
+    const commands: Array<{ search: string; commands: unknown[] }> = [];
     for (const [name, path] of searches(heaviest.id, heaviest.family, loadStarted, loadMiddle)) {
       let total: number | string = '';
       const recorded: RecordedQuery[] = await recordQueries(server.connection, async () => {
@@ -173,6 +177,7 @@ export async function benchSearches(
       });
       if (PROFILE) {
         rows.push(await profileSearch(server, name, path, auth, recorded, total));
+        commands.push({ search: name, commands: recorded.map((query) => query.command) });
         continue;
       }
       for (const connections of CONCURRENCY) {
@@ -228,14 +233,18 @@ export async function benchSearches(
           .join(' ')}\n`,
     );
     printTable(rows);
-    if (PROFILE) return;
+    mkdirSync(join(__dirname, 'results'), { recursive: true });
+    if (PROFILE) {
+      const file = join(__dirname, 'results', 'search-commands.json');
+      writeFileSync(file, `${BSON.EJSON.stringify(commands, undefined, 2, { relaxed: true })}\n`);
+      return;
+    }
     const summary = rows.map((r) => ({
       figure: `${r.search} @${r.conns} p99`,
       value: r['API p99'],
       unit: 'ms',
       target: `< ${TARGET_P99_MS}`,
     }));
-    mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(
       join(__dirname, 'results', 'search.json'),
       `${JSON.stringify({ engine: server.engine, copies: COPIES, resources: load.resources, documents: stored, rows, summary }, null, 2)}\n`,

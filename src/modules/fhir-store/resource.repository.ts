@@ -10,7 +10,8 @@ import { ensureIndexes } from '../../database/ensure-indexes';
 export interface StoreSearchOptions {
   type?: string | readonly string[];
   filter?: Filter<ResourceDoc>;
-  sort?: Sort;
+  /** Field → 1 | -1, the last field unique (stable pages); default `DEFAULT_SORT`. */
+  sort?: SortOrder;
   skip?: number;
   limit: number;
   /** Also count every match (Bundle.total). */
@@ -34,11 +35,13 @@ export interface ResourceRef {
 // The driver types of the driver Mongoose runs (it may differ from a top-level `mongodb`).
 type Collection<T extends mongo.Document> = mongo.Collection<T>;
 export type Filter<T> = mongo.Filter<T>;
-type Sort = mongo.Sort;
+type SortOrder = Readonly<Record<string, 1 | -1>>;
 type MongoBulkWriteError = mongo.MongoBulkWriteError;
 
 const DUPLICATE_KEY = 11000;
 const WITHOUT_INDEX = { idx: 0 } as const;
+/** Search order without `_sort`: newest first, then id (a total order: stable pages). */
+const DEFAULT_SORT = { lu: -1, id: 1 } as const;
 
 /** The fields of a current document that are served (all but `idx`), for inclusion projections. */
 const SERVED_FIELDS = ['_id', 'v', 'c', 'u', 't', 'id', 'vid', 'lu', 'del'] as const satisfies ReadonlyArray<
@@ -105,6 +108,9 @@ export class ResourceRepository implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     await ensureIndexes(this.resources, [
       { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: 'type_lastUpdated' },
+      // A user's `_lastUpdated` and plain type searches: on `type_lastUpdated` the engine reads
+      // every user's entries of the range and tests `u` on each stored document.
+      { key: { v: 1, c: 1, u: 1, t: 1, lu: -1, id: 1 }, name: 'user_type_lastUpdated' },
       { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: 'user_type' },
       ...this.searchIndexSpecs(),
     ]);
@@ -171,18 +177,38 @@ export class ResourceRepository implements OnModuleInit {
     options: StoreSearchOptions,
   ): Promise<StoreSearchResult> {
     const filter = this.searchFilter(ctx, version, options);
-    const projection = options.withoutIndex === false ? undefined : WITHOUT_INDEX;
     const hint = options.hint === undefined ? {} : { hint: options.hint };
-    const cursor = this.resources
-      .find(filter, { projection, ...hint })
-      .sort(options.sort ?? { lu: -1, id: 1 })
-      .skip(options.skip ?? 0)
-      .limit(options.limit);
     const [docs, total] = await Promise.all([
-      options.limit > 0 ? cursor.toArray() : Promise.resolve([]),
+      options.limit > 0
+        ? this.sortedPage<ResourceDoc>(filter, {
+            ...options,
+            projection: options.withoutIndex === false ? undefined : WITHOUT_INDEX,
+          })
+        : Promise.resolve([]),
       options.count ? this.resources.countDocuments(filter, hint) : Promise.resolve(undefined),
     ]);
     return total === undefined ? { docs } : { docs, total };
+  }
+
+  /**
+   * `limit` matches of `filter` in `sort` order from `skip`, shaped by `projection`: an
+   * aggregation that sorts and limits before it projects. A `find` with the same projection is
+   * the same on MongoDB, but DocumentDB evaluates a find's projection on every match before its
+   * sort (each evaluation decompressing the stored document once more), where the pipeline's
+   * `$project` runs on the page only (measured: docs/storage.md "Where the time goes").
+   */
+  private sortedPage<T extends mongo.Document>(
+    filter: Filter<ResourceDoc>,
+    options: { sort?: SortOrder; skip?: number; limit: number; hint?: string; projection?: object },
+    bson: { enableUtf8Validation?: boolean } = {},
+  ): Promise<T[]> {
+    const pipeline: object[] = [{ $match: filter }, { $sort: options.sort ?? DEFAULT_SORT }];
+    if (options.skip) pipeline.push({ $skip: options.skip });
+    pipeline.push({ $limit: options.limit });
+    if (options.projection) pipeline.push({ $project: options.projection });
+    return this.resources
+      .aggregate<T>(pipeline, { ...(options.hint === undefined ? {} : { hint: options.hint }), ...bson })
+      .toArray();
   }
 
   /**
@@ -209,16 +235,11 @@ export class ResourceRepository implements OnModuleInit {
       size,
       json: { $cond: [{ $lte: [size, inlineBytes] }, '$json', '$$REMOVE'] },
     };
-    const rows = (await this.resources
-      .find(this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }), {
-        projection,
-        enableUtf8Validation: false,
-        ...(options.hint === undefined ? {} : { hint: options.hint }),
-      })
-      .sort(options.sort ?? { lu: -1, id: 1 })
-      .skip(options.skip ?? 0)
-      .limit(page.size + 1)
-      .toArray()) as unknown as Array<ResourceDoc & { size: number }>;
+    const rows = await this.sortedPage<ResourceDoc & { size: number }>(
+      this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }),
+      { ...options, limit: page.size + 1, projection },
+      { enableUtf8Validation: false },
+    );
     let bytes = 0;
     let kept = 0;
     while (
@@ -257,20 +278,28 @@ export class ResourceRepository implements OnModuleInit {
     return this.resources.countDocuments(filter, options.hint === undefined ? {} : { hint: options.hint });
   }
 
+  /**
+   * The search's own conditions first, then the user, then `del`: the order of the filter's fields
+   * is the order in which DocumentDB tests the conditions its index does not bound, each one on
+   * the whole stored document (decompressed again for every condition: docs/storage.md "Where the
+   * time goes"), and it stops at the first that fails. The search's conditions drop most of the
+   * candidates, the user drops the other users' (one index serves them all), `del` almost never
+   * drops one. MongoDB does not care about the order.
+   */
   private searchFilter(
     ctx: TenantContext,
     version: FhirVersion,
     options: StoreSearchOptions,
   ): Filter<ResourceDoc> {
-    const filter: Filter<ResourceDoc> = {
-      ...(options.filter ?? {}),
-      ...tenantFilter(ctx),
-      v: version,
-      del: false,
-    };
-    if (typeof options.type === 'string') filter.t = options.type;
-    else if (options.type) filter.t = { $in: [...options.type] };
-    return filter;
+    const { del: _del, ...conditions } = options.filter ?? {};
+    const type =
+      typeof options.type === 'string'
+        ? { t: options.type }
+        : options.type
+          ? { t: { $in: [...options.type] } }
+          : {};
+    // the tenant, version and type win over anything `conditions` says
+    return { ...conditions, v: version, ...type, ...tenantFilter(ctx), del: false };
   }
 
   // ---- search support (issue 5: chains, `_has`, includes, `$everything`) ---------------------

@@ -179,6 +179,62 @@ describe('buildFilter', () => {
     expect(index('Patient', {})).toBeUndefined();
   });
 
+  it('range clauses keep their buckets only where the bucket index may serve the search', () => {
+    const search = (query: Record<string, string | string[]>) => built('Observation', query);
+    const bucketKeys = (filter: object) => JSON.stringify(filter).includes('idx.bkt');
+    // on the bucket index (or left to the planner) the buckets bound the scan
+    expect(bucketKeys(search({ date: ['ge2015', 'lt2020'] }).filter)).toBe(true);
+    expect(bucketKeys(search({ date: 'ge2015', _lastUpdated: 'ge2020' }).filter)).toBe(true);
+    // on another index they would only be tested on each candidate: left out
+    for (const query of [
+      { subject: 'Patient/1', date: ['ge2015', 'lt2020'] },
+      { code: 'http://loinc.org|8302-2', date: 'ge2019-06', 'value-quantity': 'gt5' },
+    ]) {
+      const page = search(query);
+      expect(page.index).not.toBe('search_range_buckets');
+      expect(bucketKeys(page.filter)).toBe(false);
+    }
+  });
+
+  it('a range clause without its buckets matches exactly what it matched with them', () => {
+    const stored = [
+      { effectiveDateTime: '1999-12-31T23:59:59Z' },
+      { effectiveDateTime: '2015-01-01' },
+      { effectivePeriod: { start: '2014-06-01', end: '2015-03-01' } },
+      { effectivePeriod: { start: '2019-12-31T23:00:00-05:00' } },
+      { effectiveDateTime: '2020-01-01T00:00:00.000Z' },
+      { effectiveInstant: '2024-05-31T12:30:00.5Z' },
+    ].map((fields) =>
+      extractIndex('r4', {
+        resourceType: 'Observation',
+        status: 'final',
+        code: { text: 'x' },
+        valueQuantity: { value: 4.5, system: 'http://unitsofmeasure.org', code: 'mg' },
+        ...fields,
+      }),
+    );
+    const values = ['2015', 'ge2015', 'lt2020', 'gt2019-12-31', 'le2015-01-01', 'ne2015', 'sa2014', 'eb2020'];
+    const quantities = ['gt4', 'le4.5', 'ap5', 'ne4.5', '4.5||mg', 'lt5|http://unitsofmeasure.org|mg'];
+    const cases = [
+      ...values.map((date) => ({ date })),
+      ...quantities.map((quantity) => ({ 'value-quantity': quantity })),
+    ];
+    const outcomes = new Set<boolean>();
+    for (const query of cases) {
+      const bounded = conditions('Observation', query)[0] as Record<string, unknown>;
+      const unbounded = (
+        conditions('Observation', { ...query, subject: 'Patient/1' }) as Array<Record<string, unknown>>
+      ).find((condition) => !JSON.stringify(condition).includes('idx.ref'))!;
+      expect(JSON.stringify(unbounded)).not.toContain('idx.bkt');
+      for (const index of stored) {
+        const entries = index as Record<string, string[]>;
+        expect([query, evaluate(unbounded, entries)]).toEqual([query, evaluate(bounded, entries)]);
+        outcomes.add(evaluate(bounded, entries));
+      }
+    }
+    expect([...outcomes].sort()).toEqual([false, true]);
+  });
+
   it('sort keys map to lu, id and idx.srt', () => {
     expect(built('Patient', { _sort: 'birthdate,-_lastUpdated' }).sort).toEqual({
       'idx.srt.birthdate': 1,

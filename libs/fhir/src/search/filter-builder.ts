@@ -109,7 +109,10 @@ export function buildFilter(parsed: ParsedSearch, options: BuildFilterOptions = 
   if (parsed.type) filter.t = parsed.type;
   else if (parsed.types) filter.t = { $in: [...parsed.types] };
   Object.assign(filter, NOT_DELETED);
-  const conditions: Filter[] = parsed.clauses.map((clause) => clauseCondition(clause, now));
+  const index = indexFor(parsed);
+  // Range buckets only where the search may run on their index (filter-clauses.ts RangeBuckets).
+  const buckets = index === undefined || index === INDEX_NAMES.bkt ? 'bounded' : 'unbounded';
+  const conditions: Filter[] = parsed.clauses.map((clause) => clauseCondition(clause, now, buckets));
   for (const alternatives of parsed.content) conditions.push(contentCondition(alternatives));
   if (conditions.length > 0) filter.$and = conditions;
 
@@ -122,7 +125,7 @@ export function buildFilter(parsed: ParsedSearch, options: BuildFilterOptions = 
     const pointsBack = { 'idx.ref': { $regex: `^${escapeRegex(referencePrefix)}` } };
     return { referencePrefix, filter: subQueryFilter([clause.sourceType], clause.clause, now, pointsBack) };
   });
-  return { filter, sort: buildSort(parsed), chained, has, index: indexFor(parsed) };
+  return { filter, sort: buildSort(parsed), chained, has, index };
 }
 
 /** Ids of the searched type referenced by the `idx.ref` arrays of the documents a HasQuery matched. */

@@ -137,6 +137,12 @@ function approximateDateRange(lo: Date, hi: Date, now: Date): { lo: Date; hi: Da
   return { lo: new Date(lo.getTime() - margin), hi: new Date(hi.getTime() + margin) };
 }
 
+/**
+ * Whether a range condition carries its `idx.bkt` keys: 'bounded' when the search may run on the
+ * bucket index (filter-builder.ts `indexFor`), 'unbounded' when it runs on another one.
+ */
+export type RangeBuckets = 'bounded' | 'unbounded';
+
 type Lower = ['$gt' | '$gte', string];
 type Upper = ['$lt' | '$lte', string];
 
@@ -148,13 +154,17 @@ const DATE_FIELDS = new Set(['idx.dtl', 'idx.dth']);
  * bounded index scan; `bucketPrefix` names the buckets, range-buckets.ts), and the exact test of
  * one element, a regex over the fixed-width encoded value (range-regex.ts), on the fetched
  * candidates. `$elemMatch: {$gte, $lt}` would be exact too, but DocumentDB reads the whole
- * tenant range of the index for it.
+ * tenant range of the index for it. The buckets only bound that index scan: every value the regex
+ * accepts has one of its prefixes among them. A search that runs on another index (`buckets`
+ * 'unbounded') tests the regex alone: DocumentDB tests each condition its index does not bound on
+ * the whole stored document, so a redundant one costs a document decompression per candidate.
  */
 function elementInRange(
   field: string,
   keyPrefix: string,
-  lower?: Lower,
-  upper?: Upper,
+  lower: Lower | undefined,
+  upper: Upper | undefined,
+  buckets: RangeBuckets,
   bucketPrefix = keyPrefix,
 ): Filter {
   const isDate = DATE_FIELDS.has(field);
@@ -166,13 +176,10 @@ function elementInRange(
     isDate ? 24 : 16,
     isDate ? 'digits' : 'hex',
   );
-  const buckets = coveringBuckets(lower?.[1] ?? layout.floor, upper?.[1] ?? layout.ceiling, layout);
-  return {
-    $and: [
-      { 'idx.bkt': { $in: buckets.map((bucket) => bucketPrefix + bucket) } },
-      { [field]: { $regex: pattern } },
-    ],
-  };
+  const exact = { [field]: { $regex: pattern } };
+  if (buckets === 'unbounded') return exact;
+  const covering = coveringBuckets(lower?.[1] ?? layout.floor, upper?.[1] ?? layout.ceiling, layout);
+  return { $and: [{ 'idx.bkt': { $in: covering.map((bucket) => bucketPrefix + bucket) } }, exact] };
 }
 
 /**
@@ -180,54 +187,58 @@ function elementInRange(
  * the highs. eq/ap test both ends; for a parameter with several values they may come from
  * different values (documented approximation), exact for the usual single value.
  */
-function dateRangeCondition(param: string, prefix: SearchPrefix, lo: Date, hi: Date, now: Date): Filter {
+function dateRangeCondition(
+  param: string,
+  { prefix, lo, hi }: { prefix: SearchPrefix; lo: Date; hi: Date },
+  now: Date,
+  buckets: RangeBuckets,
+): Filter {
   const key = `${param}|`;
   const low = lo.toISOString();
   const high = hi.toISOString();
+  const within = (field: 'idx.dtl' | 'idx.dth', lower?: Lower, upper?: Upper): Filter =>
+    elementInRange(field, key, lower, upper, buckets);
   switch (prefix) {
     case 'eq':
       return {
         $and: [
-          elementInRange('idx.dtl', key, ['$gte', low], ['$lte', high]),
-          elementInRange('idx.dth', key, ['$gte', low], ['$lte', high]),
+          within('idx.dtl', ['$gte', low], ['$lte', high]),
+          within('idx.dth', ['$gte', low], ['$lte', high]),
         ],
       };
     case 'ne':
       return {
-        $or: [
-          elementInRange('idx.dtl', key, undefined, ['$lt', low]),
-          elementInRange('idx.dth', key, ['$gt', high]),
-        ],
+        $or: [within('idx.dtl', undefined, ['$lt', low]), within('idx.dth', ['$gt', high])],
       };
     case 'gt':
-      return elementInRange('idx.dth', key, ['$gt', high]);
+      return within('idx.dth', ['$gt', high]);
     case 'lt':
-      return elementInRange('idx.dtl', key, undefined, ['$lt', low]);
+      return within('idx.dtl', undefined, ['$lt', low]);
     case 'ge':
-      return elementInRange('idx.dth', key, ['$gte', low]);
+      return within('idx.dth', ['$gte', low]);
     case 'le':
-      return elementInRange('idx.dtl', key, undefined, ['$lte', high]);
+      return within('idx.dtl', undefined, ['$lte', high]);
     case 'sa':
-      return elementInRange('idx.dtl', key, ['$gt', high]);
+      return within('idx.dtl', ['$gt', high]);
     case 'eb':
-      return elementInRange('idx.dth', key, undefined, ['$lt', low]);
+      return within('idx.dth', undefined, ['$lt', low]);
     case 'ap': {
       const wide = approximateDateRange(lo, hi, now);
       return {
         $and: [
-          elementInRange('idx.dtl', key, undefined, ['$lte', wide.hi.toISOString()]),
-          elementInRange('idx.dth', key, ['$gte', wide.lo.toISOString()]),
+          within('idx.dtl', undefined, ['$lte', wide.hi.toISOString()]),
+          within('idx.dth', ['$gte', wide.lo.toISOString()]),
         ],
       };
     }
   }
 }
 
-function dateCondition(clause: SearchClause, now: Date): Filter {
+function dateCondition(clause: SearchClause, now: Date, buckets: RangeBuckets): Filter {
   return anyOf(
     clause.values.map((value) => {
       if (value.kind !== 'date') throw new SearchError('invalid', `Invalid date for '${clause.param}'`);
-      return dateRangeCondition(clause.param, value.prefix, value.lo, value.hi, now);
+      return dateRangeCondition(clause.param, value, now, buckets);
     }),
   );
 }
@@ -274,10 +285,11 @@ function pointCondition(
   value: number,
   lo: number,
   hi: number,
+  buckets: RangeBuckets,
 ): Filter {
   const n = sortableNumber;
   const within = (lower?: Lower, upper?: Upper): Filter =>
-    elementInRange(field, key, lower, upper, bucketPrefix);
+    elementInRange(field, key, lower, upper, buckets, bucketPrefix);
   switch (prefix) {
     case 'eq':
       return within(['$gte', n(lo)], ['$lt', n(hi)]);
@@ -303,12 +315,12 @@ function pointCondition(
   }
 }
 
-function numberCondition(clause: SearchClause): Filter {
+function numberCondition(clause: SearchClause, buckets: RangeBuckets): Filter {
   return anyOf(
     clause.values.map((value) => {
       if (value.kind === 'number') {
         const key = `${clause.param}|`;
-        return pointCondition('idx.num', key, key, value.prefix, value.value, value.lo, value.hi);
+        return pointCondition('idx.num', key, key, value.prefix, value.value, value.lo, value.hi, buckets);
       }
       if (value.kind === 'quantity') {
         // Keys of search-index.ts: `p=` any unit, `p|system|code|`, `p||code|` (code or unit, any system).
@@ -317,7 +329,16 @@ function numberCondition(clause: SearchClause): Filter {
             ? `${clause.param}=`
             : `${clause.param}|${value.system === undefined ? '' : escapeComponent(value.system)}|${escapeComponent(value.code)}|`;
         const anyUnit = `${clause.param}=`;
-        return pointCondition('idx.qty', key, anyUnit, value.prefix, value.value, value.lo, value.hi);
+        return pointCondition(
+          'idx.qty',
+          key,
+          anyUnit,
+          value.prefix,
+          value.value,
+          value.lo,
+          value.hi,
+          buckets,
+        );
       }
       throw new SearchError('invalid', `Invalid number for '${clause.param}'`);
     }),
@@ -334,8 +355,11 @@ function missingCondition(clause: SearchClause): Filter {
   );
 }
 
-/** The condition for one clause of the searched type (chains and _has are resolved elsewhere). */
-export function clauseCondition(clause: SearchClause, now: Date): Filter {
+/**
+ * The condition for one clause of the searched type (chains and _has are resolved elsewhere).
+ * `buckets`: see RangeBuckets (date, number and quantity clauses).
+ */
+export function clauseCondition(clause: SearchClause, now: Date, buckets: RangeBuckets = 'bounded'): Filter {
   if (clause.modifier === 'missing') return missingCondition(clause);
   if (clause.param === '_id')
     return { id: { $in: clause.values.map((value) => (value.kind === 'token' ? value.code : '')) } };
@@ -350,10 +374,10 @@ export function clauseCondition(clause: SearchClause, now: Date): Filter {
         return tokenCondition(clause, 'idx.tok', `${clause.param}:identifier`);
       return referenceCondition(clause);
     case 'date':
-      return dateCondition(clause, now);
+      return dateCondition(clause, now, buckets);
     case 'number':
     case 'quantity':
-      return numberCondition(clause);
+      return numberCondition(clause, buckets);
     case 'uri':
       return uriCondition(clause);
     case 'composite':

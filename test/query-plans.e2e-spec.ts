@@ -131,6 +131,12 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       ['_lastUpdated', () => 'Observation?_lastUpdated=ge2020-01-01'],
       ['sort by _lastUpdated', () => 'Observation?_sort=-_lastUpdated&_count=5'],
       ['sort by a parameter', () => `Observation?patient=Patient/${record.patientId}&_sort=date&_count=5`],
+      // on the reference index, the date tested on the candidates without its range buckets
+      [
+        'reference and date range',
+        () => `Observation?patient=Patient/${record.patientId}&date=ge2015&date=lt2030`,
+        'search_ref',
+      ],
     ];
     for (const [name, path, index] of cases) {
       it(`${name}`, async () => {
@@ -140,6 +146,11 @@ describe('query plans: index scans for every hot query (e2e)', () => {
         }
       });
     }
+  });
+
+  it("a user's _lastUpdated range can run on the user's own index", async () => {
+    const reports = await plansOf(getOk('/r4/Observation?_lastUpdated=ge2020-01-01', userAuth()));
+    await expectServedBy(reports, 'user_type_lastUpdated');
   });
 
   describe('includes, chains, $everything', () => {

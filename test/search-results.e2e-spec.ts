@@ -110,6 +110,63 @@ describe('FHIR search results (e2e, Synthea R4)', () => {
       expect(seen).toHaveLength(resourcesOfType(records, 'Observation').length);
     });
 
+    /** Every match of `path` by walking its next links: [id, meta.lastUpdated] in served order. */
+    async function walk(path: string, headers = asAlice()): Promise<Array<[string, string]>> {
+      const seen: Array<[string, string]> = [];
+      let url: string | undefined = path;
+      while (url) {
+        const res: request.Response = await get(url, headers).expect(200);
+        for (const entry of res.body.entry ?? [])
+          if (entry.search?.mode === 'match') seen.push([entry.resource.id, entry.resource.meta.lastUpdated]);
+        url = link(res.body, 'next') && relative(link(res.body, 'next')!);
+      }
+      return seen;
+    }
+
+    /** The documented order without `_sort`: newest first, then id. */
+    function inDefaultOrder(seen: Array<[string, string]>): Array<[string, string]> {
+      return [...seen].sort(([idA, luA], [idB, luB]) =>
+        luA === luB ? (idA < idB ? -1 : idA > idB ? 1 : 0) : luA > luB ? -1 : 1,
+      );
+    }
+
+    it('pages walk the default order (newest first, then id), user and client-wide, each match once', async () => {
+      const all = resourcesOfType(records, 'Observation');
+      const walked = await walk('/r4/Observation?_count=7');
+      expect(walked).toEqual(inDefaultOrder(walked));
+      expect(walked.map(([id]) => id).sort()).toEqual(all.map((o) => o.id).sort());
+      // a `_lastUpdated` range (the user's own index, or the client-wide one): the same order
+      const lus = walked.map(([, lu]) => lu).sort();
+      const from = lus[Math.floor(lus.length / 3)];
+      const range = `/r4/Observation?_lastUpdated=ge${from}&_count=6`;
+      const mine = await walk(range);
+      expect(mine).toEqual(walked.filter(([, lu]) => lu >= from));
+      const clientWide = await walk(range, clientHeaders(client, 'client'));
+      expect(clientWide).toEqual(inDefaultOrder(clientWide));
+      expect(clientWide.map(([id]) => id).sort()).toEqual(mine.map(([id]) => id).sort());
+    });
+
+    it('a patient date range served by the reference index: the exact matches, in order', async () => {
+      const patient = records[0].patientId;
+      const lo = Date.parse('2015-01-01T00:00:00Z');
+      const hi = Date.parse('2020-01-01T00:00:00Z');
+      // dateTime at seconds precision covers [t, t + 999 ms] (search.html#date)
+      const expected = resourcesOfType([records[0]], 'Observation')
+        .filter((o) => typeof o.effectiveDateTime === 'string')
+        .filter((o) => Date.parse(o.effectiveDateTime) + 999 >= lo && Date.parse(o.effectiveDateTime) < hi)
+        .map((o) => o.id)
+        .sort();
+      expect(expected.length).toBeGreaterThan(5);
+      const query = `subject=Patient/${patient}&date=ge2015&date=lt2020`;
+      const walked = await walk(`/r4/Observation?${query}&_count=5`);
+      expect(walked).toEqual(inDefaultOrder(walked));
+      expect(walked.map(([id]) => id).sort()).toEqual(expected);
+      // the same dates without the patient run on the range buckets: the patient's part is the same
+      const byDate = await walk(`/r4/Observation?date=ge2015&date=lt2020&_count=100`);
+      const ofPatient = new Set(expected);
+      expect(byDate.filter(([id]) => ofPatient.has(id))).toEqual(walked);
+    });
+
     it('_count defaults to 10, is clamped to 100; _total=none; _summary=count; _elements', async () => {
       const all = resourcesOfType(records, 'Observation').length;
       expect((await get('/r4/Observation').expect(200)).body.entry).toHaveLength(10);

@@ -186,10 +186,11 @@ describe('buildFilter', () => {
     expect(bucketKeys(search({ date: ['ge2015', 'lt2020'] }).filter)).toBe(true);
     expect(bucketKeys(search({ date: 'ge2015', _lastUpdated: 'ge2020' }).filter)).toBe(true);
     // on another index they would only be tested on each candidate: left out
-    for (const query of [
+    const onOtherIndexes: Array<Record<string, string | string[]>> = [
       { subject: 'Patient/1', date: ['ge2015', 'lt2020'] },
       { code: 'http://loinc.org|8302-2', date: 'ge2019-06', 'value-quantity': 'gt5' },
-    ]) {
+    ];
+    for (const query of onOtherIndexes) {
       const page = search(query);
       expect(page.index).not.toBe('search_range_buckets');
       expect(bucketKeys(page.filter)).toBe(false);

@@ -82,7 +82,7 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
  * issuer and audience, so tokens issued in-process work there; the same lifted per-client limits. Stop it with `stop()`.
  */
 export async function serveInOwnProcess(
-  server: BenchServer,
+  server: Pick<BenchServer, 'database' | 'dbName' | 'settings'>,
   env: Record<string, string> = {},
 ): Promise<ServerProcess> {
   buildIfNeeded();

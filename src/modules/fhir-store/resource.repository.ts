@@ -202,9 +202,15 @@ export class ResourceRepository implements OnModuleInit {
     options: { sort?: SortOrder; skip?: number; limit: number; hint?: string; projection?: object },
     bson: { enableUtf8Validation?: boolean } = {},
   ): Promise<T[]> {
-    const pipeline: object[] = [{ $match: filter }, { $sort: options.sort ?? DEFAULT_SORT }];
-    if (options.skip) pipeline.push({ $skip: options.skip });
-    pipeline.push({ $limit: options.limit });
+    const skip = options.skip ?? 0;
+    // `$limit` of skip + limit before `$skip`: DocumentDB then keeps only that many in a top-N sort
+    // (a `$skip` first makes it sort every match, spilling to disk); MongoDB does this by itself.
+    const pipeline: object[] = [
+      { $match: filter },
+      { $sort: options.sort ?? DEFAULT_SORT },
+      { $limit: skip + options.limit },
+    ];
+    if (skip > 0) pipeline.push({ $skip: skip });
     if (options.projection) pipeline.push({ $project: options.projection });
     return this.resources
       .aggregate<T>(pipeline, { ...(options.hint === undefined ? {} : { hint: options.hint }), ...bson })

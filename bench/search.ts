@@ -94,10 +94,8 @@ async function profileSearch(
     const explain = (await server.connection.db!.command({
       explain: query.command,
       verbosity: 'executionStats',
-    })) as {
-      executionStats?: { executionTimeMillis?: number; totalDocsExamined?: number; nReturned?: number };
-    };
-    const stats = explain.executionStats ?? {};
+    })) as ExplainStats & { stages?: Array<Record<string, ExplainStats>> };
+    const stats = explain.executionStats ?? pipelineStats(explain.stages ?? []);
     engineMs += stats.executionTimeMillis ?? 0;
     engine.push(
       `${Object.keys(query.command)[0]} ${Math.round(stats.executionTimeMillis ?? 0)}ms/${stats.totalDocsExamined ?? '?'}ex/${stats.nReturned ?? '?'}ret`,
@@ -110,6 +108,27 @@ async function profileSearch(
     'API median ms': Math.round(latencies[Math.floor(latencies.length / 2)] * 10) / 10,
     'engine ms': Math.round(engineMs * 10) / 10,
     commands: engine.join(', '),
+  };
+}
+
+interface ExecutionStats {
+  executionTimeMillis?: number;
+  totalDocsExamined?: number;
+  nReturned?: number;
+}
+type ExplainStats = { executionStats?: ExecutionStats };
+
+/**
+ * An aggregation's explain has stats per stage (`stages[i].$cursor`, `$sort` …, DocumentDB and
+ * MongoDB alike): the last stage's time (each includes the ones before it), the first's examined
+ * documents, the last's returned ones.
+ */
+function pipelineStats(stages: ReadonlyArray<Record<string, ExplainStats>>): ExecutionStats {
+  const stats = stages.map((stage) => Object.values(stage)[0]?.executionStats ?? {});
+  return {
+    executionTimeMillis: Math.max(0, ...stats.map((s) => s.executionTimeMillis ?? 0)),
+    totalDocsExamined: stats[0]?.totalDocsExamined,
+    nReturned: stats[stats.length - 1]?.nReturned,
   };
 }
 

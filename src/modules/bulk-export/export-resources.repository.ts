@@ -9,8 +9,8 @@ import type { LineSource } from './ndjson-response';
 import { storedJsonBytes } from './stored-json-bytes';
 
 /**
- * Read-only view of the `resources` collection (docs/storage.md) for export: counts, file
- * boundaries and file pages, all in `_id` order within the tenant's type.
+ * Read-only view of the `resources` collection (docs/storage.md) for export: counts per id prefix,
+ * key runs and file pages, all in `_id` order within the tenant's type.
  */
 export interface StoredResourceDoc {
   _id: string;
@@ -43,9 +43,9 @@ export const ExportResourceSchema = new Schema<StoredResourceDoc>(
   // autoCreate off: the FHIR store owns the collection; createIndexes creates it when missing.
   { collection: 'resources', strict: false, versionKey: false, autoCreate: false },
 );
-// No index of its own: every export query bounds `_id` to the tenant's type (`${v}|${c}|${t}|…`),
-// so a client-wide export walks the `_id` index in key order and a user's the store's
-// {v, c, u, t, _id} index. Every further index would cost each write of the store.
+// No index of its own: file pages bound `_id` to the tenant's type (`${v}|${c}|${t}|…`), so they
+// walk the `_id` index or a user's {v, c, u, t, _id}; the plan's prefix counts read the store's
+// {v, c, t, lu, id} (client-wide) or {v, c, u, t, _id}. Every further index would cost each write.
 
 /**
  * Deadline of one prefix count: it reads every matching resource of the tenant in one command (about

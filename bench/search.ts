@@ -27,6 +27,7 @@ import {
   inParallel,
   printTable,
   reuseBenchUsers,
+  serveInOwnProcess,
   startBenchServer,
   type BenchServer,
   type BenchUser,
@@ -186,64 +187,70 @@ export async function benchSearches(
 
     const rows: Array<Record<string, string | number>> = [];
     const commands: Array<{ search: string; commands: unknown[] }> = [];
-    for (const [name, path] of searches(heaviest.id, heaviest.family, loadStarted, loadMiddle)) {
-      let total: number | string = '';
-      const recorded: RecordedQuery[] = await recordQueries(server.connection, async () => {
-        const probe = await httpJson(server.baseUrl, 'GET', path, undefined, auth);
-        if (probe.status !== 200)
-          throw new Error(`${path}: ${probe.status} ${JSON.stringify(probe.body).slice(0, 300)}`);
-        total = probe.body.total ?? '';
-      });
-      if (PROFILE) {
-        rows.push(await profileSearch(server, name, path, auth, recorded, total));
-        commands.push({ search: name, commands: recorded.map((query) => query.command) });
-        continue;
-      }
-      for (const connections of CONCURRENCY) {
-        const api = await autocannon({
-          url: `${server.baseUrl}${path}`,
-          connections,
-          amount: REQUESTS,
-          timeout: 60,
-          // The load generator in a worker thread, off the app's event loop (see bench/read.ts).
-          workers: 1,
-          headers: { authorization: auth.Authorization },
+    // The load runs against the real server in its own process (as operators run it; in this
+    // process it would share the event loop with the load generator); this process's app answers
+    // each search once first, so that its commands are recorded for the driver replay.
+    const own = await serveInOwnProcess(server, { DB_TIMEOUT_MS: String(server.settings.dbTimeoutMs) });
+    try {
+      for (const [name, path] of searches(heaviest.id, heaviest.family, loadStarted, loadMiddle)) {
+        let total: number | string = '';
+        const recorded: RecordedQuery[] = await recordQueries(server.connection, async () => {
+          const probe = await httpJson(server.baseUrl, 'GET', path, undefined, auth);
+          if (probe.status !== 200)
+            throw new Error(`${path}: ${probe.status} ${JSON.stringify(probe.body).slice(0, 300)}`);
+          total = probe.body.total ?? '';
         });
-        // A failed replay (the engine's connection pool timing out under load) is reported in its row.
-        let driver: Latency = { perSecond: Number.NaN, p50: Number.NaN, p99: Number.NaN };
-        try {
-          driver = await measure(REQUESTS, connections, async () => {
-            for (const query of recorded) {
-              // A raw find/aggregate leaves its cursor open past the first batch: closed here, as
-              // the app's driver does (an open cursor pins one of the engine's connections).
-              // promoteLongs off: the cursor id goes back as the int64 the engine sent.
-              const answer = await db.command(query.command, { promoteLongs: false });
-              const cursorId = (answer as { cursor?: { id?: unknown } }).cursor?.id;
-              if (cursorId && String(cursorId) !== '0')
-                await db.command({ killCursors: query.collection, cursors: [cursorId] });
-            }
-          });
-        } catch (error) {
-          process.stderr.write(`${name} @${connections}: driver replay failed: ${String(error)}\n`);
+        if (PROFILE) {
+          rows.push(await profileSearch(server, name, path, auth, recorded, total));
+          commands.push({ search: name, commands: recorded.map((query) => query.command) });
+          continue;
         }
-        rows.push({
-          search: name,
-          conns: connections,
-          total,
-          queries: recorded.length,
-          errors: api.errors + api.timeouts + (api.non2xx ?? 0),
-          'API p50': api.latency.p50,
-          'API p99': api.latency.p99,
-          'API req/s': Math.round(api.requests.total / api.duration),
-          'drv p50': Math.round(driver.p50 * 10) / 10,
-          'drv p99': Math.round(driver.p99 * 10) / 10,
-          'drv req/s': Math.round(driver.perSecond),
-          ratio: Math.round((api.requests.total / api.duration / driver.perSecond) * 100) / 100,
-        });
-        process.stderr.write(
-          `${name} @${connections}: API p99 ${api.latency.p99} ms, load ${loadavg()[0].toFixed(1)}\n`,
-        );
+        for (const connections of CONCURRENCY) {
+          const api = await autocannon({
+            url: `${own.url}${path}`,
+            connections,
+            amount: REQUESTS,
+            timeout: 60,
+            headers: { authorization: auth.Authorization },
+          });
+          // A failed replay (the engine's connection pool timing out under load) is reported in its row.
+          let driver: Latency = { perSecond: Number.NaN, p50: Number.NaN, p99: Number.NaN };
+          try {
+            driver = await measure(REQUESTS, connections, async () => {
+              for (const query of recorded) {
+                // A raw find/aggregate leaves its cursor open past the first batch: closed here, as
+                // the app's driver does (an open cursor pins one of the engine's connections).
+                // promoteLongs off: the cursor id goes back as the int64 the engine sent.
+                const answer = await db.command(query.command, { promoteLongs: false });
+                const cursorId = (answer as { cursor?: { id?: unknown } }).cursor?.id;
+                if (cursorId && String(cursorId) !== '0')
+                  await db.command({ killCursors: query.collection, cursors: [cursorId] });
+              }
+            });
+          } catch (error) {
+            process.stderr.write(`${name} @${connections}: driver replay failed: ${String(error)}\n`);
+          }
+          rows.push({
+            search: name,
+            conns: connections,
+            total,
+            queries: recorded.length,
+            errors: api.errors + api.timeouts + (api.non2xx ?? 0),
+            'API p50': api.latency.p50,
+            'API p99': api.latency.p99,
+            'API req/s': Math.round(api.requests.total / api.duration),
+            'drv p50': Math.round(driver.p50 * 10) / 10,
+            'drv p99': Math.round(driver.p99 * 10) / 10,
+            'drv req/s': Math.round(driver.perSecond),
+            ratio: Math.round((api.requests.total / api.duration / driver.perSecond) * 100) / 100,
+          });
+          process.stderr.write(
+            `${name} @${connections}: API p99 ${api.latency.p99} ms, load ${loadavg()[0].toFixed(1)}\n`,
+          );
+        }
       }
+    } finally {
+      await own.stop();
     }
     console.log(
       `\nsearch — ${server.engine}: ${COPIES} × Synthea R4 = ${load.resources} resources (${stored} current documents with Provenances), ` +

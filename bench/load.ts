@@ -11,6 +11,7 @@ import { join } from 'path';
 import { resolveDatabase } from '../src/database/embedded-database';
 import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
 import { httpJson, printTable } from './lib/bench-server';
+import { percentile } from './lib/percentile';
 import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
@@ -19,6 +20,13 @@ const TENANTS = Number(process.env.LOAD_TENANTS ?? 20);
 
 interface Tenant {
   headers: Record<string, string>;
+}
+
+/** Answers of one request kind: count per status, every latency and the 2xx ones (ms). */
+interface KindTally {
+  statuses: Record<number, number>;
+  all: number[];
+  ok: number[];
 }
 
 function rssMb(pid: number): number {
@@ -101,10 +109,13 @@ async function main(): Promise<void> {
       })),
     });
     const kinds = ['read', 'search', 'read', 'search', 'create', 'bundle'] as const;
+    // each request carries its kind: autocannon answers a connection's requests in order, and its
+    // `currentRequest` is still the answered one when the response event fires (pipelining 1)
     const requests = kinds.map((kind) => {
       switch (kind) {
         case 'read':
           return {
+            kind,
             method: 'GET' as const,
             setupRequest: (r: any) => ({
               ...r,
@@ -113,13 +124,14 @@ async function main(): Promise<void> {
           };
         case 'search':
           return {
+            kind,
             method: 'GET' as const,
             path: `/r4/Observation?subject=Patient/${patient}&code=http://loinc.org|8867-4&_count=10`,
           };
         case 'create':
-          return { method: 'POST' as const, path: '/r4/Patient', body: newPatient };
+          return { kind, method: 'POST' as const, path: '/r4/Patient', body: newPatient };
         case 'bundle':
-          return { method: 'POST' as const, path: '/r4', body: bundle };
+          return { kind, method: 'POST' as const, path: '/r4', body: bundle };
       }
     });
 
@@ -127,6 +139,7 @@ async function main(): Promise<void> {
     const rss: number[] = [rssMb(pid)];
     const sampler = setInterval(() => rss.push(rssMb(pid)), 5000);
     const statuses = new Map<number, number>();
+    const byKind = new Map<string, KindTally>(kinds.map((k) => [k, { statuses: {}, all: [], ok: [] }]));
     // One autocannon instance per tenant (its connections carry that tenant's token), aggregated
     // into one latency histogram.
     const perTenant = Math.max(1, Math.round(CONNECTIONS / TENANTS));
@@ -146,9 +159,16 @@ async function main(): Promise<void> {
               },
               (err, res) => (err ? reject(err) : resolve(res)),
             );
-            instance.on('response', (_client, status) =>
-              statuses.set(status, (statuses.get(status) ?? 0) + 1),
-            );
+            instance.on('response', (client, status, _bytes, responseTime) => {
+              statuses.set(status, (statuses.get(status) ?? 0) + 1);
+              const kind = (client as unknown as { requestIterator: { currentRequest: { kind?: string } } })
+                .requestIterator.currentRequest.kind;
+              const tally = kind === undefined ? undefined : byKind.get(kind);
+              if (!tally) return;
+              tally.statuses[status] = (tally.statuses[status] ?? 0) + 1;
+              tally.all.push(responseTime);
+              if (status < 300) tally.ok.push(responseTime);
+            });
           }),
       ),
     );
@@ -178,6 +198,18 @@ async function main(): Promise<void> {
       { figure: 'server RSS max MB', value: Math.round(Math.max(...rss)) },
     ];
     printTable(rows);
+    const kindRows = [...byKind].map(([kind, t]) => ({
+      kind,
+      responses: t.all.length,
+      '2xx': t.ok.length,
+      throttled: t.statuses[429] ?? 0,
+      other: t.all.length - t.ok.length - (t.statuses[429] ?? 0),
+      'p50 ms': Math.round(percentile(t.all, 50)),
+      'p99 ms': Math.round(percentile(t.all, 99)),
+      '2xx p50 ms': Math.round(percentile(t.ok, 50)),
+      '2xx p99 ms': Math.round(percentile(t.ok, 99)),
+    }));
+    printTable(kindRows);
     console.log(
       `statuses: ${JSON.stringify(Object.fromEntries(statuses))}; RSS samples (MB): ${rss.map((r) => Math.round(r)).join(' ')}`,
     );
@@ -189,6 +221,7 @@ async function main(): Promise<void> {
           connections: CONNECTIONS,
           seconds: SECONDS,
           statuses: Object.fromEntries(statuses),
+          byKind: kindRows,
           rssSamplesMb: rss,
           summary: [
             { figure: 'req/s (mixed)', value: result.requests.total / SECONDS, unit: 'req/s' },

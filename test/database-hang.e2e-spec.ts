@@ -114,7 +114,7 @@ describe('hung database (e2e)', () => {
     );
     // The deadline is per database operation; the answer follows it at once. On a busy test
     // machine allow a little for scheduling, never a second deadline (the driver's retry used to
-    // add one: see serverSelectionTimeoutMs in src/database/database.module.ts).
+    // add one: see serverSelectionTimeoutMs in src/database/database-liveness.ts).
     for (const [name, ms] of Object.entries(timings)) {
       expect({ name, ms: ms < DB_TIMEOUT_MS + 1000 }).toEqual({ name, ms: true });
     }

@@ -14,6 +14,6 @@ import { TenantResolver } from './tenant-resolver';
 @Module({
   imports: [AuthModule, UsersModule],
   providers: [TenantResolver, TenantGuard, ClientConcurrency, RequestAdmission],
-  exports: [TenantResolver, TenantGuard, ClientConcurrency, AuthModule, UsersModule],
+  exports: [TenantResolver, TenantGuard, ClientConcurrency, RequestAdmission, AuthModule, UsersModule],
 })
 export class TenancyModule {}

@@ -17,6 +17,18 @@ import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
 const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? 200);
 const TENANTS = Number(process.env.LOAD_TENANTS ?? 20);
+const TUNABLE = [
+  'SERVER_MAX_CONCURRENT_READS',
+  'SERVER_MAX_CONCURRENT_WRITES',
+  'SERVER_QUEUE_WAIT_MS',
+  'DB_TIMEOUT_MS',
+];
+/** Diagnostics of the first few answers that were neither 2xx nor 429 (printed: what the errors were). */
+const errorSamples: string[] = [];
+function sampleError(status: number, body: string): void {
+  if (status >= 300 && status !== 429 && errorSamples.length < 5)
+    errorSamples.push(`${status} ${body.slice(0, 300)}`);
+}
 
 interface Tenant {
   headers: Record<string, string>;
@@ -45,6 +57,10 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'error',
     USER_MGMT_RATE_LIMIT: '10000000',
     DIRECTORY_SEED: 'false',
+    // admission settings may be varied from the environment to compare (e.g. SERVER_QUEUE_WAIT_MS=250)
+    ...Object.fromEntries(
+      TUNABLE.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]),
+    ),
   };
   const server = new ServerProcess(env);
   try {
@@ -117,6 +133,7 @@ async function main(): Promise<void> {
           return {
             kind,
             method: 'GET' as const,
+            onResponse: sampleError,
             setupRequest: (r: any) => ({
               ...r,
               path: `/r4/Observation/${observations[Math.floor(Math.random() * observations.length)]}`,
@@ -126,12 +143,19 @@ async function main(): Promise<void> {
           return {
             kind,
             method: 'GET' as const,
+            onResponse: sampleError,
             path: `/r4/Observation?subject=Patient/${patient}&code=http://loinc.org|8867-4&_count=10`,
           };
         case 'create':
-          return { kind, method: 'POST' as const, path: '/r4/Patient', body: newPatient };
+          return {
+            kind,
+            method: 'POST' as const,
+            onResponse: sampleError,
+            path: '/r4/Patient',
+            body: newPatient,
+          };
         case 'bundle':
-          return { kind, method: 'POST' as const, path: '/r4', body: bundle };
+          return { kind, method: 'POST' as const, onResponse: sampleError, path: '/r4', body: bundle };
       }
     });
 
@@ -210,6 +234,7 @@ async function main(): Promise<void> {
       '2xx p99 ms': Math.round(percentile(t.ok, 99)),
     }));
     printTable(kindRows);
+    for (const sample of errorSamples) console.log(`error answer: ${sample}`);
     console.log(
       `statuses: ${JSON.stringify(Object.fromEntries(statuses))}; RSS samples (MB): ${rss.map((r) => Math.round(r)).join(' ')}`,
     );
@@ -220,6 +245,8 @@ async function main(): Promise<void> {
           engine: database.description ?? database.engine,
           connections: CONNECTIONS,
           seconds: SECONDS,
+          settings: Object.fromEntries(TUNABLE.map((k) => [k, env[k as keyof typeof env] ?? 'default'])),
+          errorSamples,
           statuses: Object.fromEntries(statuses),
           byKind: kindRows,
           rssSamplesMb: rss,

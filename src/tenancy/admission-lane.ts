@@ -255,7 +255,7 @@ export class AdmissionLane {
   private unansweredError(): OperationOutcomeError {
     return new OperationOutcomeError(
       'transient',
-      'the database did not answer in time (DB_TIMEOUT_MS); retry later',
+      `the database answered nothing for ${this.opts.stallMs} ms, nor a ping (DB_TIMEOUT_MS / 4); retry later`,
       { status: 503, headers: { 'Retry-After': '5' } },
     );
   }

@@ -210,7 +210,7 @@ export function parseSettings(env: Env): Settings {
     clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 4 * 1024 * 1024),
     serverMaxConcurrentReads: r.int('SERVER_MAX_CONCURRENT_READS', 8, 1, 1000),
     serverMaxConcurrentWrites: r.int('SERVER_MAX_CONCURRENT_WRITES', 4, 1, 1000),
-    serverQueueWaitMs: r.int('SERVER_QUEUE_WAIT_MS', 100, 0, 600000),
+    serverQueueWaitMs: r.int('SERVER_QUEUE_WAIT_MS', 250, 0, 600000),
     searchPageMaxBytes: parseBytes(r, 'SEARCH_PAGE_MAX_BYTES', 1024 * 1024),
     dbTimeoutMs: r.int('DB_TIMEOUT_MS', 5000, 100, 120000),
     purgeBudgetMs: r.int('PURGE_BUDGET_MS', 30000, 100, 600000),

@@ -13,6 +13,9 @@ import { Settings } from '../config/settings';
  * for a connection retries, and the server is unknown by then. With the whole DB_TIMEOUT_MS there,
  * such requests answered after two deadlines (test/database-hang.e2e-spec.ts); with a quarter,
  * within 1.25 of one. A database that is known to be away is thus reported sooner, too.
+ * With CSOT the wait for a pooled connection shares this bound, so a request must not wait for the
+ * pool while the database is merely busy: request admission (src/tenancy/request-admission.ts)
+ * keeps FHIR requests well under maxPoolSize and does the waiting itself.
  */
 export function serverSelectionTimeoutMs(dbTimeoutMs: number): number {
   return Math.max(100, Math.floor(dbTimeoutMs / 4));

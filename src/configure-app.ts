@@ -7,6 +7,7 @@ import { fhirBodyGuard, verifyUtf8 } from './common/body-hygiene';
 import { answerParserErrors, cacheControl, urlLengthLimit } from './common/response-hygiene';
 import { isFhirRoute } from './common/fhir-routes';
 import { Settings } from './config/settings';
+import { requestIdMiddleware } from './logging/logging.module';
 
 export const SECURITY = {
   bearer: 'bearer',
@@ -40,6 +41,7 @@ function setupSwagger(app: NestExpressApplication, settings: Settings): void {
 export function configureApp(app: NestExpressApplication, settings: Settings): void {
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  app.use(requestIdMiddleware);
   // No content-hash ETags from Express: an ETag on a FHIR route is the resource's W/"versionId"
   // (https://hl7.org/fhir/R4/http.html#versioning), set by the store on resource responses only.
   app.set('etag', false);

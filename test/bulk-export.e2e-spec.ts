@@ -241,6 +241,42 @@ describe('bulk export (e2e)', () => {
     expect(after).not.toContain('Observation/o1-doomed');
   });
 
+  it('files cut at id prefixes: every resource exactly once (short ids, shared beginnings), none created after the manifest', async () => {
+    const user = await createUser(t, acme);
+    const U = bearer(user.access_token);
+    // at 2 per file: "x" and "xy" are ids equal to a prefix, "xyz…" share more than the 4 characters
+    // counted finer (their keys are read), "m" stands alone
+    const before = ['x', 'xy', 'xyz-1', 'xyz-2', 'xyz-3', 'xyzw', 'm1', 'x0'];
+    for (const id of before) await create(U, { resourceType: 'Basic', id, code: { text: id } });
+    const m = await manifest('/bulk-data/r4/$export?_type=Basic', U);
+    expect(m.output.every((f) => f.count <= 2)).toBe(true);
+    expect(m.output.reduce((n, f) => n + f.count, 0)).toBe(before.length);
+    // created after transactionTime: before the first key, between files' keys, past the last key
+    for (const id of ['0', 'xyz-15', 'xz', 'zzz'])
+      await create(U, { resourceType: 'Basic', id, code: { text: id } });
+    const lines = (await Promise.all(m.output.map(async (f) => parseNdjson(await download(f.url, U))))).map(
+      (file) => file.map((r) => r.id as string),
+    );
+    expect(lines.map((ids) => ids.length)).toEqual(m.output.map((f) => f.count));
+    expect(lines.flat().sort()).toEqual([...before].sort());
+  });
+
+  it('a link signed before prefix cuts (from exclusive, to inclusive) still serves its keys', async () => {
+    const A1 = bearer(a1.access_token);
+    const m = await manifest('/bulk-data/r4/$export?_type=Observation', A1);
+    const url = m.output[0].url;
+    const token = url.slice(url.lastIndexOf('/') + 1, -'.ndjson'.length);
+    const key = t.app.get<Buffer>(EXPORT_SIGNING_KEY);
+    const check = verifyFileToken(key, token);
+    if (!check.ok) throw new Error('the manifest link does not verify');
+    expect(check.claims.b).toBe('half-open');
+    const { b: _bounds, ...claims } = check.claims;
+    const keyOf = (id: string) => `r4|${acme.client_id}|Observation|${id}`;
+    const legacy = signFileToken(key, { ...claims, from: keyOf('o1-2'), to: keyOf('o1-4') });
+    const ids = parseNdjson(await download(url.replace(token, legacy), A1)).map((r) => r.id);
+    expect(ids).toEqual(['o1-3', 'o1-4']);
+  });
+
   it('file links: another tenant → 404; a tampered link → 404; an expired link → 401; the wrong type → 404', async () => {
     const A1 = bearer(a1.access_token);
     const m = await manifest('/bulk-data/r4/$export?_type=Patient', A1);

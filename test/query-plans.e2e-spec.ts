@@ -13,6 +13,8 @@ import {
 import { explainQuery, recordQueries, scanViolations, type PlanReport } from '@app/testing/query-plans';
 import { loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
 import { DirectoryService } from '../src/modules/directory/directory.service';
+import { ExportPlanner, type ExportScope } from '../src/modules/bulk-export/export-planner';
+import type { TenantContext } from '../src/tenancy/tenant-context';
 
 /**
  * DESIGN.md §3: every hot query is an equality/range match on indexed fields with the client key in
@@ -166,6 +168,47 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       });
       const file = new URL(manifest.output[0].url);
       await plansOf(getOk(file.pathname + file.search, userAuth()));
+    });
+
+    it('export manifest client-wide (the prefix count in two halves) and a file', async () => {
+      let manifest: any;
+      await plansOf(async () => {
+        manifest = (await getOk('/bulk-data/r4/$export', clientAuth())()).body;
+      });
+      const file = new URL(manifest.output[manifest.output.length - 1].url);
+      await plansOf(getOk(file.pathname + file.search, clientAuth()));
+    });
+
+    it('export plan: prefixes larger than a file (finer count, key runs) and compartments', async () => {
+      for (const id of ['same-prefix-1', 'same-prefix-2', 'same-prefix-3']) {
+        await request(t.server)
+          .put(`/r4/Basic/${id}`)
+          .set(userAuth())
+          .set('Content-Type', FHIR_JSON)
+          .send(JSON.stringify({ resourceType: 'Basic', id, code: { text: 'plan' } }))
+          .expect(201);
+      }
+      const planner = t.app.get(ExportPlanner);
+      const ctx: TenantContext = {
+        clientId: client.client_id,
+        userId: alice.service_user_id,
+        scopes: [],
+        form: 'user-token',
+      };
+      const scope: ExportScope = {
+        v: 'r4',
+        kind: 'system',
+        groupId: null,
+        types: ['Basic', 'Observation'],
+        since: null,
+        transactionTime: new Date(),
+      };
+      // one resource per file: "sa" and "same" hold three each, so their keys are read in order
+      const reports = await plansOf(() => planner.plan(ctx, scope, 1));
+      expect(reports.some((report) => report.query.command.find !== undefined)).toBe(true);
+      await plansOf(() =>
+        planner.plan(ctx, { ...scope, kind: 'patient', types: null, patients: [record.patientId] }, 50),
+      );
     });
 
     it('purge batches', async () => {

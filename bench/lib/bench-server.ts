@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { INestApplication } from '@nestjs/common';
@@ -11,6 +11,7 @@ import { parseSettings, type Settings } from '../../src/config/settings';
 import { createApp } from '../../src/create-app';
 import { resolveDatabase, type DatabaseHandle } from '../../src/database/embedded-database';
 import { ClientsService } from '../../src/modules/auth/clients/clients.service';
+import { buildIfNeeded, ServerProcess } from '../../libs/testing/src/server-process';
 import { GrantService } from '../../src/modules/auth/tokens/grant.service';
 import { UsersService } from '../../src/modules/users/users.service';
 
@@ -72,6 +73,33 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The same store served by the real server in a process of its own (`node dist/src/main.js`, as
+ * operators run it), for measuring: in `startBenchServer`'s process the app shares its event loop
+ * with the load generator and the bench's driver loops. Same database, signing key (DATA_DIR),
+ * issuer and audience, so tokens issued in-process work there; the same lifted per-client limits. Stop it with `stop()`.
+ */
+export async function serveInOwnProcess(
+  server: Pick<BenchServer, 'database' | 'dbName' | 'settings'>,
+  env: Record<string, string> = {},
+): Promise<ServerProcess> {
+  buildIfNeeded();
+  const child = new ServerProcess({
+    MONGO_URL: server.database.uri,
+    MONGO_DB: server.dbName,
+    DATA_DIR: resolve(server.settings.dataDir),
+    JWT_ISSUER: server.settings.jwt.issuer,
+    JWT_AUDIENCE: server.settings.jwt.audience,
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
+    CLIENT_MAX_CONCURRENT_REQUESTS: '1000',
+    CLIENT_RESPONSE_BYTES_PER_SECOND: '0',
+    DIRECTORY_SEED: 'false',
+    ...env,
+  });
+  await child.start();
+  return child;
 }
 
 /** The engine that answers: the embedded engine's own description, else what buildInfo says. */

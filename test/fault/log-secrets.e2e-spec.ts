@@ -115,4 +115,21 @@ describe('logs carry no secrets (e2e)', () => {
     expect(server.output).not.toContain('forged-link-token-value');
     expect(server.output).toContain('$export/Patient/[redacted].ndjson');
   });
+
+  it('logs each request under the id its response carries', async () => {
+    const given = await fetch(`${server.url}/health`, { headers: { 'x-request-id': 'log-trace-42' } });
+    expect(given.headers.get('x-request-id')).toBe('log-trace-42');
+    const made = await fetch(`${server.url}/metadata-missing-route`);
+    const id = made.headers.get('x-request-id')!;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    await new Promise((r) => setTimeout(r, 300));
+    const requestLines = server.output
+      .split('\n')
+      .filter((line) => line.startsWith('{') && line.includes('"req":'))
+      .map((line) => JSON.parse(line) as { req: { id: string; path: string } });
+    expect(requestLines.find((l) => l.req.path === '/health' && l.req.id === 'log-trace-42')).toBeDefined();
+    expect(
+      requestLines.find((l) => l.req.path === '/metadata-missing-route' && l.req.id === id),
+    ).toBeDefined();
+  });
 });

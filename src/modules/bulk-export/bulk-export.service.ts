@@ -242,6 +242,7 @@ export class BulkExportService {
         to: file.to,
         exp,
       };
+      if (file.bounds) claims.b = file.bounds;
       if (plan.group) claims.g = plan.group;
       if (scope.patients) claims.p = scope.patients;
       return `${exportUrl}/${file.type}/${signFileToken(this.signingKey, claims)}.ndjson`;
@@ -293,6 +294,7 @@ export class BulkExportService {
       patientIds = members.patientIds;
     }
     patientIds = this.planner.patientsOf(scope, patientIds);
-    return this.resources.openFileLines(fileCtx, this.planner.selection(scope, type, patientIds), claims);
+    const range = { from: claims.from, to: claims.to, bounds: claims.b };
+    return this.resources.openFileLines(fileCtx, this.planner.selection(scope, type, patientIds), range);
   }
 }

@@ -19,10 +19,12 @@ export interface ExportFileClaims {
   since: number | null;
   /** transactionTime in epoch ms: resources updated later are left out. */
   tt: number;
-  /** Exclusive lower `_id` bound of the file's key range; null = from the first key. */
+  /** Lower `_id` bound of the file's key range (inclusive when `b` is 'half-open', else exclusive); null = from the first key. */
   from: string | null;
-  /** Inclusive upper `_id` bound; null = up to the last key. */
+  /** Upper `_id` bound (exclusive when `b` is 'half-open', else inclusive); null = up to the last key. */
   to: string | null;
+  /** 'half-open': [from, to) (plans cut at key prefixes); absent: (from, to] (links signed before). */
+  b?: 'half-open';
   /** Group export: the Group's logical id and the versionId its member list was read at. */
   g?: { id: string; vid: number };
   /** `patient` kick-off parameter: only these patients' compartments (Patient and Group exports). */
@@ -61,6 +63,7 @@ function isClaims(x: unknown): x is ExportFileClaims & { f: number } {
     Number.isFinite(o.tt) &&
     nullableString(o.from) &&
     nullableString(o.to) &&
+    (o.b === undefined || o.b === 'half-open') &&
     Number.isFinite(o.exp) &&
     (o.p === undefined || (Array.isArray(o.p) && o.p.every((id) => typeof id === 'string'))) &&
     (group === undefined ||

@@ -1,8 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { FhirVersion, OperationOutcomeError, patientCompartmentParams } from '@app/fhir';
+import { FhirVersion, OperationOutcomeError, patientCompartmentParams, resourceTypes } from '@app/fhir';
 import { TenantContext } from '../../tenancy/tenant-context';
+import { KeyUnit, packFiles } from './export-file-plan';
 import { ExportKind, PlannedFile } from './export-jobs.repository';
-import { ExportResourcesRepository, TypeSelection } from './export-resources.repository';
+import {
+  ExportResourcesRepository,
+  PrefixCount,
+  TypeSelection,
+  TypesSelection,
+  typeKeySpace,
+} from './export-resources.repository';
 import { groupPatientIds } from './group-members';
 
 /** What one export covers, before it is split into files. */
@@ -28,9 +35,18 @@ function inPatientCompartment(v: FhirVersion, type: string): boolean {
   return type === 'Patient' || patientCompartmentParams(v, type).length > 0;
 }
 
+/** Id prefix lengths the planner counts at: first, and for a prefix holding more than a file. */
+const PREFIX_LENGTH = 2;
+const FINER_PREFIX_LENGTH = 4;
+
 /**
- * Turns an export request into files (type + key range + count) without reading a resource:
- * the types come from a distinct over the index, counts and boundaries from covered index scans.
+ * Turns an export request into files (type + key range + count) without sending a resource or a key
+ * back: one aggregation counts the matching resources per type and id prefix (2 characters: 256
+ * prefixes for the server's UUID ids, 3,844 for any FHIR id), and consecutive prefixes are packed
+ * into files of at most `perFile` (export-file-plan.ts). A prefix holding more than a file is counted
+ * again at 4 characters; one still larger has its keys read in order (ids sharing a long beginning).
+ * Measured at 115k resources on DocumentDB: 0.6–1.4 s instead of 9–10 s for a distinct plus one
+ * sorted key pass per type (issue 13). Group and `patient` exports count per compartment type.
  */
 @Injectable()
 export class ExportPlanner {
@@ -47,14 +63,13 @@ export class ExportPlanner {
     return { vid: group.vid, patientIds: groupPatientIds(group.json) };
   }
 
+  private liveSelection(scope: ExportScope): Omit<TypesSelection, 'types'> {
+    return { v: scope.v, since: scope.since, transactionTime: scope.transactionTime };
+  }
+
   /** The selection of one type; the compartment of a Group's patients when given. */
   selection(scope: ExportScope, type: string, patientIds?: readonly string[]): TypeSelection {
-    const selection: TypeSelection = {
-      v: scope.v,
-      t: type,
-      since: scope.since,
-      transactionTime: scope.transactionTime,
-    };
+    const selection: TypeSelection = { ...this.liveSelection(scope), t: type };
     if (patientIds) selection.compartment = { patientIds, params: patientCompartmentParams(scope.v, type) };
     return selection;
   }
@@ -82,16 +97,75 @@ export class ExportPlanner {
     }
     patientIds = this.patientsOf(scope, patientIds);
     if (patientIds?.length === 0) return { files: [], group };
-    const wanted = scope.types ? new Set(scope.types) : null;
-    const selected = (type: string) =>
-      (!wanted || wanted.has(type)) && (scope.kind === 'system' || inPatientCompartment(scope.v, type));
+    const wanted = scope.types ?? (scope.kind === 'system' ? null : resourceTypes(scope.v));
+    const types =
+      wanted && wanted.filter((type) => scope.kind === 'system' || inPatientCompartment(scope.v, type));
+    let counts: PrefixCount[] = [];
+    if (patientIds) {
+      // the compartment's filter differs per type (its reference parameters): one count per type
+      for (const type of types!) {
+        signal?.throwIfAborted();
+        const selection = this.selection(scope, type, patientIds);
+        counts.push(...(await this.resources.prefixCounts(ctx, selection, PREFIX_LENGTH)));
+      }
+    } else {
+      const selection: TypesSelection = { ...this.liveSelection(scope), types };
+      counts = await this.resources.prefixCounts(ctx, selection, PREFIX_LENGTH);
+    }
+    signal?.throwIfAborted();
     const files: PlannedFile[] = [];
-    const types = (await this.resources.typesWithData(ctx, scope.v)).filter(selected);
-    for (const type of types) {
+    for (const [type, prefixes] of byType(counts)) {
       const selection = this.selection(scope, type, patientIds);
-      const ranges = await this.resources.keyRanges(ctx, selection, perFile, signal);
-      for (const range of ranges) files.push({ type, ...range });
+      const { end } = typeKeySpace(ctx, scope.v, type);
+      const units = await this.splitLarge(ctx, selection, prefixes, end, perFile, signal);
+      for (const file of packFiles(units, perFile)) files.push({ type, ...file, bounds: 'half-open' });
     }
     return { files, group };
   }
+
+  /**
+   * The units of one type (prefixes in key order) with every unit of more than `perFile` resources
+   * cut finer: counted again at a longer prefix, then, if still too large, by its keys in order.
+   * `until`: where the last prefix's keys end (the type's end, or the end of the prefix cut finer).
+   */
+  private async splitLarge(
+    ctx: TenantContext,
+    selection: TypeSelection,
+    prefixes: readonly PrefixCount[],
+    until: string,
+    perFile: number,
+    signal: AbortSignal | undefined,
+    finer = true,
+  ): Promise<KeyUnit[]> {
+    const units: KeyUnit[] = [];
+    for (const [i, unit] of prefixes.entries()) {
+      if (unit.count <= perFile) {
+        units.push(unit);
+        continue;
+      }
+      signal?.throwIfAborted();
+      // the unit's keys: up to the next prefix's start (no matching key lies between them)
+      const within = { from: unit.start, to: prefixes[i + 1]?.start ?? until };
+      if (finer) {
+        const parts = await this.resources.prefixCounts(ctx, selection, FINER_PREFIX_LENGTH, within);
+        // the finer prefixes start at or after the unit's start: the first takes over its start
+        if (parts.length > 0) parts[0] = { ...parts[0], start: unit.start };
+        units.push(...(await this.splitLarge(ctx, selection, parts, within.to, perFile, signal, false)));
+      } else {
+        units.push(...(await this.resources.keyRuns(ctx, selection, within, perFile, signal)));
+      }
+    }
+    return units;
+  }
+}
+
+/** Prefix counts grouped by type, in the order they came (key order). */
+function byType(counts: readonly PrefixCount[]): Map<string, PrefixCount[]> {
+  const types = new Map<string, PrefixCount[]>();
+  for (const count of counts) {
+    const list = types.get(count.t);
+    if (list) list.push(count);
+    else types.set(count.t, [count]);
+  }
+  return types;
 }

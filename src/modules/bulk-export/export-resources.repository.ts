@@ -9,8 +9,8 @@ import type { LineSource } from './ndjson-response';
 import { storedJsonBytes } from './stored-json-bytes';
 
 /**
- * Read-only view of the `resources` collection (docs/storage.md) for export: counts, file
- * boundaries and file pages, all in `_id` order within the tenant's type.
+ * Read-only view of the `resources` collection (docs/storage.md) for export: counts per id prefix,
+ * key runs and file pages, all in `_id` order within the tenant's type.
  */
 export interface StoredResourceDoc {
   _id: string;
@@ -43,44 +43,93 @@ export const ExportResourceSchema = new Schema<StoredResourceDoc>(
   // autoCreate off: the FHIR store owns the collection; createIndexes creates it when missing.
   { collection: 'resources', strict: false, versionKey: false, autoCreate: false },
 );
-// No index of its own: every export query bounds `_id` to the tenant's type (`${v}|${c}|${t}|…`),
-// so a client-wide export walks the `_id` index in key order and a user's the store's
-// {v, c, u, t, _id} index. Every further index would cost each write of the store.
+// No index of its own: file pages bound `_id` to the tenant's type (`${v}|${c}|${t}|…`), so they
+// walk the `_id` index or a user's {v, c, u, t, _id}; the plan's prefix counts read the store's
+// {v, c, t, lu, id} (client-wide) or {v, c, u, t, _id}. Every further index would cost each write.
 
-/** Which resources of one type an export covers (tenant scope aside). */
-export interface TypeSelection {
+/**
+ * Deadline of one prefix count: it reads every matching resource of the tenant in one command (about
+ * 3 µs per resource measured on DocumentDB), so DB_TIMEOUT_MS, a request's deadline, is too short
+ * for millions of resources; a hung database still ends it.
+ */
+const PLAN_COUNT_DEADLINE_MS = 10 * 60_000;
+
+/** The live resources an export covers, tenant scope aside: not deleted, changed in (since, transactionTime]. */
+export interface LiveSelection {
   v: FhirVersion;
-  t: string;
   since: Date | null;
   transactionTime: Date;
+}
+
+/** Which resources of one type an export covers (tenant scope aside). */
+export interface TypeSelection extends LiveSelection {
+  t: string;
   /** Group export: only these patients' compartments. */
   compartment?: { patientIds: readonly string[]; params: readonly string[] };
 }
 
-/** One NDJSON file: keys in (from, to]; null = open end. */
-export interface KeyRange {
-  from: string | null;
-  to: string | null;
-  count: number;
+/** Several types at once (null = every type): a plan without a compartment. */
+export interface TypesSelection extends LiveSelection {
+  types: readonly string[] | null;
 }
 
 /**
- * The `_id` range of one file: keys of this client's resources of the type (the key's prefix), after
- * `from` and up to `to` when given. The prefix bound lets the engine walk the `_id` index.
+ * Key bounds of one file. `half-open`: keys in [from, to) (plans since issue 13: cut at key
+ * prefixes); otherwise (from, to] (links and stored jobs of earlier plans, cut at keys). null = open end.
+ */
+export interface KeyRange {
+  from: string | null;
+  to: string | null;
+  bounds?: 'half-open';
+}
+
+/** Matching resources per key prefix of one type, in key order (the prefix: the id's first characters). */
+export interface PrefixCount {
+  t: string;
+  /** The key where the prefix starts: `${v}|${c}|${t}|${first characters of the id}`. */
+  start: string;
+  count: number;
+}
+
+/** The key prefix of a type (`${v}|${c}|${t}|`) and the bound every key of the type sorts below. */
+export function typeKeySpace(ctx: TenantContext, v: FhirVersion, t: string): { prefix: string; end: string } {
+  const prefix = resourceKey(v, ctx.clientId, t, '');
+  // '|' + 1 = '}': every key of the type sorts below it
+  return { prefix, end: `${prefix.slice(0, -1)}}` };
+}
+
+/**
+ * The `_id` range of one file: keys of this client's resources of the type (the key's prefix) within
+ * the file's bounds. The prefix bound lets the engine walk the `_id` index.
  */
 function keyBounds(
   ctx: TenantContext,
   s: TypeSelection,
-  from: string | null,
-  to: string | null,
+  range: KeyRange,
 ): { $gt?: string; $gte?: string; $lte?: string; $lt?: string } {
-  const prefix = resourceKey(s.v, ctx.clientId, s.t, '');
-  // '|' + 1 = '}': every key of the type sorts below it
-  const end = `${prefix.slice(0, -1)}}`;
+  const { prefix, end } = typeKeySpace(ctx, s.v, s.t);
+  const { from, to } = range;
+  if (range.bounds === 'half-open') return { $gte: from ?? prefix, $lt: to ?? end };
   return {
     ...(from === null ? { $gte: prefix } : { $gt: from }),
     ...(to === null ? { $lt: end } : { $lte: to }),
   };
+}
+
+/** Where a client-wide prefix count is cut in two: the middle of the hex digits of the server's UUID ids. */
+const ID_SPLIT = '8';
+
+/** Two lists of prefix counts in key order, each type's rows of `first` before those of `second`. */
+function mergeByType(first: readonly PrefixCount[], second: readonly PrefixCount[]): PrefixCount[] {
+  const types = [...new Set([...first, ...second].map((row) => row.t))].sort();
+  return types.flatMap((t) => [
+    ...first.filter((row) => row.t === t),
+    ...second.filter((row) => row.t === t),
+  ]);
+}
+
+function isTypeSelection(s: TypeSelection | TypesSelection): s is TypeSelection {
+  return 't' in s;
 }
 
 @Injectable()
@@ -92,9 +141,14 @@ export class ExportResourcesRepository {
     this.collection = model.collection as unknown as Collection<StoredResourceDoc>;
   }
 
-  private selectionFilter(ctx: TenantContext, s: TypeSelection): Filter<StoredResourceDoc> {
+  private selectionFilter(ctx: TenantContext, s: TypeSelection | TypesSelection): Filter<StoredResourceDoc> {
     const lu = s.since ? { $gt: s.since, $lte: s.transactionTime } : { $lte: s.transactionTime };
-    const filter: Filter<StoredResourceDoc> = { v: s.v, ...tenantFilter(ctx), t: s.t, del: false, lu };
+    const filter: Filter<StoredResourceDoc> = { v: s.v, ...tenantFilter(ctx), del: false, lu };
+    if (!isTypeSelection(s)) {
+      if (s.types) filter.t = { $in: [...s.types] };
+      return filter;
+    }
+    filter.t = s.t;
     if (s.compartment) {
       const { patientIds, params } = s.compartment;
       if (s.t === 'Patient') filter.id = { $in: [...patientIds] };
@@ -106,59 +160,102 @@ export class ExportResourcesRepository {
     return filter;
   }
 
-  /** Resource types the tenant holds live resources of (an index scan, no document read on MongoDB). */
-  async typesWithData(ctx: TenantContext, v: FhirVersion): Promise<string[]> {
-    const types = await this.collection.distinct('t', { v, ...tenantFilter(ctx), del: false });
-    return types.sort();
+  /**
+   * How many matching resources each key prefix holds — the first `length` characters of the id —
+   * per type, in key order; aggregations over the index range of the selection, no key sent back.
+   * `within`: only keys of one type in [from, to) (a prefix looked at closer).
+   *
+   * A client-wide count runs as two aggregations side by side, ids below and from ID_SPLIT: the
+   * engine runs each on its own core (DocumentDB: one PostgreSQL backend per connection). Its index
+   * ({v, c, t, lu, id}) holds the id, so each half reads only its own resources (measured 1.4× at
+   * 115k on a busy 2-core machine); a user's index ({v, c, u, t, _id}) does not, so a user's count is one.
+   */
+  async prefixCounts(
+    ctx: TenantContext,
+    s: TypeSelection | TypesSelection,
+    length: number,
+    within?: { from: string; to: string },
+  ): Promise<PrefixCount[]> {
+    const match = this.selectionFilter(ctx, s);
+    if (within) match._id = { $gte: within.from, $lt: within.to };
+    if (within || isTypeSelection(s) || ctx.userId !== null)
+      return this.countPrefixes(ctx, s.v, match, length);
+    const [below, from] = await Promise.all([
+      this.countPrefixes(ctx, s.v, { ...match, id: { $lt: ID_SPLIT } }, length),
+      this.countPrefixes(ctx, s.v, { ...match, id: { $gte: ID_SPLIT } }, length),
+    ]);
+    // every prefix of a type below the split sorts before every one from it
+    return mergeByType(below, from);
+  }
+
+  private async countPrefixes(
+    ctx: TenantContext,
+    v: FhirVersion,
+    match: Filter<StoredResourceDoc>,
+    length: number,
+  ): Promise<PrefixCount[]> {
+    const rows = await this.collection
+      .aggregate<{ _id: { t: string; p: string }; n: number }>(
+        [
+          { $match: match },
+          { $group: { _id: { t: '$t', p: { $substrCP: ['$id', 0, length] } }, n: { $sum: 1 } } },
+          // the engine's own string order is the key order the files are read in
+          { $sort: { '_id.t': 1, '_id.p': 1 } },
+        ],
+        // one pass over every matching resource in one command: the plan's deadline, not a request's
+        { timeoutMS: PLAN_COUNT_DEADLINE_MS },
+      )
+      .toArray();
+    return rows.map((row) => ({
+      t: row._id.t,
+      start: resourceKey(v, ctx.clientId, row._id.t, row._id.p),
+      count: row.n,
+    }));
   }
 
   /**
-   * Splits the selection into files of at most `perFile` resources in one pass over its keys, in
-   * key order (`_id` only). One pass, not a count plus one `skip` query per boundary: an engine
-   * that sorts the matches (DocumentDB does, after fetching them) would sort them once per file.
+   * Cuts keys [from, to) of one type into runs of `perFile` matching resources by reading the keys
+   * in order (`_id` only): for a prefix too large for one file even at a finer prefix (e.g. ids that
+   * share a long common beginning). Each run starts at its first key; the first at `from`.
    */
-  async keyRanges(
+  async keyRuns(
     ctx: TenantContext,
     s: TypeSelection,
+    within: { from: string; to: string },
     perFile: number,
     signal?: AbortSignal,
-  ): Promise<KeyRange[]> {
+  ): Promise<Array<{ start: string; count: number }>> {
     signal?.throwIfAborted();
     const cursor = this.collection
       .find(
-        { ...this.selectionFilter(ctx, s), _id: keyBounds(ctx, s, null, null) },
-        // a pass over every key of the type: a deadline per batch, not for the whole pass
+        { ...this.selectionFilter(ctx, s), _id: { $gte: within.from, $lt: within.to } },
         { projection: { _id: 1 }, ...LONG_CURSOR },
       )
       .sort({ _id: 1 })
       .batchSize(5000);
-    const ranges: KeyRange[] = [];
-    let from: string | null = null;
-    let inFile = 0;
+    const runs: Array<{ start: string; count: number }> = [];
     try {
       for await (const doc of cursor) {
-        inFile += 1;
-        if (inFile === perFile) {
+        const last = runs[runs.length - 1];
+        if (last && last.count < perFile) last.count += 1;
+        else {
           signal?.throwIfAborted();
-          ranges.push({ from, to: doc._id, count: inFile });
-          from = doc._id;
-          inFile = 0;
+          runs.push({ start: last ? doc._id : within.from, count: 1 });
         }
       }
     } finally {
       await cursor.close();
     }
-    if (inFile > 0) ranges.push({ from, to: null, count: inFile });
-    return ranges;
+    return runs;
   }
 
   /**
    * The stored JSON of every resource of one file, in key order, as the UTF-8 bytes stored (raw
    * BSON: no decoding into strings and encoding back); the caller closes the source.
    */
-  openFileLines(ctx: TenantContext, s: TypeSelection, range: Pick<KeyRange, 'from' | 'to'>): LineSource {
+  openFileLines(ctx: TenantContext, s: TypeSelection, range: KeyRange): LineSource {
     const filter = this.selectionFilter(ctx, s);
-    const bounded = { ...filter, _id: keyBounds(ctx, s, range.from, range.to) };
+    const bounded = { ...filter, _id: keyBounds(ctx, s, range) };
     const cursor = this.collection
       .find(bounded, { projection: { _id: 0, json: 1 }, raw: true, ...LONG_CURSOR })
       .sort({ _id: 1 })

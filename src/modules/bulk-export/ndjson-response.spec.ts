@@ -60,6 +60,38 @@ describe('streamNdjson (real HTTP socket)', () => {
     expect(state.closed).toBe(true);
   });
 
+  it('reused chunks: lines of every size (one above a chunk) over many batches arrive byte for byte', async () => {
+    const expected: string[] = [];
+    const source: LineSource = {
+      async *[Symbol.asyncIterator]() {
+        for (let b = 0; b < 300; b += 1) {
+          const batch: Uint8Array[] = [];
+          for (let i = 0; i < 40; i += 1) {
+            const size = b === 7 && i === 3 ? 200_000 : (b * 131 + i * 977) % 5000;
+            const line = JSON.stringify({ b, i, pad: String.fromCharCode(97 + ((b + i) % 26)).repeat(size) });
+            expected.push(line);
+            batch.push(Buffer.from(line));
+          }
+          yield batch;
+          // let the socket drain now and then, so that written chunks are reused
+          if (b % 10 === 0) await new Promise((r) => setImmediate(r));
+        }
+      },
+      close: async () => undefined,
+    };
+    handler = async (res) => {
+      await streamNdjson(res, source);
+    };
+    const res = await open();
+    const parts: Buffer[] = [];
+    for await (const chunk of res) parts.push(chunk as Buffer);
+    const lines = Buffer.concat(parts).toString('utf8').split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.length).toBe(expected.length);
+    const bad = lines.findIndex((line, i) => line !== expected[i]);
+    expect(bad).toBe(-1);
+  });
+
   it('does not read ahead of a client that does not read (back-pressure)', async () => {
     const { source, state } = fakeCursor(100_000, 1000); // ~100 MB if it were all buffered
     let finished: Promise<unknown> = Promise.resolve();

@@ -30,24 +30,53 @@ export interface LineSource {
   close(): Promise<void>;
 }
 
-/** The lines of one batch, each followed by a newline, as chunks of about CHUNK_BYTES. */
-function packLines(batch: ReadonlyArray<Uint8Array | null>): { chunks: Buffer[]; lines: number } {
-  const chunks: Buffer[] = [];
-  let parts: Uint8Array[] = [];
-  let partBytes = 0;
+/**
+ * Reused output chunks. Each batch of lines is copied into chunks before it is written; a chunk goes
+ * back here once the socket is done with it (the write's callback), so a download does not allocate
+ * a fresh 64 KB buffer per chunk. Fresh buffers live outside the V8 heap: measured at 115k
+ * resources over 4 connections, that churn (with the driver's own reply buffers) let the server's
+ * external memory grow by tens of MB before a garbage collection freed it (issue 13).
+ */
+const POOLED_CHUNKS = 64;
+const chunkPool: Buffer[] = [];
+
+function takeChunk(): Buffer {
+  return chunkPool.pop() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
+}
+
+function giveBack(chunk: Buffer): void {
+  if (chunk.length === CHUNK_BYTES && chunkPool.length < POOLED_CHUNKS) chunkPool.push(chunk);
+}
+
+/** A chunk to write: `bytes` of `buffer`, which goes back to the pool once written when `pooled`. */
+interface Chunk {
+  buffer: Buffer;
+  bytes: number;
+  pooled: boolean;
+}
+
+/** The lines of one batch, each followed by a newline, as chunks of at most CHUNK_BYTES (a longer line: its own). */
+function packLines(batch: ReadonlyArray<Uint8Array | null>): { chunks: Chunk[]; lines: number } {
+  const chunks: Chunk[] = [];
+  let current: Chunk | null = null;
   let lines = 0;
   for (const line of batch) {
     if (line === null) continue;
-    parts.push(line, NEWLINE);
-    partBytes += line.length + 1;
     lines += 1;
-    if (partBytes >= CHUNK_BYTES) {
-      chunks.push(Buffer.concat(parts, partBytes));
-      parts = [];
-      partBytes = 0;
+    const size = line.length + 1;
+    if (size > CHUNK_BYTES) {
+      chunks.push({ buffer: Buffer.concat([line, NEWLINE]), bytes: size, pooled: false });
+      current = null; // the lines after it go into a chunk after it
+      continue;
     }
+    if (!current || current.bytes + size > CHUNK_BYTES) {
+      current = { buffer: takeChunk(), bytes: 0, pooled: true };
+      chunks.push(current);
+    }
+    current.buffer.set(line, current.bytes);
+    current.buffer[current.bytes + line.length] = 0x0a;
+    current.bytes += size;
   }
-  if (partBytes > 0) chunks.push(Buffer.concat(parts, partBytes));
   return { chunks, lines };
 }
 
@@ -80,13 +109,17 @@ export async function streamNdjson(
       // +80 MB of heap during a 77k-resource export when lines were held across awaits).
       const packed = packLines(batch);
       lines += packed.lines;
-      for (const chunk of packed.chunks) {
-        bytes += chunk.length;
-        if (!res.write(chunk)) await writable(res);
+      for (const [i, chunk] of packed.chunks.entries()) {
         if (res.destroyed || aborted) {
           aborted = true;
+          // the chunks not handed to the socket are free again
+          for (const left of packed.chunks.slice(i)) if (left.pooled) giveBack(left.buffer);
           break;
         }
+        bytes += chunk.bytes;
+        const data = chunk.buffer.subarray(0, chunk.bytes);
+        const written = chunk.pooled ? res.write(data, () => giveBack(chunk.buffer)) : res.write(data);
+        if (!written) await writable(res);
       }
     }
     if (!aborted) res.end();

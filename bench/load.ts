@@ -11,14 +11,34 @@ import { join } from 'path';
 import { resolveDatabase } from '../src/database/embedded-database';
 import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
 import { httpJson, printTable } from './lib/bench-server';
+import { percentile } from './lib/percentile';
 import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
 const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? 200);
 const TENANTS = Number(process.env.LOAD_TENANTS ?? 20);
+const TUNABLE = [
+  'SERVER_MAX_CONCURRENT_READS',
+  'SERVER_MAX_CONCURRENT_WRITES',
+  'SERVER_QUEUE_WAIT_MS',
+  'DB_TIMEOUT_MS',
+];
+/** Diagnostics of the first few answers that were neither 2xx nor 429 (printed: what the errors were). */
+const errorSamples: string[] = [];
+function sampleError(status: number, body: string): void {
+  if (status >= 300 && status !== 429 && errorSamples.length < 5)
+    errorSamples.push(`${status} ${body.slice(0, 300)}`);
+}
 
 interface Tenant {
   headers: Record<string, string>;
+}
+
+/** Answers of one request kind: count per status, every latency and the 2xx ones (ms). */
+interface KindTally {
+  statuses: Record<number, number>;
+  all: number[];
+  ok: number[];
 }
 
 function rssMb(pid: number): number {
@@ -37,6 +57,10 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'error',
     USER_MGMT_RATE_LIMIT: '10000000',
     DIRECTORY_SEED: 'false',
+    // admission settings may be varied from the environment to compare (e.g. SERVER_QUEUE_WAIT_MS=250)
+    ...Object.fromEntries(
+      TUNABLE.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]),
+    ),
   };
   const server = new ServerProcess(env);
   try {
@@ -101,11 +125,15 @@ async function main(): Promise<void> {
       })),
     });
     const kinds = ['read', 'search', 'read', 'search', 'create', 'bundle'] as const;
+    // each request carries its kind: autocannon answers a connection's requests in order, and its
+    // `currentRequest` is still the answered one when the response event fires (pipelining 1)
     const requests = kinds.map((kind) => {
       switch (kind) {
         case 'read':
           return {
+            kind,
             method: 'GET' as const,
+            onResponse: sampleError,
             setupRequest: (r: any) => ({
               ...r,
               path: `/r4/Observation/${observations[Math.floor(Math.random() * observations.length)]}`,
@@ -113,13 +141,21 @@ async function main(): Promise<void> {
           };
         case 'search':
           return {
+            kind,
             method: 'GET' as const,
+            onResponse: sampleError,
             path: `/r4/Observation?subject=Patient/${patient}&code=http://loinc.org|8867-4&_count=10`,
           };
         case 'create':
-          return { method: 'POST' as const, path: '/r4/Patient', body: newPatient };
+          return {
+            kind,
+            method: 'POST' as const,
+            onResponse: sampleError,
+            path: '/r4/Patient',
+            body: newPatient,
+          };
         case 'bundle':
-          return { method: 'POST' as const, path: '/r4', body: bundle };
+          return { kind, method: 'POST' as const, onResponse: sampleError, path: '/r4', body: bundle };
       }
     });
 
@@ -127,6 +163,7 @@ async function main(): Promise<void> {
     const rss: number[] = [rssMb(pid)];
     const sampler = setInterval(() => rss.push(rssMb(pid)), 5000);
     const statuses = new Map<number, number>();
+    const byKind = new Map<string, KindTally>(kinds.map((k) => [k, { statuses: {}, all: [], ok: [] }]));
     // One autocannon instance per tenant (its connections carry that tenant's token), aggregated
     // into one latency histogram.
     const perTenant = Math.max(1, Math.round(CONNECTIONS / TENANTS));
@@ -146,9 +183,16 @@ async function main(): Promise<void> {
               },
               (err, res) => (err ? reject(err) : resolve(res)),
             );
-            instance.on('response', (_client, status) =>
-              statuses.set(status, (statuses.get(status) ?? 0) + 1),
-            );
+            instance.on('response', (client, status, _bytes, responseTime) => {
+              statuses.set(status, (statuses.get(status) ?? 0) + 1);
+              const kind = (client as unknown as { requestIterator: { currentRequest: { kind?: string } } })
+                .requestIterator.currentRequest.kind;
+              const tally = kind === undefined ? undefined : byKind.get(kind);
+              if (!tally) return;
+              tally.statuses[status] = (tally.statuses[status] ?? 0) + 1;
+              tally.all.push(responseTime);
+              if (status < 300) tally.ok.push(responseTime);
+            });
           }),
       ),
     );
@@ -178,6 +222,19 @@ async function main(): Promise<void> {
       { figure: 'server RSS max MB', value: Math.round(Math.max(...rss)) },
     ];
     printTable(rows);
+    const kindRows = [...byKind].map(([kind, t]) => ({
+      kind,
+      responses: t.all.length,
+      '2xx': t.ok.length,
+      throttled: t.statuses[429] ?? 0,
+      other: t.all.length - t.ok.length - (t.statuses[429] ?? 0),
+      'p50 ms': Math.round(percentile(t.all, 50)),
+      'p99 ms': Math.round(percentile(t.all, 99)),
+      '2xx p50 ms': Math.round(percentile(t.ok, 50)),
+      '2xx p99 ms': Math.round(percentile(t.ok, 99)),
+    }));
+    printTable(kindRows);
+    for (const sample of errorSamples) console.log(`error answer: ${sample}`);
     console.log(
       `statuses: ${JSON.stringify(Object.fromEntries(statuses))}; RSS samples (MB): ${rss.map((r) => Math.round(r)).join(' ')}`,
     );
@@ -188,7 +245,10 @@ async function main(): Promise<void> {
           engine: database.description ?? database.engine,
           connections: CONNECTIONS,
           seconds: SECONDS,
+          settings: Object.fromEntries(TUNABLE.map((k) => [k, env[k as keyof typeof env] ?? 'default'])),
+          errorSamples,
           statuses: Object.fromEntries(statuses),
+          byKind: kindRows,
           rssSamplesMb: rss,
           summary: [
             { figure: 'req/s (mixed)', value: result.requests.total / SECONDS, unit: 'req/s' },

@@ -40,6 +40,10 @@ describe('hung database (e2e)', () => {
         DB_TIMEOUT_MS: String(DB_TIMEOUT_MS),
         // 3 × COPIES FHIR requests of one client at once (the per-client limit is not under test)
         CLIENT_MAX_CONCURRENT_REQUESTS: '100',
+        // fewer slots than requests: most FHIR requests wait in request admission, and a waiting
+        // request must answer 503 in time too (src/tenancy/admission-lane.ts)
+        SERVER_MAX_CONCURRENT_READS: '4',
+        SERVER_MAX_CONCURRENT_WRITES: '2',
       });
     } finally {
       process.env.TEST_MONGO_URL = saved;
@@ -114,7 +118,7 @@ describe('hung database (e2e)', () => {
     );
     // The deadline is per database operation; the answer follows it at once. On a busy test
     // machine allow a little for scheduling, never a second deadline (the driver's retry used to
-    // add one: see serverSelectionTimeoutMs in src/database/database.module.ts).
+    // add one: see serverSelectionTimeoutMs in src/database/database-liveness.ts).
     for (const [name, ms] of Object.entries(timings)) {
       expect({ name, ms: ms < DB_TIMEOUT_MS + 1000 }).toEqual({ name, ms: true });
     }

@@ -36,6 +36,12 @@ export interface Settings {
   clientMaxConcurrentRequests: number;
   /** FHIR response bytes one client is served per second on average (token bucket); over → 429. */
   clientResponseBytesPerSecond: number;
+  /** FHIR reads (GET, `_search`) that run at once, all clients together; more wait (fair queue). */
+  serverMaxConcurrentReads: number;
+  /** FHIR writes (create, update, delete, bundles) that run at once, all clients together; more wait. */
+  serverMaxConcurrentWrites: number;
+  /** A waiting request of a client already holding its share of the server is answered 429 after this (ms). */
+  serverQueueWaitMs: number;
   /** A searchset page stops adding matches once their JSON passes this many bytes (at least one match). */
   searchPageMaxBytes: number;
   /** Longest request URL (path and query) accepted; longer → 414. */
@@ -202,6 +208,9 @@ export function parseSettings(env: Env): Settings {
     maxArrayLength: r.int('MAX_ARRAY_LENGTH', 1000, 1, 10000000),
     clientMaxConcurrentRequests: r.int('CLIENT_MAX_CONCURRENT_REQUESTS', 16, 1, 100000),
     clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 4 * 1024 * 1024),
+    serverMaxConcurrentReads: r.int('SERVER_MAX_CONCURRENT_READS', 8, 1, 1000),
+    serverMaxConcurrentWrites: r.int('SERVER_MAX_CONCURRENT_WRITES', 4, 1, 1000),
+    serverQueueWaitMs: r.int('SERVER_QUEUE_WAIT_MS', 250, 0, 600000),
     searchPageMaxBytes: parseBytes(r, 'SEARCH_PAGE_MAX_BYTES', 1024 * 1024),
     dbTimeoutMs: r.int('DB_TIMEOUT_MS', 5000, 100, 120000),
     purgeBudgetMs: r.int('PURGE_BUDGET_MS', 30000, 100, 600000),

@@ -11,25 +11,12 @@ import { InjectConnection, MongooseModule } from '@nestjs/mongoose';
 import type { Connection, mongo } from 'mongoose';
 import { Settings } from '../config/settings';
 import { SETTINGS } from '../config/config.module';
+import { DatabaseLiveness, serverSelectionTimeoutMs } from './database-liveness';
 import { DatabaseHandle } from './embedded-database';
 import { ensureIndexes } from './ensure-indexes';
 import { indexPlugin } from './index-plugin';
 
 export const DATABASE_HANDLE = Symbol('DATABASE_HANDLE');
-
-/**
- * Server selection gets a quarter of DB_TIMEOUT_MS. The operation's own deadline (CSOT
- * `timeoutMS`) bounds its first selection, but when an attempt fails with a retryable error the
- * driver selects the server for the retry without that deadline, on `serverSelectionTimeoutMS`
- * alone (mongodb 6.22, operations/execute_operation.js `tryOperation`). That is what a hung
- * database does: a connection being opened times out, the pool is cleared, every request waiting
- * for a connection retries, and the server is unknown by then. With the whole DB_TIMEOUT_MS there,
- * such requests answered after two deadlines (test/database-hang.e2e-spec.ts); with a quarter,
- * within 1.25 of one. A database that is known to be away is thus reported sooner, too.
- */
-export function serverSelectionTimeoutMs(dbTimeoutMs: number): number {
-  return Math.max(100, Math.floor(dbTimeoutMs / 4));
-}
 
 /** Logs the engine chosen, ensures indexes, and stops an embedded engine on shutdown. */
 class DatabaseLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -97,8 +84,9 @@ export class DatabaseModule {
             autoIndex: false,
             autoCreate: false,
             maxPoolSize: 50,
-            // command events feed the /metrics database latency histogram
-            monitorCommands: settings.metricsEnabled,
+            // command events tell a busy database from one that does not answer (DatabaseLiveness,
+            // request admission) and feed the /metrics database latency histogram
+            monitorCommands: true,
             connectionFactory: (connection: Connection) => {
               connection.plugin(indexPlugin);
               return connection;
@@ -106,8 +94,8 @@ export class DatabaseModule {
           }),
         }),
       ],
-      providers: [{ provide: DATABASE_HANDLE, useValue: handle }, DatabaseLifecycle],
-      exports: [DATABASE_HANDLE],
+      providers: [{ provide: DATABASE_HANDLE, useValue: handle }, DatabaseLifecycle, DatabaseLiveness],
+      exports: [DATABASE_HANDLE, DatabaseLiveness],
     };
   }
 }

@@ -2,6 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { AuthModule } from '../modules/auth/auth.module';
 import { UsersModule } from '../modules/users/users.module';
 import { ClientConcurrency } from './client-concurrency';
+import { RequestAdmission } from './request-admission';
 import { TenantGuard } from './tenant.guard';
 import { TenantResolver } from './tenant-resolver';
 
@@ -12,7 +13,7 @@ import { TenantResolver } from './tenant-resolver';
 @Global()
 @Module({
   imports: [AuthModule, UsersModule],
-  providers: [TenantResolver, TenantGuard, ClientConcurrency],
-  exports: [TenantResolver, TenantGuard, ClientConcurrency, AuthModule, UsersModule],
+  providers: [TenantResolver, TenantGuard, ClientConcurrency, RequestAdmission],
+  exports: [TenantResolver, TenantGuard, ClientConcurrency, RequestAdmission, AuthModule, UsersModule],
 })
 export class TenancyModule {}

@@ -3,6 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import { isFhirRoute } from '../common/fhir-routes';
 import { ClientConcurrency } from './client-concurrency';
+import { RequestAdmission } from './request-admission';
 import { TenantContext } from './tenant-context';
 import { TenantOptions, TenantResolver } from './tenant-resolver';
 
@@ -23,6 +24,7 @@ export class TenantGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly resolver: TenantResolver,
     private readonly concurrency: ClientConcurrency,
+    private readonly admission: RequestAdmission,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -40,6 +42,8 @@ export class TenantGuard implements CanActivate {
       res.once('finish', slot.release);
       res.once('close', slot.release);
       (res.locals as ResponseCharge).chargeResponse = slot.charge;
+      // then waits for its turn on the database (the client's slot is held while it waits)
+      await this.admission.admit(req.tenant.clientId, req, res);
     }
     return true;
   }

@@ -1,0 +1,82 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { SETTINGS } from '../config/config.module';
+import { Settings } from '../config/settings';
+import { DatabaseLiveness } from '../database/database-liveness';
+import { AdmissionLane, LaneTicket } from './admission-lane';
+
+export type AdmissionLaneName = 'read' | 'write';
+
+/**
+ * Bulk work is outside the lanes: export kick-offs, status polls and NDJSON downloads (long
+ * streams paced by the client's socket, bounded by CLIENT_RESPONSE_BYTES_PER_SECOND) and purge
+ * (its own PURGE_BUDGET_MS). Holding an interactive slot for their whole length would stall the
+ * lane; each is still limited per client by CLIENT_MAX_CONCURRENT_REQUESTS.
+ */
+const BULK_ROUTE =
+  /(?:^\/bulk-data\/|\/bulk-export\/|\/\$export(?:-status)?(?:\/|$)|^\/(?:r4|stu3|dstu2)\/purge\/?$)/i;
+
+/**
+ * The lane of a FHIR request, or undefined for bulk work: reads (GET, HEAD, POST `_search`) and
+ * writes (everything else, bundles included) wait apart, so reads are not queued behind writes,
+ * which on this store cost far more database time (index entries per resource).
+ */
+export function admissionLaneOf(method: string, path: string): AdmissionLaneName | undefined {
+  if (BULK_ROUTE.test(path)) return undefined;
+  if (method === 'GET' || method === 'HEAD') return 'read';
+  if (method === 'POST' && /\/_search\/?$/.test(path)) return 'read';
+  return 'write';
+}
+
+/**
+ * Admission of FHIR requests before they touch the database (issue 13): at most
+ * SERVER_MAX_CONCURRENT_READS reads and SERVER_MAX_CONCURRENT_WRITES writes run at once, so the
+ * engine works near its best concurrency, requests never queue for a pooled connection (the
+ * lanes together stay well under the pool's 50; a wait for a connection is bounded by the
+ * server-selection time-out and would answer 503 though the database is only busy), and a busy
+ * server answers the clients over their share with 429 (see AdmissionLane).
+ */
+@Injectable()
+export class RequestAdmission {
+  private readonly lanes: Record<AdmissionLaneName, AdmissionLane>;
+
+  constructor(@Inject(SETTINGS) settings: Settings, liveness: DatabaseLiveness) {
+    const common = {
+      shareWaitMs: settings.serverQueueWaitMs,
+      stallMs: liveness.probeTimeoutMs,
+      maxWaitMs: settings.dbTimeoutMs,
+    };
+    this.lanes = {
+      read: new AdmissionLane(
+        { ...common, name: 'read', capacity: settings.serverMaxConcurrentReads },
+        liveness,
+      ),
+      write: new AdmissionLane(
+        { ...common, name: 'write', capacity: settings.serverMaxConcurrentWrites },
+        liveness,
+      ),
+    };
+  }
+
+  /**
+   * Waits until the request may run (throws 429/503 as AdmissionLane says); its slot is given back
+   * when the answer is written or the connection goes away. A client that leaves while waiting
+   * leaves the queue.
+   */
+  async admit(clientId: string, req: Request, res: Response): Promise<void> {
+    const lane = admissionLaneOf(req.method, req.path);
+    if (!lane) return;
+    const gone = new AbortController();
+    const onClose = () => gone.abort(new Error('client closed the connection while waiting'));
+    res.once('close', onClose);
+    let ticket: LaneTicket;
+    try {
+      ticket = await this.lanes[lane].enter(clientId, gone.signal);
+    } finally {
+      res.off('close', onClose);
+    }
+    if (res.destroyed) return ticket.release();
+    res.once('finish', ticket.release);
+    res.once('close', ticket.release);
+  }
+}

@@ -73,10 +73,11 @@ describe('AdmissionLane', () => {
     expect([!!heavyWaiting[0].ticket, !!heavyWaiting[1].ticket]).toEqual([true, false]);
   });
 
-  it('answers 429 with Retry-After to a client over its share that waited shareWaitMs while the database answered', async () => {
+  it('answers 429 with Retry-After to a client over its share that waited shareWaitMs while the database answered and another client waits', async () => {
     track(lane.enter('heavy'));
     track(lane.enter('heavy'));
     const waiting = track(lane.enter('heavy'));
+    track(lane.enter('light'));
     db.advance(99, true);
     lane.sweep();
     await settle();
@@ -86,7 +87,25 @@ describe('AdmissionLane', () => {
     await settle();
     expect(waiting.error).toMatchObject({ status: 429, headers: { 'Retry-After': '1' } });
     expect(waiting.error!.outcome.issue[0].code).toBe('throttled');
-    expect(lane.load).toEqual({ running: 2, waiting: 0 });
+    expect(lane.load).toEqual({ running: 2, waiting: 1 });
+  });
+
+  it('lets a client alone in the queue wait its turn past shareWaitMs (no 429), up to maxWaitMs', async () => {
+    const running = [track(lane.enter('busy')), track(lane.enter('busy'))];
+    const waiting = [track(lane.enter('busy')), track(lane.enter('busy'))];
+    db.advance(500, true);
+    lane.sweep();
+    await settle();
+    expect(waiting.map((w) => w.error)).toEqual([undefined, undefined]);
+    running[0].ticket!.release();
+    await settle();
+    expect(!!waiting[0].ticket).toBe(true);
+    // a second client arrives: the busy one, over its share, is told to come back
+    track(lane.enter('other'));
+    db.advance(100, true);
+    lane.sweep();
+    await settle();
+    expect(waiting[1].error).toMatchObject({ status: 429 });
   });
 
   it('lets a client under its share wait on past shareWaitMs (its turn is next), no 429', async () => {

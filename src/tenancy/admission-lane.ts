@@ -45,7 +45,7 @@ interface Waiter {
  *
  * A wait ends in one of three ways besides a slot:
  * - 429 with Retry-After for a client at or over its fair share (capacity / active clients) that
- *   waited shareWaitMs while the database kept answering: overload is answered by telling the
+ *   waited shareWaitMs while the database kept answering and another client waits too: overload is answered by telling the
  *   heaviest clients to come back, not by slowing everyone (nor by a 503 to everyone);
  * - 503 when the database answered nothing for stallMs and does not answer a probe either (hung
  *   or gone: the running requests will fail on their own deadline, the waiting ones need not wait
@@ -180,10 +180,13 @@ export class AdmissionLane {
   }
 
   /**
-   * A client at or over its fair share: the lane's capacity divided among the clients that run or
-   * wait in it now (at least one slot each).
+   * A client at or over its fair share while another client waits: the lane's capacity divided
+   * among the clients that run or wait in it now (at least one slot each).
    */
   private overShare(clientId: string): boolean {
+    // Alone in the queue it keeps nobody waiting: it waits its turn (up to maxWaitMs) rather than
+    // being refused, as one busy client of a quiet server expects.
+    if (![...this.queues.keys()].some((other) => other !== clientId)) return false;
     const active = new Set([...this.running.keys(), ...this.queues.keys()]).size;
     const share = Math.max(1, Math.floor(this.opts.capacity / Math.max(1, active)));
     return (this.running.get(clientId) ?? 0) >= share;

@@ -34,3 +34,22 @@ describe('storedJsonBytes', () => {
     expect(Buffer.from(storedJsonBytes(slice)!).toString()).toBe('{"d":4}');
   });
 });
+
+describe('storedJsonBytes on damaged or unusual layouts', () => {
+  it('a string length that does not match the document falls back to the BSON library', () => {
+    const doc = Buffer.from(raw({ json: '{"e":5}' }));
+    doc.writeInt32LE(1000, 4 + 1 + 5); // string length beyond the document
+    expect(() => storedJsonBytes(doc)).toThrow();
+  });
+
+  it('an element named like json but longer (jsonx) is not taken for json', () => {
+    expect(storedJsonBytes(raw({ jsonx: '{"f":6}' }))).toBeNull();
+  });
+
+  it('accepts a plain Uint8Array (not a Buffer) and returns a view of it', () => {
+    const doc = new Uint8Array(raw({ json: '{"g":7}' }));
+    const bytes = storedJsonBytes(doc)!;
+    expect(bytes.buffer).toBe(doc.buffer);
+    expect(Buffer.from(bytes).toString()).toBe('{"g":7}');
+  });
+});

@@ -205,6 +205,14 @@ export async function benchSearches(
           commands.push({ search: name, commands: recorded.map((query) => query.command) });
           continue;
         }
+        // warm-up, not counted: the server process compiles this search's path and fills its caches
+        await autocannon({
+          url: `${own.url}${path}`,
+          connections: CONCURRENCY[0],
+          amount: Math.min(100, REQUESTS),
+          timeout: 60,
+          headers: { authorization: auth.Authorization },
+        });
         for (const connections of CONCURRENCY) {
           const api = await autocannon({
             url: `${own.url}${path}`,

@@ -100,6 +100,22 @@ describe('DirectoryMemoryIndex', () => {
     expect(index.search(['m'], undefined, expected.length, 20).entries).toEqual([]);
   });
 
+  it('kept prefix bitmaps: the same answers when asked again, combined otherwise and after eviction', () => {
+    const vocabulary = [...new Set(entries.flatMap((e) => e.words))];
+    const prefixes = [...new Set(vocabulary.flatMap((w) => [w.slice(0, 1), w.slice(0, 2), w]))];
+    const check = (words: string[], systemType?: (typeof SYSTEM_TYPES)[number]) =>
+      expect(index.search(words, systemType, 0, 10_000).entries.map((e) => e.id)).toEqual(
+        oracle(entries, words, systemType),
+      );
+    // more distinct prefixes than are kept, each asked alone, then ANDed with others and a type
+    for (const prefix of prefixes) check([prefix]);
+    for (let i = 0; i < prefixes.length; i += 1) {
+      check([prefixes[i], prefixes[(i * 7) % prefixes.length]], SYSTEM_TYPES[i % 3]);
+      check([prefixes[i]]);
+    }
+    expect(prefixes.length).toBeGreaterThan(256);
+  });
+
   it('random word sets agree with the oracle', () => {
     const vocabulary = [...new Set(entries.flatMap((e) => e.words))];
     for (let i = 0; i < 200; i += 1) {

@@ -84,9 +84,9 @@ export class DatabaseModule {
             autoIndex: false,
             autoCreate: false,
             maxPoolSize: 50,
-            // command events tell a busy database from one that does not answer (DatabaseLiveness,
-            // request admission) and feed the /metrics database latency histogram
-            monitorCommands: true,
+            // command events feed the /metrics database latency histogram (with them on, the
+            // driver decodes every reply once more: off unless metrics are)
+            monitorCommands: settings.metricsEnabled,
             connectionFactory: (connection: Connection) => {
               connection.plugin(indexPlugin);
               return connection;

@@ -40,7 +40,10 @@ export function admissionLaneOf(method: string, path: string): AdmissionLaneName
 export class RequestAdmission {
   private readonly lanes: Record<AdmissionLaneName, AdmissionLane>;
 
-  constructor(@Inject(SETTINGS) settings: Settings, liveness: DatabaseLiveness) {
+  constructor(
+    @Inject(SETTINGS) settings: Settings,
+    private readonly liveness: DatabaseLiveness,
+  ) {
     const common = {
       shareWaitMs: settings.serverQueueWaitMs,
       stallMs: liveness.probeTimeoutMs,
@@ -76,7 +79,11 @@ export class RequestAdmission {
       res.off('close', onClose);
     }
     if (res.destroyed) return ticket.release();
-    res.once('finish', ticket.release);
+    res.once('finish', () => {
+      // answered without a server error: the database answers (a hung one ends requests in 5xx)
+      if (res.statusCode < 500) this.liveness.noteAnswer();
+      ticket.release();
+    });
     res.once('close', ticket.release);
   }
 }

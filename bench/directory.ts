@@ -28,6 +28,7 @@ import {
 } from '../src/modules/directory/directory-entry';
 import { storedForm } from '../src/modules/directory/directory.repository';
 import { engineLabel, serveInOwnProcess } from './lib/bench-server';
+import { percentile } from './lib/percentile';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 import { DirectoryRepository } from '../src/modules/directory/directory.repository';
 import type { INestApplication } from '@nestjs/common';
@@ -159,10 +160,6 @@ interface Row {
   rps: number;
   rawP50: number;
   ratio: number;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 /** The filters the repository builds, run through the raw driver (count + page), for the ratio. */

@@ -20,6 +20,7 @@ import { resolveDatabase } from '../src/database/embedded-database';
 import { parseSettings } from '../src/config/settings';
 import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
 import { httpJson, printTable } from './lib/bench-server';
+import { percentile } from './lib/percentile';
 
 const VICTIM_PATIENTS = 50;
 const HEAVY_PATIENTS = Number(process.env.FAIRNESS_HEAVY_PATIENTS ?? 6);
@@ -35,11 +36,6 @@ const PASSED_SETTINGS = [
   'MAX_ARRAY_LENGTH',
   'SEARCH_PAGE_MAX_BYTES',
 ];
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 /** A Patient of about `bytes` bytes: many names with long family strings (what the penetration test stored). */
 function heavyPatient(i: number, bytes: number, names: number): Record<string, unknown> {

@@ -3,7 +3,8 @@ import type { Request, Response } from 'express';
 import { issue, operationOutcome, OperationOutcomeError } from '@app/fhir';
 import { loggablePath } from '../logging/logging.module';
 import { mapError } from './error-mapping';
-import { FHIR_JSON, isFhirRoute } from './fhir-routes';
+import { isFhirRequest } from '../fhir-http/fhir-route-state';
+import { FHIR_JSON } from './fhir-routes';
 
 const REASON: Record<number, string> = {
   400: 'bad_request',
@@ -23,7 +24,8 @@ const REASON: Record<number, string> = {
 };
 
 /**
- * One filter for every error: FHIR routes answer an OperationOutcome, the others
+ * One filter for every error: requests routed to a FHIR handler (its `@FhirRoute()` metadata) or
+ * under a FHIR base answer an OperationOutcome, the others
  * `{ error, message }` (DESIGN.md §4). No stack trace ever reaches a client.
  */
 @Catch()
@@ -44,7 +46,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     for (const [k, v] of Object.entries(mapped.headers)) res.setHeader(k, v);
     res.status(mapped.status);
-    if (req && isFhirRoute(req.path)) {
+    if (req && isFhirRequest(req)) {
       const outcome =
         exception instanceof OperationOutcomeError
           ? exception.outcome

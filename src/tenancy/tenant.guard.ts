@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
-import { isFhirRoute } from '../common/fhir-routes';
+import type { FhirRequest } from '../fhir-http/fhir-route-state';
 import { ClientConcurrency } from './client-concurrency';
 import { RequestAdmission } from './request-admission';
 import { TenantContext } from './tenant-context';
@@ -9,7 +9,7 @@ import { TenantOptions, TenantResolver } from './tenant-resolver';
 
 export const TENANT_OPTIONS = 'tenant:options';
 
-/** Set on FHIR routes by the guard: counts an answer's bytes against the client's share (sendReply). */
+/** Set on FHIR routes by the guard: counts an answer's bytes against the client's share (the FHIR reply interceptor). */
 export interface ResponseCharge {
   chargeResponse?: (bytes: number) => void;
 }
@@ -35,7 +35,9 @@ export class TenantGuard implements CanActivate {
         context.getClass(),
       ]) ?? {};
     req.tenant = await this.resolver.resolve(req, opts);
-    if (isFhirRoute(req.path)) {
+    // FHIR routes (`@FhirRoute()`, checked before this guard) take a client slot and admission
+    const route = (req as FhirRequest).fhir;
+    if (route && route.options.admitted !== false) {
       // held until the answer is written or the connection goes away
       const slot = this.concurrency.acquire(req.tenant.clientId);
       const res = context.switchToHttp().getResponse<Response>();

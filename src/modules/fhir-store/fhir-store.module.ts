@@ -1,8 +1,6 @@
 import { Module } from '@nestjs/common';
 import { BundleService } from './bundle.service';
 import { ConditionalService } from './conditional.service';
-import { FhirRouteGuard } from './fhir-route.guard';
-import { FhirStoreController } from './fhir-store.controller';
 import { FhirStoreService } from './fhir-store.service';
 import { HistoryRepository } from './history.repository';
 import { HistoryService } from './history.service';
@@ -13,17 +11,16 @@ import { StoreCheckService } from './store-check.service';
 import { StoreMaintenanceRepository } from './store-maintenance.repository';
 
 /**
- * The FHIR store (issue 4): versions, CRUD, history, deletes, transaction/batch bundles, basic
- * search. Exports the repository and services the search, export and purge modules build on.
+ * The FHIR store: versions, CRUD, history, deletes, transaction/batch bundles. Exports the
+ * repository and services the search, export and purge modules build on. Its routes are declared
+ * with the other FHIR controllers, in one order (src/modules/fhir-routes.module.ts).
  */
 @Module({
-  controllers: [FhirStoreController],
   providers: [
     ResourceRepository,
     ResourceWriter,
     FhirStoreService,
     BundleService,
-    FhirRouteGuard,
     StoreCheckService,
     StoreMaintenanceRepository,
     HistoryRepository,
@@ -32,11 +29,11 @@ import { StoreMaintenanceRepository } from './store-maintenance.repository';
     PatchService,
   ],
   exports: [
+    BundleService,
     ResourceRepository,
     ResourceWriter,
     FhirStoreService,
     HistoryService,
-    FhirRouteGuard,
     ConditionalService,
     PatchService,
   ],

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
-import { PurgeController } from './purge.controller';
 import { PurgeRepository } from './purge.repository';
 import {
   PURGE_HISTORY_MODEL,
@@ -10,7 +9,7 @@ import {
 } from './purge.schemas';
 import { PurgeService } from './purge.service';
 
-/** `DELETE /{v}/purge` (SPEC §4.7). Must come before FhirStoreModule in FEATURE_MODULES. */
+/** `DELETE /{v}/purge`: removal of a user's resources for good (routes: fhir-routes.module.ts). */
 @Module({
   imports: [
     MongooseModule.forFeature([
@@ -18,7 +17,7 @@ import { PurgeService } from './purge.service';
       { name: PURGE_HISTORY_MODEL, schema: PurgeHistorySchema },
     ]),
   ],
-  controllers: [PurgeController],
   providers: [PurgeService, PurgeRepository],
+  exports: [PurgeService],
 })
 export class PurgeModule {}

@@ -21,4 +21,4 @@ export {
 } from './filter-builder';
 export type { Filter } from './filter-clauses';
 export { normalizeText } from './text-normalization';
-export { parseFhirDateRange, type DateRange } from './fhir-date-range';
+export { parseFhirDateRange, plusForSpace, type DateRange } from './fhir-date-range';

@@ -4,28 +4,23 @@ import { EverythingService } from './everything.service';
 import { IncludeResolver } from './include-resolver';
 import { ReindexRepository } from './reindex.repository';
 import { ReindexService } from './reindex.service';
-import { SearchRouteGuard } from './search-route.guard';
-import { SearchController } from './search.controller';
 import { SearchService } from './search.service';
 import { SubQueryResolver } from './sub-query-resolver';
 
 /**
- * FHIR search (issue 5): type and system search, `_search`, includes, chains, `Patient/$everything`
- * and `store reindex`. Listed before FhirStoreModule in feature-modules.ts: Express matches routes in
- * registration order, and the store's generic `/{v}/{type}/{id}` routes must not shadow these.
+ * FHIR search: type and system search, `_search`, includes, chains, `Patient/$everything` and
+ * `store reindex`. Its routes are declared in src/modules/fhir-routes.module.ts.
  */
 @Module({
   imports: [FhirStoreModule],
-  controllers: [SearchController],
   providers: [
     SearchService,
     SubQueryResolver,
     IncludeResolver,
     EverythingService,
-    SearchRouteGuard,
     ReindexRepository,
     ReindexService,
   ],
-  exports: [SearchService],
+  exports: [SearchService, EverythingService],
 })
 export class FhirSearchModule {}

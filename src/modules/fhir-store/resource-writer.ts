@@ -109,6 +109,9 @@ export class ResourceWriter {
    * version of the caller's resource; 409 when another user of the client owns the id; 412 when
    * `ifMatch` names another version. Retries against concurrent writers until it lands.
    * `known` is a current document the caller already read (bundle ingest), `null` = known absent.
+   * `createOnly`: the id must not name a live resource (409): a conditional update that matched
+   * nothing may create with the body's id but never overwrite another resource
+   * (https://hl7.org/fhir/R4/http.html#cond-update).
    */
   async upsert(
     ctx: TenantContext,
@@ -116,7 +119,7 @@ export class ResourceWriter {
     type: string,
     id: string,
     resource: Record<string, unknown>,
-    options: { ifMatch?: number; known?: ResourceDoc | null } = {},
+    options: { ifMatch?: number; known?: ResourceDoc | null; createOnly?: boolean } = {},
   ): Promise<WrittenVersion> {
     const key = this.repository.key(ctx, version, type, id);
     const userId = writerUserId(ctx);
@@ -129,6 +132,13 @@ export class ResourceWriter {
         throw new OperationOutcomeError('conflict', `${type}/${id} belongs to another user of this client`, {
           status: 409,
         });
+      }
+      if (options.createOnly && current && !current.del) {
+        throw new OperationOutcomeError(
+          'conflict',
+          `${type}/${id} exists and does not match the criteria: a conditional update does not overwrite it`,
+          { status: 409 },
+        );
       }
       if (options.ifMatch !== undefined && options.ifMatch !== current?.vid) {
         throw new OperationOutcomeError(

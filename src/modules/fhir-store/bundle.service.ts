@@ -60,6 +60,8 @@ interface RequestEntry {
   resource?: Record<string, unknown>;
   /** Conditional create that matched: the existing resource stands for the entry, nothing is written. */
   existing?: ResourceDoc;
+  /** A conditional update that matched nothing: its body id may create, never overwrite (409). */
+  createOnly?: boolean;
 }
 
 /** A POST/PUT entry once its type and id are known. */
@@ -69,6 +71,7 @@ interface WritePlan {
   id: string;
   resource: Record<string, unknown>;
   ifMatch?: number;
+  createOnly?: boolean;
 }
 
 const statusLine = (status: number) => `${status} ${REASON[status] ?? ''}`.trim();
@@ -158,6 +161,7 @@ export class BundleService {
           );
         }
         entry.url = `${type}/${match?.id ?? bodyId ?? newResourceId()}`;
+        entry.createOnly = entry.method === 'PUT' && !match;
       }
     } catch (error) {
       responses[entry.index] = failureEntry(error);
@@ -218,7 +222,7 @@ export class BundleService {
     const single: WritePlan[] = [];
     for (const plan of plans) {
       const key = keyOf(plan);
-      (seen.has(key) || plan.ifMatch !== undefined ? single : bulk).push(plan);
+      (seen.has(key) || plan.ifMatch !== undefined || plan.createOnly ? single : bulk).push(plan);
       seen.add(key);
     }
     // New ids are the common case (ids chosen client-side): insert first, with no look-up (one
@@ -255,6 +259,7 @@ export class BundleService {
       await this.settle(plan.entry.index, responses, async () => {
         const written = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
           ifMatch: plan.ifMatch,
+          createOnly: plan.createOnly,
         });
         return this.writtenEntry(version, written, representation);
       });
@@ -447,7 +452,7 @@ function planWrite(version: FhirVersion, entry: RequestEntry): WritePlan {
         'id',
       );
     }
-    return { entry, type, id, resource: { ...entry.resource, id }, ifMatch };
+    return { entry, type, id, resource: { ...entry.resource, id }, ifMatch, createOnly: entry.createOnly };
   }
   if (target.id !== undefined)
     throw OperationOutcomeError.invalid(`POST url must be a resource type (got "${entry.url}")`);

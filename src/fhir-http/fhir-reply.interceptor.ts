@@ -2,7 +2,7 @@ import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nes
 import type { Response } from 'express';
 import { map, type Observable } from 'rxjs';
 import { isPretty } from '@app/fhir';
-import type { ResponseCharge } from '../tenancy/tenant.guard';
+import { chargeResponse } from '../admission/response-charge';
 import type { FhirRequest } from './fhir-route-state';
 import { isFhirReply, type FhirReply } from './fhir-reply';
 import { responseContentType } from './negotiation';
@@ -49,7 +49,7 @@ export function writeReply(req: FhirRequest, res: Response, result: unknown): st
     text = JSON.stringify(JSON.parse(text), null, 2);
   }
   // the client's byte share (tenant fairness); string length stands for bytes (JSON is mostly ASCII)
-  (res.locals as ResponseCharge).chargeResponse?.(text.length);
+  chargeResponse(res, text.length);
   const mediaType = reply.mediaType ?? req.fhir?.options.mediaType ?? responseContentType(req, version);
   res.type(`${mediaType}; charset=utf-8`);
   return text;

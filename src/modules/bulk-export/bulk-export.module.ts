@@ -5,21 +5,13 @@ import { Settings } from '../../config/settings';
 import { BulkExportService } from './bulk-export.service';
 import { EXPORT_JOB_MODEL, ExportJobSchema, ExportJobsRepository } from './export-jobs.repository';
 import { ExportPlanner } from './export-planner';
-import {
-  EXPORT_RESOURCE_MODEL,
-  ExportResourceSchema,
-  ExportResourcesRepository,
-} from './export-resources.repository';
+import { ExportResourcesRepository } from './export-resources.repository';
+import { StorageModule } from '../../storage/storage.module';
 import { EXPORT_SIGNING_KEY, exportSigningKey } from './export-signing-key';
 
 /** Bulk export: sync manifests, async jobs, signed NDJSON file links (routes: fhir-routes.module.ts). */
 @Module({
-  imports: [
-    MongooseModule.forFeature([
-      { name: EXPORT_RESOURCE_MODEL, schema: ExportResourceSchema },
-      { name: EXPORT_JOB_MODEL, schema: ExportJobSchema },
-    ]),
-  ],
+  imports: [StorageModule, MongooseModule.forFeature([{ name: EXPORT_JOB_MODEL, schema: ExportJobSchema }])],
   providers: [
     {
       provide: EXPORT_SIGNING_KEY,

@@ -2,40 +2,44 @@ import { Module } from '@nestjs/common';
 import { BundleService } from './bundle.service';
 import { ConditionalService } from './conditional.service';
 import { FhirStoreService } from './fhir-store.service';
-import { HistoryRepository } from './history.repository';
 import { HistoryService } from './history.service';
 import { PatchService } from './patch.service';
-import { ResourceRepository } from './resource.repository';
 import { ResourceWriter } from './resource-writer';
 import { StoreCheckService } from './store-check.service';
-import { StoreMaintenanceRepository } from './store-maintenance.repository';
+import { IncludeResolver } from './search/include-resolver';
+import { SearchService } from './search/search.service';
+import { SubQueryResolver } from './search/sub-query-resolver';
+import { StorageModule } from '../../storage/storage.module';
 
 /**
- * The FHIR store: versions, CRUD, history, deletes, transaction/batch bundles. Exports the
- * repository and services the search, export and purge modules build on. Its routes are declared
- * with the other FHIR controllers, in one order (src/modules/fhir-routes.module.ts).
+ * The FHIR store: versions, CRUD, history, deletes, transaction/batch bundles, and the execution
+ * of searches (SearchService), which conditional interactions and batch entries call like the
+ * search routes do. Exports what the search, export and purge modules build on. Its routes are
+ * declared with the other FHIR controllers, in one order (src/modules/fhir-routes.module.ts).
  */
 @Module({
+  imports: [StorageModule],
   providers: [
-    ResourceRepository,
     ResourceWriter,
     FhirStoreService,
     BundleService,
     StoreCheckService,
-    StoreMaintenanceRepository,
-    HistoryRepository,
     HistoryService,
     ConditionalService,
     PatchService,
+    SearchService,
+    SubQueryResolver,
+    IncludeResolver,
   ],
   exports: [
     BundleService,
-    ResourceRepository,
+    StorageModule,
     ResourceWriter,
     FhirStoreService,
     HistoryService,
     ConditionalService,
     PatchService,
+    SearchService,
   ],
 })
 export class FhirStoreModule {}

@@ -1,11 +1,7 @@
 import { Module } from '@nestjs/common';
 import { FhirStoreModule } from '../fhir-store.module';
 import { EverythingService } from './everything.service';
-import { IncludeResolver } from './include-resolver';
-import { ReindexRepository } from './reindex.repository';
 import { ReindexService } from './reindex.service';
-import { SearchService } from './search.service';
-import { SubQueryResolver } from './sub-query-resolver';
 
 /**
  * FHIR search: type and system search, `_search`, includes, chains, `Patient/$everything` and
@@ -13,14 +9,7 @@ import { SubQueryResolver } from './sub-query-resolver';
  */
 @Module({
   imports: [FhirStoreModule],
-  providers: [
-    SearchService,
-    SubQueryResolver,
-    IncludeResolver,
-    EverythingService,
-    ReindexRepository,
-    ReindexService,
-  ],
-  exports: [SearchService, EverythingService],
+  providers: [EverythingService, ReindexService],
+  exports: [EverythingService],
 })
 export class FhirSearchModule {}

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { fhirJsonType, issue, operationOutcome, OperationOutcomeError, outcomeIn } from '@app/fhir';
+import { loggableError } from '../logging/loggable-error';
 import { requestVersion } from '../modules/fhir-store/fhir-reply';
 import { loggablePath } from '../logging/logging.module';
 import { mapError } from './error-mapping';
@@ -39,6 +40,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (mapped.internal) {
       this.logger.error({ err: exception, path: loggablePath(req?.path) }, 'unhandled error');
     }
+    // the request's log line (pino-http reads res.err) names the error behind a 5xx
+    if (res && mapped.status >= 500) Object.assign(res, { err: loggableError(exception) });
     if (!res || res.headersSent) {
       res?.end?.();
       return;

@@ -59,6 +59,8 @@ interface RequestEntry {
   resource?: Record<string, unknown>;
   /** Conditional create that matched: the existing resource stands for the entry, nothing is written. */
   existing?: ResourceDoc;
+  /** A conditional update that matched nothing: its body id may create, never overwrite (409). */
+  createOnly?: boolean;
 }
 
 /** A POST/PUT entry once its type and id are known. */
@@ -68,6 +70,7 @@ interface WritePlan {
   id: string;
   resource: Record<string, unknown>;
   ifMatch?: number;
+  createOnly?: boolean;
 }
 
 const statusLine = (status: number) => `${status} ${REASON[status] ?? ''}`.trim();
@@ -156,6 +159,7 @@ export class BundleService {
           );
         }
         entry.url = `${type}/${match?.id ?? bodyId ?? newResourceId()}`;
+        entry.createOnly = entry.method === 'PUT' && !match;
       }
     } catch (error) {
       responses[entry.index] = failureEntry(error);
@@ -216,7 +220,7 @@ export class BundleService {
     const single: WritePlan[] = [];
     for (const plan of plans) {
       const key = keyOf(plan);
-      (seen.has(key) || plan.ifMatch !== undefined ? single : bulk).push(plan);
+      (seen.has(key) || plan.ifMatch !== undefined || plan.createOnly ? single : bulk).push(plan);
       seen.add(key);
     }
     // New ids are the common case (ids chosen client-side): insert first, with no look-up (one
@@ -250,6 +254,7 @@ export class BundleService {
       await this.settle(plan.entry.index, responses, async () => {
         const written = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
           ifMatch: plan.ifMatch,
+          createOnly: plan.createOnly,
         });
         return this.writtenEntry(version, written, representation);
       });
@@ -443,7 +448,7 @@ function planWrite(version: FhirVersion, entry: RequestEntry): WritePlan {
         'id',
       );
     }
-    return { entry, type, id, resource: { ...entry.resource, id }, ifMatch };
+    return { entry, type, id, resource: { ...entry.resource, id }, ifMatch, createOnly: entry.createOnly };
   }
   if (target.id !== undefined)
     throw OperationOutcomeError.invalid(`POST url must be a resource type (got "${entry.url}")`);

@@ -103,8 +103,11 @@ export class ConditionalService {
           status: 412,
         });
       }
+      // R4: no match and a body id that already exists → 409, never an overwrite of that resource
       return typeof resource.id === 'string'
-        ? this.store.update(ctx, version, type, resource.id, resource, undefined, prefer)
+        ? this.store.update(ctx, version, type, resource.id, resource, undefined, prefer, {
+            createOnly: true,
+          })
         : this.store.create(ctx, version, type, resource, prefer);
     }
     if (resource.id !== undefined && resource.id !== match.id) {

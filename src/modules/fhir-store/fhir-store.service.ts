@@ -132,6 +132,7 @@ export class FhirStoreService {
     resource: Record<string, unknown>,
     ifMatchHeader?: string,
     prefer?: string,
+    options: { createOnly?: boolean } = {},
   ): Promise<FhirReply> {
     if (resource.id === undefined) {
       throw OperationOutcomeError.invalid(
@@ -147,7 +148,7 @@ export class FhirStoreService {
     }
     assertValid(version, resource, type);
     const ifMatch = ifMatchVersion(ifMatchHeader);
-    const written = await this.writer.upsert(ctx, version, type, id, resource, { ifMatch });
+    const written = await this.writer.upsert(ctx, version, type, id, resource, { ifMatch, ...options });
     return this.writeReply(version, written, prefer);
   }
 

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import {
   buildProvenance,
   newResourceId,
@@ -7,6 +7,9 @@ import {
   stampResource,
   type FhirVersion,
 } from '@app/fhir';
+import { badNodeError, tooLargeError } from '../../common/body-hygiene';
+import { SETTINGS } from '../../config/config.module';
+import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
 import { ResourceRepository } from './resource.repository';
@@ -58,9 +61,16 @@ export function writerUserId(ctx: TenantContext): number {
  */
 @Injectable()
 export class ResourceWriter {
-  constructor(private readonly repository: ResourceRepository) {}
+  constructor(
+    private readonly repository: ResourceRepository,
+    @Inject(SETTINGS) private readonly settings: Settings,
+  ) {}
 
-  /** The document of one version: meta stamped into the served JSON, search index extracted. */
+  /**
+   * The document of one version: meta stamped into the served JSON, search index extracted. Every
+   * version any route stores (create, update, conditional and patch results, bundle entries) is
+   * built here, so the limits on a stored resource are checked here, on what would be stored.
+   */
   buildDoc(
     ctx: TenantContext,
     version: FhirVersion,
@@ -71,6 +81,8 @@ export class ResourceWriter {
     resource: Record<string, unknown>,
   ): ResourceDoc {
     const stamped = stampResource(resource, id, versionId, lastUpdated);
+    const json = JSON.stringify(stamped);
+    this.assertWithinLimits(type, stamped, json);
     const doc: ResourceDoc = {
       _id: this.repository.key(ctx, version, type, id),
       v: version,
@@ -81,11 +93,25 @@ export class ResourceWriter {
       vid: versionId,
       lu: lastUpdated,
       del: false,
-      json: JSON.stringify(stamped),
+      json,
     };
     const idx = searchIndexOf(version, stamped);
     if (idx !== undefined) doc.idx = idx;
     return doc;
+  }
+
+  /**
+   * MAX_RESOURCE_BYTES (413), MAX_ARRAY_LENGTH and FHIR strings (400) on the resource as it would be
+   * stored: the body guard refuses most bodies earlier, but a patch result, a JSON Patch (an array
+   * body) or a bundle entry after placeholder rewriting is only known here. Nothing is stored.
+   */
+  private assertWithinLimits(type: string, stamped: Record<string, unknown>, json: string): void {
+    const bytes = Buffer.byteLength(json);
+    const { maxResourceBytes, maxArrayLength } = this.settings;
+    if (bytes > maxResourceBytes)
+      throw tooLargeError(`${type} as it would be stored`, bytes, maxResourceBytes);
+    const bad = badNodeError(stamped, type, maxArrayLength);
+    if (bad) throw bad;
   }
 
   /** Create with a server-assigned id (`POST /{v}/{type}` without id). */
@@ -109,6 +135,9 @@ export class ResourceWriter {
    * version of the caller's resource; 409 when another user of the client owns the id; 412 when
    * `ifMatch` names another version. Retries against concurrent writers until it lands.
    * `known` is a current document the caller already read (bundle ingest), `null` = known absent.
+   * `createOnly`: the id must not name a live resource (409): a conditional update that matched
+   * nothing may create with the body's id but never overwrite another resource
+   * (https://hl7.org/fhir/R4/http.html#cond-update).
    */
   async upsert(
     ctx: TenantContext,
@@ -116,7 +145,7 @@ export class ResourceWriter {
     type: string,
     id: string,
     resource: Record<string, unknown>,
-    options: { ifMatch?: number; known?: ResourceDoc | null } = {},
+    options: { ifMatch?: number; known?: ResourceDoc | null; createOnly?: boolean } = {},
   ): Promise<WrittenVersion> {
     const key = this.repository.key(ctx, version, type, id);
     const userId = writerUserId(ctx);
@@ -129,6 +158,13 @@ export class ResourceWriter {
         throw new OperationOutcomeError('conflict', `${type}/${id} belongs to another user of this client`, {
           status: 409,
         });
+      }
+      if (options.createOnly && current && !current.del) {
+        throw new OperationOutcomeError(
+          'conflict',
+          `${type}/${id} exists and does not match the criteria: a conditional update does not overwrite it`,
+          { status: 409 },
+        );
       }
       if (options.ifMatch !== undefined && options.ifMatch !== current?.vid) {
         throw new OperationOutcomeError(

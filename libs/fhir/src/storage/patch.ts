@@ -14,6 +14,12 @@ import { fhirpathModel } from '../search/fhirpath-expressions';
 
 type Json = Record<string, unknown>;
 
+/**
+ * Property names that reach an object's prototype rather than the resource: no FHIR element has
+ * them, and a patch naming one is refused before anything is applied.
+ */
+const BANNED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
 const unprocessable = (message: string) => new OperationOutcomeError('processing', message, { status: 422 });
 
 export function applyJsonPatch(resource: Json, patch: unknown): Json {
@@ -23,6 +29,17 @@ export function applyJsonPatch(resource: Json, patch: unknown): Json {
   const operations = patch as Operation[];
   const problem = validate(operations);
   if (problem) throw OperationOutcomeError.invalid(`JSON Patch: ${problem.message}`);
+  operations.forEach((operation, i) => {
+    for (const pointer of [operation.path, (operation as { from?: unknown }).from]) {
+      const banned =
+        typeof pointer === 'string' ? pointer.split('/').find((s) => BANNED_KEYS.has(s)) : undefined;
+      if (banned !== undefined) {
+        throw OperationOutcomeError.invalid(
+          `JSON Patch operation ${i}: "${banned}" is no FHIR element and may not appear in a path`,
+        );
+      }
+    }
+  });
   try {
     return applyPatch(structuredClone(resource), operations, true, false).newDocument;
   } catch (error) {
@@ -53,6 +70,15 @@ interface Location {
 }
 
 const TYPES = new Set(['add', 'insert', 'delete', 'replace', 'move']);
+/** https://hl7.org/fhir/R4/elementdefinition.html#path: an element name (not a prototype key). */
+const ELEMENT_NAME = /^(?!(?:__proto__|constructor|prototype)$)[A-Za-z][A-Za-z0-9_]{0,63}$/;
+
+/** A part's name; one that would reach a prototype → 400. */
+function partName(part: Json): string {
+  const name = String(part.name);
+  if (BANNED_KEYS.has(name)) throw OperationOutcomeError.invalid(`"${name}" is no FHIR element name`);
+  return name;
+}
 
 function partValue(part: Json): unknown {
   const valueKey = Object.keys(part).find((k) => k.startsWith('value'));
@@ -62,7 +88,7 @@ function partValue(part: Json): unknown {
     const out: Json = {};
     for (const sub of part.part as Json[]) {
       const value = partValue(sub);
-      const name = String(sub.name);
+      const name = partName(sub);
       if (out[name] === undefined) out[name] = value;
       else out[name] = [...(Array.isArray(out[name]) ? (out[name] as unknown[]) : [out[name]]), value];
     }
@@ -84,14 +110,14 @@ export function readFhirPathPatch(parameters: Json): PatchOperation[] {
       throw OperationOutcomeError.invalid(`Parameters.parameter[${i}] is not an operation`);
     }
     const op: Json = {};
-    for (const part of param.part as Json[]) op[String(part.name)] = partValue(part);
+    for (const part of param.part as Json[]) op[partName(part)] = partValue(part);
     if (!TYPES.has(String(op.type)) || typeof op.path !== 'string') {
       throw OperationOutcomeError.invalid(
         `operation ${i}: type must be add, insert, delete, replace or move, with a path`,
       );
     }
-    if (op.type === 'add' && typeof op.name !== 'string')
-      throw OperationOutcomeError.invalid(`operation ${i}: add needs a name`);
+    if (op.type === 'add' && (typeof op.name !== 'string' || !ELEMENT_NAME.test(op.name)))
+      throw OperationOutcomeError.invalid(`operation ${i}: add needs the name of an element`);
     if ((op.type === 'add' || op.type === 'insert' || op.type === 'replace') && op.value === undefined)
       throw OperationOutcomeError.invalid(`operation ${i}: ${String(op.type)} needs a value`);
     if (op.type === 'insert' && typeof op.index !== 'number')

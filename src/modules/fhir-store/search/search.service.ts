@@ -160,6 +160,14 @@ export class SearchService {
       maxCount: options.limit,
       maxWindow: options.limit,
     });
+    // A condition left without criteria (only unknown parameters dropped under lenient handling,
+    // or empty values) would match every resource of the type: never widen it to that.
+    if (parsed.clauses.length + parsed.chains.length + parsed.has.length + parsed.content.length === 0) {
+      const ignored = parsed.unknown.length > 0 ? ` (ignored: ${parsed.unknown.join(', ')})` : '';
+      throw OperationOutcomeError.invalid(
+        `the condition has no search criteria this server knows${ignored}: nothing was done`,
+      );
+    }
     const { filter } = await this.filterOf(ctx, version, parsed);
     return (await this.repository.search(ctx, version, { filter, limit: options.limit })).docs;
   }

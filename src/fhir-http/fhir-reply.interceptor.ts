@@ -1,7 +1,7 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import type { Response } from 'express';
 import { map, type Observable } from 'rxjs';
-import { isPretty } from '@app/fhir';
+import { isPretty, outcomeIn, type OperationOutcome } from '@app/fhir';
 import { chargeResponse } from '../admission/response-charge';
 import type { FhirRequest } from './fhir-route-state';
 import { isFhirReply, type FhirReply } from './fhir-reply';
@@ -43,7 +43,12 @@ export function writeReply(req: FhirRequest, res: Response, result: unknown): st
     return undefined;
   }
   const version = req.fhir?.version ?? 'r4';
-  let text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
+  let body = reply.body;
+  // an OperationOutcome built here speaks the version's issue codes (outcomeIn)
+  if (typeof body === 'object' && (body as { resourceType?: unknown }).resourceType === 'OperationOutcome') {
+    body = outcomeIn(version, body as OperationOutcome);
+  }
+  let text = typeof body === 'string' ? body : JSON.stringify(body);
   if (req.fhir?.options.shape && reply.status === 200) text = shapeResource(req, version, text);
   if (isPretty(typeof req.query._pretty === 'string' ? req.query._pretty : undefined)) {
     text = JSON.stringify(JSON.parse(text), null, 2);

@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { parseSettings, Settings, SettingsError } from './config/settings';
 import { createApp } from './create-app';
-import { resolveDatabase } from './database/embedded-database';
+import { DatabaseHandle, resolveDatabase } from './database/embedded-database';
+import { DataDirInUseError } from './database/embedded-instance';
 
 function loadSettingsOrExit(): Settings {
   try {
@@ -20,11 +21,22 @@ function loadSettingsOrExit(): Settings {
 async function main(): Promise<void> {
   const settings = loadSettingsOrExit();
   const started = Date.now();
-  const database = await resolveDatabase(settings.mongoUrl, settings.dataDir).catch((e: Error) => {
+  let app: Awaited<ReturnType<typeof createApp>> | undefined;
+  let stopDatabase = (): Promise<void> => Promise.resolve();
+  // The embedded database's supervisor gave up: stop everything and exit non-zero, so that the
+  // process supervisor (systemd, Kubernetes) restarts the whole service.
+  const giveUp = (error: Error) => {
+    process.stderr.write(`Stopping: ${error.message}\n`);
+    void (app ? app.close() : stopDatabase()).catch(() => undefined).finally(() => process.exit(1));
+  };
+  const database: DatabaseHandle = await resolveDatabase(settings.mongoUrl, settings.dataDir, process.env, {
+    role: 'server',
+    onGiveUp: giveUp,
+  }).catch((e: Error) => {
     process.stderr.write(`${e.message}\n`);
-    process.exit(3);
+    process.exit(e instanceof DataDirInUseError ? 4 : 3);
   });
-  let app;
+  stopDatabase = () => database.stop();
   try {
     app = await createApp(settings, database);
     await app.listen(settings.port, settings.host);

@@ -20,7 +20,7 @@ describe('metrics (e2e)', () => {
     expect(res.text).toMatch(
       /http_request_duration_seconds_count\{method="GET",route="\/health",status="200"\} [1-9]/,
     );
-    expect(res.text).toMatch(/db_command_duration_seconds_count\{command="ping",outcome="ok"\} [1-9]/);
+    expect(res.text).toMatch(/db_command_duration_seconds_count\{command="find",outcome="ok"\} [1-9]/);
     expect(res.text).toContain('bulk_export_bytes_total');
   });
 

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { issue, operationOutcome, OperationOutcomeError } from '@app/fhir';
+import { loggableError } from '../logging/loggable-error';
 import { loggablePath } from '../logging/logging.module';
 import { mapError } from './error-mapping';
 import { FHIR_JSON, isFhirRoute } from './fhir-routes';
@@ -38,6 +39,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (mapped.internal) {
       this.logger.error({ err: exception, path: loggablePath(req?.path) }, 'unhandled error');
     }
+    // the request's log line (pino-http reads res.err) names the error behind a 5xx
+    if (res && mapped.status >= 500) Object.assign(res, { err: loggableError(exception) });
     if (!res || res.headersSent) {
       res?.end?.();
       return;

@@ -132,6 +132,32 @@ function resourceSizes(req: Request, body: Record<string, unknown>): Array<[stri
   return [[typeof body.resourceType === 'string' ? body.resourceType.slice(0, 64) : '$', length]];
 }
 
+/** 413 for a resource over MAX_RESOURCE_BYTES (`subject` names it: a type, a bundle entry path). */
+export function tooLargeError(
+  subject: string,
+  bytes: number,
+  maxResourceBytes: number,
+): OperationOutcomeError {
+  return new OperationOutcomeError(
+    'too-long',
+    `${subject} is ${bytes} bytes; one resource may be at most ${maxResourceBytes} (MAX_RESOURCE_BYTES); nothing was stored`,
+    { status: 413 },
+  );
+}
+
+/** 400 naming the first bad string or over-long array of `body` (paths from `root`), if any. */
+export function badNodeError(
+  body: unknown,
+  root: string,
+  maxArrayLength: number,
+): OperationOutcomeError | undefined {
+  const bad = firstBadNode(body, root, maxArrayLength);
+  if (!bad) return undefined;
+  // the path is made of the sender's property names: bounded, so the answer stays small
+  const path = bad.path.length > 200 ? `${bad.path.slice(0, 200)}…` : bad.path;
+  return OperationOutcomeError.invalid(`${path} ${bad.problem}; nothing was stored`, path);
+}
+
 /**
  * Middleware after the body parsers, for FHIR routes' JSON bodies: a resource over
  * MAX_RESOURCE_BYTES → 413, an array over MAX_ARRAY_LENGTH or a bad string → 400 (OperationOutcome).
@@ -142,25 +168,10 @@ export function fhirBodyGuard(limits: ResourceLimits) {
     if (body === null || typeof body !== 'object' || Array.isArray(body) || !isFhirRoute(req.path))
       return next();
     for (const [path, bytes] of resourceSizes(req, body as Record<string, unknown>)) {
-      if (bytes > limits.maxResourceBytes) {
-        return next(
-          new OperationOutcomeError(
-            'too-long',
-            `${path} is ${bytes} bytes; one resource may be at most ${limits.maxResourceBytes} (MAX_RESOURCE_BYTES); nothing was stored`,
-            { status: 413 },
-          ),
-        );
-      }
+      if (bytes > limits.maxResourceBytes) return next(tooLargeError(path, bytes, limits.maxResourceBytes));
     }
     const rootName = (body as { resourceType?: unknown }).resourceType;
-    const bad = firstBadNode(
-      body,
-      typeof rootName === 'string' ? rootName.slice(0, 64) : '$',
-      limits.maxArrayLength,
-    );
-    if (!bad) return next();
-    // the path is made of the sender's property names: bounded, so the answer stays small
-    bad.path = bad.path.length > 200 ? `${bad.path.slice(0, 200)}…` : bad.path;
-    next(OperationOutcomeError.invalid(`${bad.path} ${bad.problem}; nothing was stored`, bad.path));
+    const root = typeof rootName === 'string' ? rootName.slice(0, 64) : '$';
+    next(badNodeError(body, root, limits.maxArrayLength));
   };
 }

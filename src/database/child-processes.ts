@@ -1,20 +1,29 @@
 import { ChildProcess } from 'child_process';
 import { existsSync, readFileSync } from 'fs';
+import { processRuns } from './instance-record';
 
 /**
  * An app killed with SIGKILL cannot stop its database children. The next start in the same folder
- * stops what a pid file names, but only if that pid still runs the expected program.
+ * stops what a pid file names, but only if that pid still runs the expected program on this data
+ * folder (a reused pid may belong to anything, or to the same program serving another folder).
  */
-export function stopStaleProcess(pidFile: string, program: string, signal: NodeJS.Signals): void {
+export function stopStaleProcess(
+  pidFile: string,
+  program: string,
+  folder: string,
+  signal: NodeJS.Signals,
+): void {
   if (!existsSync(pidFile)) return;
-  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0].trim());
-  if (!Number.isInteger(pid) || pid <= 1) return;
+  stopStalePid(Number(readFileSync(pidFile, 'utf8').split('\n')[0].trim()), program, folder, signal);
+}
+
+/** Stops `pid` (and waits for its exit) if it runs `program` on `folder`. */
+export function stopStalePid(pid: number, program: string, folder: string, signal: NodeJS.Signals): void {
+  if (!processRuns(pid, program, folder)) return;
   try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (!cmdline.includes(program)) return;
     process.kill(pid, signal);
   } catch {
-    return; // not running (or not Linux): nothing to stop
+    return; // gone meanwhile
   }
   // Waits for the exit: PostgreSQL's SIGQUIT also ends its backends, which hold the shared memory.
   const deadline = Date.now() + 10_000;

@@ -274,20 +274,29 @@ async function writeGatewayConfig(l: Layout, user: RunAs, port: number): Promise
   return file;
 }
 
-function spawnLogged(user: RunAs, cmd: string, args: string[], cwd: string, log: string, signal: string) {
+interface Spawned {
+  child: ChildProcess;
+  tail(): string;
+}
+
+function spawnLogged(user: RunAs, cmd: string, args: string[], cwd: string, signal: string): Spawned {
   const [c, a] = user.wrap(cmd, args, signal);
-  const child = spawn(c, a, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: a Ctrl-C in the terminal reaches only the app, which stops its
+  // children itself (a child stopped by the terminal would look like a crash to the supervisor).
+  const child = spawn(c, a, { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let tail = '';
   const keep = (b: Buffer) => (tail = (tail + b.toString()).slice(-4000));
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
-  return { child, tail: () => tail, log };
+  return { child, tail: () => tail };
 }
+
+const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
 async function waitFor(what: string, check: () => Promise<boolean>, child: ChildProcess, why: () => string) {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited: ${why()}`);
+    if (exited(child)) throw new Error(`${what} exited: ${why()}`);
     if (await check().catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -302,70 +311,148 @@ function logTail(file: string): string {
   }
 }
 
-/**
- * Starts DocumentDB (PostgreSQL 15 + the documentdb extension, and its MongoDB-wire gateway) as
- * two child processes under `dir`, initialising the cluster on first start the way the kit's
- * start.sh does. A first start cut off half way is detected (no ready marker) and done again.
- */
-export async function startDocumentDb(
-  paths: DocumentDbPaths,
-  dir: string,
-  gatewayPort?: number,
-  report: (message: string) => void = (m) => process.stderr.write(`documentdb: ${m}\n`),
-): Promise<RunningDocumentDb> {
-  const l = layoutOf(dir);
-  const user = await runAs();
-  stopStaleProcess(join(l.root, 'gateway.pid'), 'documentdb_gateway', 'SIGKILL');
-  stopStaleProcess(join(l.pgData, 'postmaster.pid'), 'postgres', 'SIGQUIT');
-  prepareFolders(l, user);
-  letUserReach(l.root, user, report);
-  const fresh = !existsSync(join(l.root, READY_MARKER)) || !existsSync(join(l.pgData, 'PG_VERSION'));
-  if (fresh) await initCluster(l, paths, user);
-  const password = readOrCreatePassword(l, fresh);
+export type DocumentDbChild = 'postgres' | 'gateway';
 
-  const pgLog = join(l.logs, 'postgres.log');
-  const pg = spawnLogged(
-    user,
-    join(paths.pgBinDir, 'postgres'),
-    [
-      '-D',
-      l.pgData,
-      '-c',
-      `port=${PG_SOCKET_NUMBER}`,
-      '-c',
-      `unix_socket_directories=${l.socketDir}`,
-      // No TCP listener: pg_cron (index builds, TTL) and DocumentDB's own loopback use the socket.
-      '-c',
-      `cron.host=${l.socketDir}`,
-      '-c',
-      `documentdb.localhost_connection_string=host=${l.socketDir}`,
-      '-c',
-      `log_destination=stderr`,
-      '-c',
-      'logging_collector=on',
-      '-c',
-      `log_directory=${l.logs}`,
-      '-c',
-      'log_filename=postgres.log',
-      // Documents over ~2 KB are stored compressed, and DocumentDB decompresses a stored document
-      // again for every condition, sort key and projected field it evaluates on it: lz4 instead of
-      // the default pglz halves that per-row cost (measured: a user's _lastUpdated page 52 → 26 ms
-      // of engine CPU, patient+date 25 → 13 ms; inserts unchanged; docs/storage.md). A start
-      // setting, so existing clusters write new rows with it too.
-      '-c',
-      'default_toast_compression=lz4',
-    ],
-    l.root,
-    pgLog,
-    'INT',
-  );
-  const stopPg = () => stopChild(pg.child, 'SIGINT', 15_000);
-  let gateway: ReturnType<typeof spawnLogged> | undefined;
-  const stopAll = async () => {
-    if (gateway) await stopChild(gateway.child, 'SIGINT', 5_000);
-    await stopPg();
-  };
-  try {
+/** The gateway's connection string for a data folder's instance listening on `port`. */
+export function documentDbUri(dir: string, port: number): string {
+  const password = readFileSync(layoutOf(dir).passwordFile, 'utf8').trim();
+  return `mongodb://${MONGO_USER}:${password}@127.0.0.1:${port}/?authMechanism=SCRAM-SHA-256`;
+}
+
+/**
+ * DocumentDB (PostgreSQL 15 + the documentdb extension, and its MongoDB-wire gateway) as two child
+ * processes under `dir`, initialising the cluster on first start the way the kit's start.sh does.
+ * A first start cut off half way is detected (no ready marker) and done again. Each child can be
+ * started again on its own (the gateway on the same port, so connected drivers find it again).
+ */
+export class DocumentDbInstance implements RunningDocumentDb {
+  uri = '';
+  version = '';
+  port = 0;
+  private postgres?: Spawned;
+  private gateway?: Spawned;
+  private readonly expected = new Set<ChildProcess>();
+  private onExit?: (which: DocumentDbChild, how: string) => void;
+
+  private constructor(
+    private readonly paths: DocumentDbPaths,
+    readonly dir: string,
+    private readonly l: Layout,
+    private readonly user: RunAs,
+  ) {}
+
+  static async start(
+    paths: DocumentDbPaths,
+    dir: string,
+    gatewayPort?: number,
+    report: (message: string) => void = (m) => process.stderr.write(`documentdb: ${m}\n`),
+  ): Promise<DocumentDbInstance> {
+    const l = layoutOf(dir);
+    const user = await runAs();
+    stopStaleProcess(join(l.root, 'gateway.pid'), 'documentdb_gateway', l.root, 'SIGKILL');
+    stopStaleProcess(join(l.pgData, 'postmaster.pid'), 'postgres', l.root, 'SIGQUIT');
+    prepareFolders(l, user);
+    letUserReach(l.root, user, report);
+    const fresh = !existsSync(join(l.root, READY_MARKER)) || !existsSync(join(l.pgData, 'PG_VERSION'));
+    if (fresh) await initCluster(l, paths, user);
+    const password = readOrCreatePassword(l, fresh);
+    const db = new DocumentDbInstance(paths, dir, l, user);
+    try {
+      await db.startPostgres();
+      if (fresh) {
+        await initDatabase(l, paths, user, password);
+        writeFileSync(join(l.root, READY_MARKER), new Date().toISOString() + '\n');
+      }
+      db.version = (
+        await psql(
+          l,
+          paths,
+          user,
+          "SELECT 'DocumentDB ' || extversion || ' on PostgreSQL ' || current_setting('server_version') FROM pg_extension WHERE extname='documentdb'",
+        )
+      ).trim();
+      if (!db.version) throw new Error('the documentdb extension is missing from the cluster');
+      db.port = gatewayPort ?? (await freePort());
+      db.uri = `mongodb://${MONGO_USER}:${password}@127.0.0.1:${db.port}/?authMechanism=SCRAM-SHA-256`;
+      await db.startGateway();
+      return db;
+    } catch (e) {
+      await db.stop();
+      throw e;
+    }
+  }
+
+  get postgresPid(): number | undefined {
+    return this.postgres?.child.pid;
+  }
+
+  /** The gateway's process id (tests pause it to play a hung database). */
+  get gatewayPid(): number | undefined {
+    return this.gateway?.child.pid;
+  }
+
+  /** Which children are not running now. */
+  down(): DocumentDbChild[] {
+    const down: DocumentDbChild[] = [];
+    if (!this.postgres || exited(this.postgres.child)) down.push('postgres');
+    if (!this.gateway || exited(this.gateway.child)) down.push('gateway');
+    return down;
+  }
+
+  /** Called when a child exits that was not being stopped (at most one listener: the supervisor). */
+  onUnexpectedExit(listener: (which: DocumentDbChild, how: string) => void): void {
+    this.onExit = listener;
+  }
+
+  /** Starts again what is down; postgres down means the gateway is started again after it. */
+  async repair(): Promise<void> {
+    const down = this.down();
+    if (down.includes('postgres')) {
+      await this.stopChild(this.gateway, 'SIGINT', 5_000);
+      await this.startPostgres();
+    }
+    if (down.length > 0) await this.startGateway();
+  }
+
+  async startPostgres(): Promise<void> {
+    const { l, paths } = this;
+    const pgLog = join(l.logs, 'postgres.log');
+    const pg = spawnLogged(
+      this.user,
+      join(paths.pgBinDir, 'postgres'),
+      [
+        '-D',
+        l.pgData,
+        '-c',
+        `port=${PG_SOCKET_NUMBER}`,
+        '-c',
+        `unix_socket_directories=${l.socketDir}`,
+        // No TCP listener: pg_cron (index builds, TTL) and DocumentDB's own loopback use the socket.
+        '-c',
+        `cron.host=${l.socketDir}`,
+        '-c',
+        `documentdb.localhost_connection_string=host=${l.socketDir}`,
+        '-c',
+        `log_destination=stderr`,
+        '-c',
+        'logging_collector=on',
+        '-c',
+        `log_directory=${l.logs}`,
+        '-c',
+        'log_filename=postgres.log',
+        // Documents over ~2 KB are stored compressed, and DocumentDB decompresses a stored document
+        // again for every condition, sort key and projected field it evaluates on it: lz4 instead of
+        // the default pglz halves that per-row cost (measured: a user's _lastUpdated page 52 → 26 ms
+        // of engine CPU, patient+date 25 → 13 ms; inserts unchanged; docs/storage.md). A start
+        // setting, so existing clusters write new rows with it too.
+        '-c',
+        'default_toast_compression=lz4',
+      ],
+      l.root,
+      'INT',
+    );
+    this.watch('postgres', pg);
+    this.postgres = pg;
     const isReady = join(paths.pgBinDir, 'pg_isready');
     await waitFor(
       'postgres',
@@ -373,38 +460,53 @@ export async function startDocumentDb(
       pg.child,
       () => pg.tail() + logTail(pgLog),
     );
-    if (fresh) {
-      await initDatabase(l, paths, user, password);
-      writeFileSync(join(l.root, READY_MARKER), new Date().toISOString() + '\n');
-    }
-    const version = (
-      await psql(
-        l,
-        paths,
-        user,
-        "SELECT 'DocumentDB ' || extversion || ' on PostgreSQL ' || current_setting('server_version') FROM pg_extension WHERE extname='documentdb'",
-      )
-    ).trim();
-    if (!version) throw new Error('the documentdb extension is missing from the cluster');
+  }
 
-    const port = gatewayPort ?? (await freePort());
-    const config = await writeGatewayConfig(l, user, port);
-    const gwLog = join(l.logs, 'gateway.log');
-    gateway = spawnLogged(user, paths.gatewayBin, [config], l.gatewayDir, gwLog, 'TERM');
-    if (gateway.child.pid) writeFileSync(join(l.root, 'gateway.pid'), String(gateway.child.pid));
-    const uri = `mongodb://${MONGO_USER}:${password}@127.0.0.1:${port}/?authMechanism=SCRAM-SHA-256`;
-    const gw = gateway;
+  async startGateway(): Promise<void> {
+    const config = await writeGatewayConfig(this.l, this.user, this.port);
+    const gw = spawnLogged(this.user, this.paths.gatewayBin, [config], this.l.gatewayDir, 'TERM');
+    this.watch('gateway', gw);
+    this.gateway = gw;
+    if (gw.child.pid) writeFileSync(join(this.l.root, 'gateway.pid'), String(gw.child.pid));
     await waitFor(
       'documentdb gateway',
-      () => ping(uri),
+      () => ping(this.uri),
       gw.child,
       () => gw.tail(),
     );
-    return { uri, version, gatewayPid: gw.child.pid, stop: stopAll };
-  } catch (e) {
-    await stopAll();
-    throw e;
   }
+
+  async stop(): Promise<void> {
+    this.onExit = undefined;
+    await this.stopChild(this.gateway, 'SIGINT', 5_000);
+    await this.stopChild(this.postgres, 'SIGINT', 15_000);
+  }
+
+  private watch(which: DocumentDbChild, spawned: Spawned): void {
+    spawned.child.once('exit', (code, signal) => {
+      if (this.expected.delete(spawned.child)) return;
+      if (signal) return this.onExit?.(which, `killed by ${signal}`);
+      // an exit of its own: its last line says why (a signal from outside says nothing more)
+      const last = spawned.tail().trim().split('\n').pop()?.slice(0, 300);
+      this.onExit?.(which, last ? `exit code ${code}: ${last}` : `exit code ${code}`);
+    });
+  }
+
+  private async stopChild(spawned: Spawned | undefined, signal: NodeJS.Signals, graceMs: number) {
+    if (!spawned || exited(spawned.child)) return;
+    this.expected.add(spawned.child);
+    await stopChild(spawned.child, signal, graceMs);
+  }
+}
+
+/** Starts DocumentDB under `dir` for this process alone (no lock: tests with a folder of their own). */
+export async function startDocumentDb(
+  paths: DocumentDbPaths,
+  dir: string,
+  gatewayPort?: number,
+  report?: (message: string) => void,
+): Promise<DocumentDbInstance> {
+  return DocumentDbInstance.start(paths, dir, gatewayPort, report);
 }
 
 async function ping(uri: string): Promise<boolean> {
@@ -416,3 +518,6 @@ async function ping(uri: string): Promise<boolean> {
     await client.close().catch(() => undefined);
   }
 }
+
+/** Whether the gateway at `uri` answers a ping within a second. */
+export const gatewayAnswers = (uri: string): Promise<boolean> => ping(uri).catch(() => false);

@@ -1,7 +1,9 @@
 import { execFileSync } from 'child_process';
 import { existsSync, mkdirSync } from 'fs';
 import { join, resolve } from 'path';
-import { documentDbPaths, missingDocumentDb, startDocumentDb } from './documentdb-process';
+import { documentDbPaths, missingDocumentDb } from './documentdb-process';
+import { DataDirInUseError, openDocumentDb } from './embedded-instance';
+import type { InstanceRole } from './instance-record';
 
 export type EngineKind = 'external' | 'mongod' | 'documentdb' | 'mongodb-memory-server-download';
 
@@ -15,6 +17,16 @@ export interface DatabaseHandle {
 }
 
 export class NoDatabaseError extends Error {}
+
+export interface ResolveOptions {
+  /**
+   * `server` (npm start): owns and supervises the embedded DocumentDB of its DATA_DIR, refuses a
+   * folder another server runs. `tool` (default: CLI, tests, benches): attaches to a running one.
+   */
+  role?: InstanceRole;
+  /** Server only: the embedded database's children could not be restarted; the app must exit. */
+  onGiveUp?: (error: Error) => void;
+}
 
 function findMongod(env: NodeJS.ProcessEnv): string | undefined {
   if (env.MONGOMS_SYSTEM_BINARY && existsSync(env.MONGOMS_SYSTEM_BINARY)) return env.MONGOMS_SYSTEM_BINARY;
@@ -53,6 +65,7 @@ export async function resolveDatabase(
   mongoUrl: string | undefined,
   dataDir: string,
   env: NodeJS.ProcessEnv = process.env,
+  opts: ResolveOptions = {},
 ): Promise<DatabaseHandle> {
   if (mongoUrl) return { uri: mongoUrl, engine: 'external', stop: async () => undefined };
   const dir = resolve(dataDir);
@@ -73,9 +86,17 @@ export async function resolveDatabase(
   const missing = missingDocumentDb(paths);
   if (!missing) {
     try {
-      const running = await startDocumentDb(paths, join(dir, 'documentdb'));
+      const role = opts.role ?? 'tool';
+      const onGiveUp = opts.onGiveUp;
+      const running = await openDocumentDb(paths, join(dir, 'documentdb'), {
+        role,
+        supervise: role === 'server' && onGiveUp ? { onGiveUp } : undefined,
+        // a server waits as long as an operator command may run on the folder's database
+        waitMs: role === 'server' ? 10 * 60_000 : undefined,
+      });
       return { uri: running.uri, engine: 'documentdb', description: running.version, stop: running.stop };
     } catch (e) {
+      if (e instanceof DataDirInUseError) throw e;
       failures.push(`DocumentDB: ${(e as Error).message}`);
     }
   } else {

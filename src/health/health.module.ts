@@ -1,11 +1,9 @@
 import { Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
-import { DatabasePingIndicator } from './database-ping.indicator';
+import { DatabaseReadCheck } from './database-read.check';
 import { HealthController } from './health.controller';
 
 @Module({
-  imports: [TerminusModule.forRoot({ logger: false })],
   controllers: [HealthController],
-  providers: [DatabasePingIndicator],
+  providers: [DatabaseReadCheck],
 })
 export class HealthModule {}

@@ -1,35 +1,9 @@
 import { spawnSync } from 'child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import { buildIfNeeded, runCli, ServerProcess } from '@app/testing';
-
-/** First starts run initdb and CREATE EXTENSION: slow on a busy 2-core machine. */
-const START_MS = 150_000;
-
-/** Processes whose command line names `dir` (the embedded engine's postgres and gateway). */
-function processesUnder(dir: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes(dir) && !cmdline.includes('jest')) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
-
-async function until(check: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return check();
-}
+import { embeddedEnv, processesUnder, START_MS, until } from './embedded-engine-helpers';
 
 /**
  * `npm start` with no MONGO_URL (issue 13 item 1): the app starts DocumentDB under DATA_DIR,
@@ -38,13 +12,7 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
  */
 describe('embedded DocumentDB lifecycle (fault)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'fhir-embedded-'));
-  const env = {
-    MONGO_URL: '',
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'info',
-    DIRECTORY_SEED: 'false',
-    MONGOMS_DISABLE_DOWNLOAD: '1',
-  };
+  const env = embeddedEnv(dataDir);
 
   beforeAll(() => {
     chmodSync(dataDir, 0o755);

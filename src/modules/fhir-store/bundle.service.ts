@@ -23,10 +23,11 @@ import { ConditionalService } from './conditional.service';
 import { idParam, typeParam, type FhirReply } from './fhir-reply';
 import { entryPatchDocument, PatchService } from './patch.service';
 import { returnPreference } from './prefer';
-import { assertValid, FhirStoreService, type QueryParams } from './fhir-store.service';
-import type { ResourceDoc } from './resource-documents';
-import { ResourceRepository } from './resource.repository';
+import { assertValid, FhirStoreService } from './fhir-store.service';
+import type { ResourceDoc } from '../../storage/documents';
+import { ResourceRepository } from '../../storage/resource.repository';
 import { ResourceWriter, type WrittenVersion } from './resource-writer';
+import { SearchService } from './search/search.service';
 
 /** SPEC §8: resources per posted bundle. */
 export const MAX_BUNDLE_ENTRIES = 20;
@@ -59,6 +60,8 @@ interface RequestEntry {
   resource?: Record<string, unknown>;
   /** Conditional create that matched: the existing resource stands for the entry, nothing is written. */
   existing?: ResourceDoc;
+  /** A conditional update that matched nothing: its body id may create, never overwrite (409). */
+  createOnly?: boolean;
 }
 
 /** A POST/PUT entry once its type and id are known. */
@@ -68,6 +71,7 @@ interface WritePlan {
   id: string;
   resource: Record<string, unknown>;
   ifMatch?: number;
+  createOnly?: boolean;
 }
 
 const statusLine = (status: number) => `${status} ${REASON[status] ?? ''}`.trim();
@@ -87,6 +91,7 @@ export class BundleService {
     private readonly store: FhirStoreService,
     private readonly conditional: ConditionalService,
     private readonly patches: PatchService,
+    private readonly searches: SearchService,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
@@ -156,6 +161,7 @@ export class BundleService {
           );
         }
         entry.url = `${type}/${match?.id ?? bodyId ?? newResourceId()}`;
+        entry.createOnly = entry.method === 'PUT' && !match;
       }
     } catch (error) {
       responses[entry.index] = failureEntry(error);
@@ -216,7 +222,7 @@ export class BundleService {
     const single: WritePlan[] = [];
     for (const plan of plans) {
       const key = keyOf(plan);
-      (seen.has(key) || plan.ifMatch !== undefined ? single : bulk).push(plan);
+      (seen.has(key) || plan.ifMatch !== undefined || plan.createOnly ? single : bulk).push(plan);
       seen.add(key);
     }
     // New ids are the common case (ids chosen client-side): insert first, with no look-up (one
@@ -235,7 +241,10 @@ export class BundleService {
         responses[plan.entry.index] = failureEntry(error);
       }
     }
-    const conflicts = await this.repository.insertCurrentMany(fresh.map(([, doc]) => doc));
+    const conflicts = await this.repository.insertCurrentMany(
+      ctx,
+      fresh.map(([, doc]) => doc),
+    );
     const inserted = fresh.filter(([, doc]) => !conflicts.has(doc._id));
     for (const [plan, doc] of fresh) if (conflicts.has(doc._id)) known.add(plan);
     await this.writer.complete(
@@ -250,6 +259,7 @@ export class BundleService {
       await this.settle(plan.entry.index, responses, async () => {
         const written = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
           ifMatch: plan.ifMatch,
+          createOnly: plan.createOnly,
         });
         return this.writtenEntry(version, written, representation);
       });
@@ -316,9 +326,8 @@ export class BundleService {
     const type = typeParam(version, target.type);
     let reply: FhirReply;
     if (target.id === undefined) {
-      const query: QueryParams = {};
-      for (const [name, value] of new URLSearchParams(target.query ?? '')) query[name] = value;
-      reply = await this.store.search(ctx, version, type, query);
+      // the search of `GET /{v}/{type}?…`, every parameter of the entry's url included
+      reply = await this.searches.search(ctx, version, type, [...new URLSearchParams(target.query ?? '')]);
     } else if (target.versionId !== undefined) {
       reply = await this.store.vread(ctx, version, type, idParam(target.id), target.versionId);
     } else {
@@ -443,7 +452,7 @@ function planWrite(version: FhirVersion, entry: RequestEntry): WritePlan {
         'id',
       );
     }
-    return { entry, type, id, resource: { ...entry.resource, id }, ifMatch };
+    return { entry, type, id, resource: { ...entry.resource, id }, ifMatch, createOnly: entry.createOnly };
   }
   if (target.id !== undefined)
     throw OperationOutcomeError.invalid(`POST url must be a resource type (got "${entry.url}")`);

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import {
   buildProvenance,
   newResourceId,
@@ -7,10 +7,13 @@ import {
   stampResource,
   type FhirVersion,
 } from '@app/fhir';
+import { badNodeError, tooLargeError } from '../../common/body-hygiene';
+import { SETTINGS } from '../../config/config.module';
+import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
-import { ResourceRepository } from './resource.repository';
-import { searchIndexOf } from './search-indexing';
+import { historyOf, type HistoryDoc, type ResourceDoc } from '../../storage/documents';
+import { ResourceRepository } from '../../storage/resource.repository';
+import { searchIndexOf } from '../../storage/search-indexing';
 
 /** One version written: what the response needs. */
 export interface WrittenVersion {
@@ -58,9 +61,16 @@ export function writerUserId(ctx: TenantContext): number {
  */
 @Injectable()
 export class ResourceWriter {
-  constructor(private readonly repository: ResourceRepository) {}
+  constructor(
+    private readonly repository: ResourceRepository,
+    @Inject(SETTINGS) private readonly settings: Settings,
+  ) {}
 
-  /** The document of one version: meta stamped into the served JSON, search index extracted. */
+  /**
+   * The document of one version: meta stamped into the served JSON, search index extracted. Every
+   * version any route stores (create, update, conditional and patch results, bundle entries) is
+   * built here, so the limits on a stored resource are checked here, on what would be stored.
+   */
   buildDoc(
     ctx: TenantContext,
     version: FhirVersion,
@@ -71,6 +81,8 @@ export class ResourceWriter {
     resource: Record<string, unknown>,
   ): ResourceDoc {
     const stamped = stampResource(resource, id, versionId, lastUpdated);
+    const json = JSON.stringify(stamped);
+    this.assertWithinLimits(type, stamped, json);
     const doc: ResourceDoc = {
       _id: this.repository.key(ctx, version, type, id),
       v: version,
@@ -81,11 +93,25 @@ export class ResourceWriter {
       vid: versionId,
       lu: lastUpdated,
       del: false,
-      json: JSON.stringify(stamped),
+      json,
     };
     const idx = searchIndexOf(version, stamped);
     if (idx !== undefined) doc.idx = idx;
     return doc;
+  }
+
+  /**
+   * MAX_RESOURCE_BYTES (413), MAX_ARRAY_LENGTH and FHIR strings (400) on the resource as it would be
+   * stored: the body guard refuses most bodies earlier, but a patch result, a JSON Patch (an array
+   * body) or a bundle entry after placeholder rewriting is only known here. Nothing is stored.
+   */
+  private assertWithinLimits(type: string, stamped: Record<string, unknown>, json: string): void {
+    const bytes = Buffer.byteLength(json);
+    const { maxResourceBytes, maxArrayLength } = this.settings;
+    if (bytes > maxResourceBytes)
+      throw tooLargeError(`${type} as it would be stored`, bytes, maxResourceBytes);
+    const bad = badNodeError(stamped, type, maxArrayLength);
+    if (bad) throw bad;
   }
 
   /** Create with a server-assigned id (`POST /{v}/{type}` without id). */
@@ -97,7 +123,7 @@ export class ResourceWriter {
   ): Promise<WrittenVersion> {
     for (;;) {
       const doc = this.buildDoc(ctx, version, type, newResourceId(), 1, new Date(), resource);
-      if (await this.repository.insertCurrent(doc)) {
+      if (await this.repository.insertCurrent(ctx, doc)) {
         await this.complete(ctx, version, [{ previous: null, doc }]);
         return { doc, created: true };
       }
@@ -109,6 +135,9 @@ export class ResourceWriter {
    * version of the caller's resource; 409 when another user of the client owns the id; 412 when
    * `ifMatch` names another version. Retries against concurrent writers until it lands.
    * `known` is a current document the caller already read (bundle ingest), `null` = known absent.
+   * `createOnly`: the id must not name a live resource (409): a conditional update that matched
+   * nothing may create with the body's id but never overwrite another resource
+   * (https://hl7.org/fhir/R4/http.html#cond-update).
    */
   async upsert(
     ctx: TenantContext,
@@ -116,7 +145,7 @@ export class ResourceWriter {
     type: string,
     id: string,
     resource: Record<string, unknown>,
-    options: { ifMatch?: number; known?: ResourceDoc | null } = {},
+    options: { ifMatch?: number; known?: ResourceDoc | null; createOnly?: boolean } = {},
   ): Promise<WrittenVersion> {
     const key = this.repository.key(ctx, version, type, id);
     const userId = writerUserId(ctx);
@@ -130,6 +159,13 @@ export class ResourceWriter {
           status: 409,
         });
       }
+      if (options.createOnly && current && !current.del) {
+        throw new OperationOutcomeError(
+          'conflict',
+          `${type}/${id} exists and does not match the criteria: a conditional update does not overwrite it`,
+          { status: 409 },
+        );
+      }
       if (options.ifMatch !== undefined && options.ifMatch !== current?.vid) {
         throw new OperationOutcomeError(
           'conflict',
@@ -141,7 +177,7 @@ export class ResourceWriter {
       const doc = this.buildDoc(ctx, version, type, id, (current?.vid ?? 0) + 1, new Date(), resource);
       const landed = current
         ? await this.replaceVersion(ctx, version, current, doc, attempt)
-        : await this.repository.insertCurrent(doc);
+        : await this.repository.insertCurrent(ctx, doc);
       if (landed) {
         await this.complete(ctx, version, [{ previous: current, doc, historyWritten: current !== null }]);
         return { doc, created: !current || current.del };
@@ -202,15 +238,15 @@ export class ResourceWriter {
     attempt: number,
   ): Promise<boolean> {
     const row = historyOf(next);
-    if (!(await this.repository.claimVersion(historyOf(current), row))) {
+    if (!(await this.repository.claimVersion(ctx, historyOf(current), row))) {
       // Most misses are a concurrent writer that is about to finish: look at the holder only
       // when the miss persists (an orphan row or an abandoned claim).
       if (attempt < 3) return false;
-      const holder = await this.repository.findHistoryRowByKey(row._id);
+      const holder = await this.repository.findHistoryRowByKey(ctx, row._id);
       if (!holder) return false;
       if (holder.lu < current.lu) {
         // An orphan of an earlier life of this id (interrupted removal): the version is free.
-        if (!(await this.repository.replaceHistoryRow(row, holder.lu))) return false;
+        if (!(await this.repository.replaceHistoryRow(ctx, row, holder.lu))) return false;
       } else {
         if (Date.now() - holder.lu.getTime() > STALE_CLAIM_MS)
           await this.rollForward(ctx, version, current, holder);
@@ -260,8 +296,8 @@ export class ResourceWriter {
         this.provenanceFor(ctx, version, doc, previous && !previous.del ? 'update' : 'create'),
       );
     await Promise.all([
-      this.repository.insertHistory([...rows, ...provenances.map(historyOf)]),
-      this.repository.insertCurrentIgnoringExisting(provenances),
+      this.repository.insertHistory(ctx, [...rows, ...provenances.map(historyOf)]),
+      this.repository.insertCurrentIgnoringExisting(ctx, provenances),
     ]);
   }
 

@@ -45,6 +45,15 @@ const MODIFIERS_BY_TYPE: Readonly<Record<SearchParamType, readonly string[]>> = 
 };
 const UNSUPPORTED_MODIFIERS = new Set(['in', 'not-in', 'of-type', 'iterate', 'recurse']);
 
+/**
+ * Characters no FHIR string holds (https://hl7.org/fhir/R4/datatypes.html#string): a search for
+ * them matches nothing, and NUL cannot even travel to every engine inside a regex.
+ */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
+// eslint-disable-next-line no-control-regex -- the same, to mask them in the message
+const CONTROL_ALL = /[\u0000-\u001F]/g;
+
 /** Flattens the accepted input shapes; anything but strings (e.g. qs objects) is refused. */
 function toPairs(params: SearchQueryInput): Array<[string, string]> {
   const entries: Array<[string, unknown]> = Array.isArray(params) ? params : Object.entries(params);
@@ -54,6 +63,14 @@ function toPairs(params: SearchQueryInput): Array<[string, string]> {
     for (const item of values) {
       if (typeof item !== 'string') {
         throw new SearchError('invalid', `Search parameter '${String(name)}' must have a text value`);
+      }
+      const control = CONTROL.exec(`${String(name)}${item}`);
+      if (control) {
+        const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+        throw new SearchError(
+          'invalid',
+          `Search parameter '${String(name).replace(CONTROL_ALL, '?')}' contains the control character U+${code}, which no FHIR string holds`,
+        );
       }
       pairs.push([String(name), item]);
     }

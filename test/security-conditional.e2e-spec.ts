@@ -1,0 +1,208 @@
+import request from 'supertest';
+import {
+  bearer,
+  createClient,
+  createTestApp,
+  createUser,
+  IDENTITY_TEST_ENV,
+  TestApp,
+  TestUser,
+} from '@app/testing';
+
+/**
+ * Conditional interactions never widen (https://hl7.org/fhir/R4/http.html#cond-update): a condition
+ * that loses its criteria is refused, a conditional update does not overwrite a resource that did
+ * not match; patch paths cannot reach a prototype; search values with control characters are
+ * refused before any database work.
+ */
+describe('security: conditional semantics and input that reaches the engine (e2e)', () => {
+  let t: TestApp;
+  let alice: TestUser;
+  const json = { 'Content-Type': 'application/fhir+json' };
+  const patient = (value: string, extra: Record<string, unknown> = {}) => ({
+    resourceType: 'Patient',
+    identifier: [{ system: 'urn:test:cond', value }],
+    ...extra,
+  });
+  const send = (method: 'post' | 'put' | 'delete' | 'patch', path: string, body?: unknown, headers = {}) => {
+    const agent = request(t.server);
+    const req = agent[method](path)
+      .set(bearer(alice.access_token))
+      .set({ ...json, ...headers });
+    return body === undefined ? req : req.send(JSON.stringify(body));
+  };
+  const total = async (query: string) =>
+    (await send('post', '/r4/Patient/_search', undefined, {}).type('form').send(query).expect(200)).body
+      .total as number;
+  const live = async (id: string) =>
+    (await request(t.server).get(`/r4/Patient/${id}`).set(bearer(alice.access_token))).status;
+
+  beforeAll(async () => {
+    t = await createTestApp(IDENTITY_TEST_ENV);
+    alice = await createUser(t, await createClient(t));
+  });
+  afterAll(async () => t?.close());
+
+  describe('handling=lenient never leaves a condition without criteria', () => {
+    const lenient = { Prefer: 'handling=lenient' };
+
+    it('conditional DELETE with only unknown parameters → 400, the only Patient stays', async () => {
+      const only = (await send('post', '/r4/Patient', patient('only')).expect(201)).body.id as string;
+      const res = await send('delete', '/r4/Patient?unknown=1', undefined, lenient);
+      expect(res.status).toBe(400);
+      expect(res.body.resourceType).toBe('OperationOutcome');
+      expect(res.body.issue[0].diagnostics).toContain('no search criteria');
+      expect(res.body.issue[0].diagnostics).toContain('unknown');
+      // an empty value is no criterion either
+      await send('delete', '/r4/Patient?identifier=', undefined, lenient).expect(400);
+      expect(await live(only)).toBe(200);
+    });
+
+    it('conditional PUT and If-None-Exist with only unknown parameters → 400, nothing written', async () => {
+      const id = (await send('post', '/r4/Patient', patient('put-l')).expect(201)).body.id as string;
+      await send('put', '/r4/Patient?unknown=1', patient('put-l', { gender: 'male' }), lenient).expect(400);
+      const current = await request(t.server).get(`/r4/Patient/${id}`).set(bearer(alice.access_token));
+      expect(current.body.meta.versionId).toBe('1');
+      const before = await total('identifier=urn:test:cond|inx-l');
+      await send('post', '/r4/Patient', patient('inx-l'), {
+        ...lenient,
+        'If-None-Exist': 'unknown=1',
+      }).expect(400);
+      expect(await total('identifier=urn:test:cond|inx-l')).toBe(before);
+    });
+
+    it('in a transaction: each such entry fails alone with 400', async () => {
+      const res = await send(
+        'post',
+        '/r4',
+        {
+          resourceType: 'Bundle',
+          type: 'batch',
+          entry: [
+            { request: { method: 'DELETE', url: 'Patient?unknown=1' } },
+            { resource: patient('b-l'), request: { method: 'PUT', url: 'Patient?unknown=2' } },
+            {
+              resource: patient('b-l'),
+              request: { method: 'POST', url: 'Patient', ifNoneExist: 'unknown=3' },
+            },
+          ],
+        },
+        lenient,
+      ).expect(200);
+      expect(res.body.entry.map((e: { response: { status: string } }) => e.response.status)).toEqual([
+        '400 Bad Request',
+        '400 Bad Request',
+        '400 Bad Request',
+      ]);
+      expect(await total('identifier=urn:test:cond|b-l')).toBe(0);
+    });
+  });
+
+  describe('conditional update with no match and a body id', () => {
+    it('an existing id that does not match → 409, the resource unchanged; a free id → 201', async () => {
+      const other = (await send('post', '/r4/Patient', patient('victim', { gender: 'female' })).expect(201))
+        .body.id as string;
+      const res = await send(
+        'put',
+        '/r4/Patient?identifier=urn:test:cond|nomatch',
+        patient('nomatch', { id: other, gender: 'male' }),
+      );
+      expect(res.status).toBe(409);
+      expect(res.body.resourceType).toBe('OperationOutcome');
+      const current = await request(t.server).get(`/r4/Patient/${other}`).set(bearer(alice.access_token));
+      expect(current.body.gender).toBe('female');
+      expect(current.body.meta.versionId).toBe('1');
+      await send(
+        'put',
+        '/r4/Patient?identifier=urn:test:cond|fresh',
+        patient('fresh', { id: 'cond-fresh-id' }),
+      ).expect(201);
+    });
+
+    it('the same in a transaction entry → 409 for that entry', async () => {
+      const other = (await send('post', '/r4/Patient', patient('victim2', { gender: 'female' })).expect(201))
+        .body.id as string;
+      const res = await send('post', '/r4', {
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: [
+          {
+            resource: patient('nomatch2', { id: other, gender: 'male' }),
+            request: { method: 'PUT', url: 'Patient?identifier=urn:test:cond|nomatch2' },
+          },
+        ],
+      }).expect(200);
+      expect(res.body.entry[0].response.status).toBe('409 Conflict');
+      const current = await request(t.server).get(`/r4/Patient/${other}`).set(bearer(alice.access_token));
+      expect(current.body.gender).toBe('female');
+    });
+  });
+
+  describe('patch paths that name a prototype', () => {
+    it.each(['/__proto__/polluted', '/constructor/prototype/polluted', '/name/0/__proto__'])(
+      'JSON Patch path %s → 400, nothing stored',
+      async (path) => {
+        const id = (await send('post', '/r4/Patient', patient('proto')).expect(201)).body.id as string;
+        const res = await send('patch', `/r4/Patient/${id}`, [{ op: 'add', path, value: { x: 1 } }], {
+          'Content-Type': 'application/json-patch+json',
+        });
+        expect(res.status).toBe(400);
+        expect(res.body.resourceType).toBe('OperationOutcome');
+        const moved = await send(
+          'patch',
+          `/r4/Patient/${id}`,
+          [{ op: 'copy', from: path, path: '/gender' }],
+          {
+            'Content-Type': 'application/json-patch+json',
+          },
+        );
+        expect(moved.status).toBe(400);
+        const current = await request(t.server).get(`/r4/Patient/${id}`).set(bearer(alice.access_token));
+        expect(current.body.meta.versionId).toBe('1');
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      },
+    );
+
+    it('FHIRPath Patch add with the name __proto__ or constructor → 400', async () => {
+      const id = (await send('post', '/r4/Patient', patient('proto2')).expect(201)).body.id as string;
+      for (const name of ['__proto__', 'constructor']) {
+        const res = await send('patch', `/r4/Patient/${id}`, {
+          resourceType: 'Parameters',
+          parameter: [
+            {
+              name: 'operation',
+              part: [
+                { name: 'type', valueCode: 'add' },
+                { name: 'path', valueString: 'Patient' },
+                { name: 'name', valueString: name },
+                { name: 'value', valueString: 'x' },
+              ],
+            },
+          ],
+        });
+        expect(res.status).toBe(400);
+      }
+    });
+  });
+
+  describe('control characters in search values', () => {
+    it.each([
+      '/r4/Patient?name=a%00b',
+      '/r4/Patient?name:contains=%00',
+      '/r4/Patient?identifier=x%7Ca%00',
+      '/r4/Observation?subject.name=a%00b',
+      '/r4/Patient?na%00me=a',
+    ])('%s → 400 OperationOutcome', async (path) => {
+      const res = await request(t.server).get(path).set(bearer(alice.access_token));
+      expect(res.status).toBe(400);
+      expect(res.body.resourceType).toBe('OperationOutcome');
+      expect(res.body.issue[0].diagnostics).toContain('U+0000');
+    });
+
+    it('also in a form _search and in If-None-Exist', async () => {
+      const res = await send('post', '/r4/Patient/_search', undefined).type('form').send('name=a%00b');
+      expect(res.status).toBe(400);
+      await send('post', '/r4/Patient', patient('nul'), { 'If-None-Exist': 'name=a%00b' }).expect(400);
+    });
+  });
+});

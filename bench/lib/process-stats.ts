@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { descendantPids } from './process-cpu';
 
 /**
- * CPU time and memory of process trees read from /proc (Linux): a benchmark on a shared machine
+ * CPU time and memory of process trees read from /proc (Linux; the trees from process-cpu.ts): a benchmark on a shared machine
  * reports the CPU seconds a server and its database spent, which other engineers' load does not
  * inflate the way it inflates wall-clock throughput.
  * Fields: https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html and
@@ -10,9 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 const TICKS_PER_SECOND = 100;
 
 interface StatLine {
-  pid: number;
   comm: string;
-  ppid: number;
   /** utime + stime + cutime + cstime, in clock ticks. */
   ticks: number;
 }
@@ -22,13 +21,10 @@ function readStat(pid: number): StatLine | undefined {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // comm is in parentheses and may itself contain spaces or parentheses: split after the last ')'.
     const close = text.lastIndexOf(')');
-    const comm = text.slice(text.indexOf('(') + 1, close);
     const f = text.slice(close + 2).split(' ');
-    // f[0] is field 3 (state): ppid is field 4, utime..cstime fields 14..17.
+    // f[0] is field 3 (state): utime..cstime are fields 14..17.
     return {
-      pid,
-      comm,
-      ppid: Number(f[1]),
+      comm: text.slice(text.indexOf('(') + 1, close),
       ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
     };
   } catch {
@@ -36,32 +32,14 @@ function readStat(pid: number): StatLine | undefined {
   }
 }
 
-function allProcesses(): StatLine[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .map((name) => readStat(Number(name)))
-    .filter((s): s is StatLine => s !== undefined);
-}
-
 /** `root` and every process below it. */
 export function processTree(root: number): number[] {
-  const all = allProcesses();
-  const children = new Map<number, number[]>();
-  for (const p of all) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
-  const out: number[] = [];
-  const stack = [root];
-  while (stack.length) {
-    const pid = stack.pop()!;
-    out.push(pid);
-    stack.push(...(children.get(pid) ?? []));
-  }
-  return out;
+  return [root, ...descendantPids(root)];
 }
 
 /** Processes below `root` whose command name matches (e.g. the embedded database's postgres). */
 export function descendantsNamed(root: number, name: RegExp): number[] {
-  const names = new Map(allProcesses().map((p) => [p.pid, p.comm]));
-  return processTree(root).filter((pid) => pid !== root && name.test(names.get(pid) ?? ''));
+  return descendantPids(root).filter((pid) => name.test(readStat(pid)?.comm ?? ''));
 }
 
 /**

@@ -41,7 +41,7 @@ describe('hung database (e2e)', () => {
         // 3 × COPIES FHIR requests of one client at once (the per-client limit is not under test)
         CLIENT_MAX_CONCURRENT_REQUESTS: '100',
         // fewer slots than requests: most FHIR requests wait in request admission, and a waiting
-        // request must answer 503 in time too (src/tenancy/admission-lane.ts)
+        // request must answer 503 in time too (src/admission/admission-lane.ts)
         SERVER_MAX_CONCURRENT_READS: '4',
         SERVER_MAX_CONCURRENT_WRITES: '2',
       });

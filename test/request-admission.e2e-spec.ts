@@ -10,7 +10,7 @@ import {
 } from '@app/testing';
 
 /**
- * Issue 13, request admission (src/tenancy/request-admission.ts): a database that is busy, not
+ * Issue 13, request admission (src/admission/request-admission.ts): a database that is busy, not
  * hung, never turns a waiting request into a 503. One write and one read run at a time here, so
  * a flood of one client's bundles waits; the flooding client, over its share, gets 429 with
  * Retry-After, the others get served, and nothing is half-stored. (The hung database answering

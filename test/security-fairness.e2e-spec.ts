@@ -68,10 +68,23 @@ describe('security: tenant fairness limits (e2e)', () => {
     await post('/r4/Patient', { resourceType: 'Patient', name: names(50) }).expect(201);
   });
 
-  it('more than CLIENT_MAX_CONCURRENT_REQUESTS FHIR requests of one client in flight → 429 with Retry-After; another client is served', async () => {
+  it('a client alone on an idle server is not refused for concurrency: 30 requests at once over a cap of 2 → all 200', async () => {
+    const lone = await createUser(t, await createClient(t));
+    // the other clients of this file have been idle for a moment
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const burst = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        request(t.server).get('/r4/Patient?gender=other').set(bearer(lone.access_token)),
+      ),
+    );
+    expect(burst.map((r) => r.status)).toEqual(Array.from({ length: 30 }, () => 200));
+  });
+
+  it('more than CLIENT_MAX_CONCURRENT_REQUESTS FHIR requests of one client in flight while another client is active → 429 with Retry-After; the other client is served', async () => {
     for (let i = 0; i < 5; i++) await post('/r4/Patient', { resourceType: 'Patient', gender: 'other' });
     const search = (who: TestUser) =>
       request(t.server).get('/r4/Patient?gender=other').set(bearer(who.access_token));
+    await search(bob).expect(200); // bob is active
     const [burst, other] = await Promise.all([
       Promise.all(Array.from({ length: 30 }, () => search(alice))),
       Promise.all(Array.from({ length: 2 }, () => search(bob))),

@@ -153,6 +153,120 @@ describe('SMART Backend Services (e2e)', () => {
     await expect(runCliInProcess(t, ['client', 'set-jwks', 'nobody', file])).rejects.toThrow(/unknown/);
   });
 
+  it('an assertion with a crit header → 401 invalid_client (RFC 7515 §4.1.11)', async () => {
+    const jwt = sign(
+      { iss: client.client_id, sub: client.client_id, aud: tokenUrl, jti: randomUUID() },
+      rsa.privateKey,
+      { algorithm: 'RS384', keyid: 'rsa-1', expiresIn: 120, header: { alg: 'RS384', crit: ['exp'] } },
+    );
+    const res = await tokenRequest(jwt).expect(401);
+    expect(res.body.error).toBe('invalid_client');
+    expect(res.body.error_description).toMatch(/crit/);
+  });
+
+  it('the program gates of secrets apply: a patient-access client gets no client-level token', async () => {
+    const patientOnly = await createClient(t, { programs: ['patient-access'] });
+    const file = join(dir, 'patient-only.json');
+    writeFileSync(file, JSON.stringify({ keys: [jwk(rsa.publicKey, 'rsa-1')] }));
+    await runCliInProcess(t, ['client', 'set-jwks', patientOnly.client_id, file]);
+    const res = await tokenRequest(assertion(patientOnly.client_id), 'bulk-data').expect(400);
+    expect(res.body.error).toBe('unauthorized_client');
+    // at a realm: that realm's programs (dev-portal: provider-access or p2p)
+    const epaOnly = await createClient(t, { programs: ['epa'] });
+    await runCliInProcess(t, ['client', 'set-jwks', epaOnly.client_id, file]);
+    const realmUrl = `${t.settings.urls.auth}/auth/realms/dev-portal/protocol/openid-connect/token`;
+    const atRealm = (clientId: string) =>
+      request(t.server)
+        .post('/auth/realms/dev-portal/protocol/openid-connect/token')
+        .type('form')
+        .send({
+          grant_type: 'client_credentials',
+          scope: 'bulk-data',
+          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          client_assertion: assertion(clientId, { aud: realmUrl }),
+        });
+    expect((await atRealm(epaOnly.client_id)).body.error).toBe('unauthorized_client');
+    await atRealm(client.client_id).expect(200);
+    // the same epa-only client at /oauth2/token: epa gives client-level tokens
+    await tokenRequest(assertion(epaOnly.client_id), 'bulk-data').expect(200);
+  });
+
+  describe('a key-set URL serving 100 MB', () => {
+    let flood: Server;
+    let floodUrl: string;
+    const seen = { requests: 0, bytes: 0 };
+    let victim: TestClient;
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+
+    beforeAll(async () => {
+      flood = createServer((_req, res) => {
+        seen.requests += 1;
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        let sent = 0;
+        const pump = () => {
+          while (sent < 100 * 1024 * 1024 && !res.destroyed) {
+            sent += chunk.length;
+            seen.bytes += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        pump();
+      });
+      await new Promise<void>((resolve) => flood.listen(0, '127.0.0.1', resolve));
+      floodUrl = `http://127.0.0.1:${(flood.address() as AddressInfo).port}/keys.json`;
+      victim = await createClient(t);
+      await runCliInProcess(t, ['client', 'set-jwks', victim.client_id, floodUrl]);
+    });
+    afterAll(async () => {
+      flood.closeAllConnections();
+      await new Promise((resolve) => flood.close(resolve));
+    });
+
+    it('assertions failing a check that needs no key never make the server fetch it', async () => {
+      const now = Math.floor(Date.now() / 1000);
+      for (const jwt of [
+        assertion(victim.client_id, { exp: now - 120 }),
+        assertion(victim.client_id, { aud: 'https://elsewhere.example/token' }),
+        assertion(victim.client_id, { alg: 'RS256' }),
+      ]) {
+        await tokenRequest(jwt).expect(401);
+      }
+      expect(seen.requests).toBe(0);
+    });
+
+    it('forged assertions: one bounded read, its failure cached, the caller told nothing of the URL', async () => {
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, () =>
+          tokenRequest(assertion(victim.client_id, { key: stranger.privateKey })),
+        ),
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      expect(seen.requests).toBe(1);
+      expect(seen.bytes).toBeLessThan(16 * 1024 * 1024);
+      for (const res of answers) {
+        expect({ status: res.status, error: res.body.error }).toEqual({
+          status: 401,
+          error: 'invalid_client',
+        });
+        expect(JSON.stringify(res.body)).not.toMatch(/127\.0\.0\.1|keys\.json|bytes|200/);
+      }
+      await tokenRequest(assertion(victim.client_id, { key: stranger.privateKey })).expect(401);
+      expect(seen.requests).toBe(1);
+    });
+
+    it('set-jwks refuses a URL with credentials', async () => {
+      await expect(
+        runCliInProcess(t, [
+          'client',
+          'set-jwks',
+          victim.client_id,
+          'https://user:pw@keys.example/jwks.json',
+        ]),
+      ).rejects.toThrow(/credentials/);
+    });
+  });
+
   it('advertised in smart-configuration', async () => {
     const res = await request(t.server).get('/.well-known/smart-configuration').expect(200);
     expect(res.body.token_endpoint).toBe(tokenUrl);

@@ -14,7 +14,7 @@ import { Settings } from '../config/settings';
  * such requests answered after two deadlines (test/database-hang.e2e-spec.ts); with a quarter,
  * within 1.25 of one. A database that is known to be away is thus reported sooner, too.
  * With CSOT the wait for a pooled connection shares this bound, so a request must not wait for the
- * pool while the database is merely busy: request admission (src/tenancy/request-admission.ts)
+ * pool while the database is merely busy: request admission (src/admission/request-admission.ts)
  * keeps FHIR requests well under maxPoolSize and does the waiting itself.
  */
 export function serverSelectionTimeoutMs(dbTimeoutMs: number): number {
@@ -23,7 +23,7 @@ export function serverSelectionTimeoutMs(dbTimeoutMs: number): number {
 
 /**
  * Whether the database is answering, told apart from whether it is busy (request admission,
- * src/tenancy/admission-lane.ts). A busy database still completes requests, only each takes
+ * src/admission/admission-lane.ts). A busy database still completes requests, only each takes
  * longer; a hung or dead one completes none (each ends in a 5xx at its deadline). So: the time an
  * admitted request was last answered without a server error (`noteAnswer`, no extra round trip),
  * and, when none came for a while, one shared ping with a short deadline to ask the database.

@@ -1,8 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { AuthModule } from '../modules/auth/auth.module';
 import { UsersModule } from '../modules/users/users.module';
-import { ClientConcurrency } from './client-concurrency';
-import { RequestAdmission } from './request-admission';
+import { AdmissionModule } from '../admission/admission.module';
 import { TenantGuard } from './tenant.guard';
 import { TenantResolver } from './tenant-resolver';
 
@@ -12,8 +11,8 @@ import { TenantResolver } from './tenant-resolver';
  */
 @Global()
 @Module({
-  imports: [AuthModule, UsersModule],
-  providers: [TenantResolver, TenantGuard, ClientConcurrency, RequestAdmission],
-  exports: [TenantResolver, TenantGuard, ClientConcurrency, RequestAdmission, AuthModule, UsersModule],
+  imports: [AuthModule, UsersModule, AdmissionModule],
+  providers: [TenantResolver, TenantGuard],
+  exports: [TenantResolver, TenantGuard, AdmissionModule, AuthModule, UsersModule],
 })
 export class TenancyModule {}

@@ -1,18 +1,12 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
+import { FhirAdmission } from '../admission/fhir-admission';
 import { isFhirRoute } from '../common/fhir-routes';
-import { ClientConcurrency } from './client-concurrency';
-import { RequestAdmission } from './request-admission';
 import { TenantContext } from './tenant-context';
 import { TenantOptions, TenantResolver } from './tenant-resolver';
 
 export const TENANT_OPTIONS = 'tenant:options';
-
-/** Set on FHIR routes by the guard: counts an answer's bytes against the client's share (sendReply). */
-export interface ResponseCharge {
-  chargeResponse?: (bytes: number) => void;
-}
 
 /** The request after the guard: `req.tenant` holds the resolved context. */
 export type TenantRequest = Request & { tenant?: TenantContext };
@@ -23,8 +17,7 @@ export class TenantGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly resolver: TenantResolver,
-    private readonly concurrency: ClientConcurrency,
-    private readonly admission: RequestAdmission,
+    private readonly admission: FhirAdmission,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -36,13 +29,7 @@ export class TenantGuard implements CanActivate {
       ]) ?? {};
     req.tenant = await this.resolver.resolve(req, opts);
     if (isFhirRoute(req.path)) {
-      // held until the answer is written or the connection goes away
-      const slot = this.concurrency.acquire(req.tenant.clientId);
       const res = context.switchToHttp().getResponse<Response>();
-      res.once('finish', slot.release);
-      res.once('close', slot.release);
-      (res.locals as ResponseCharge).chargeResponse = slot.charge;
-      // then waits for its turn on the database (the client's slot is held while it waits)
       await this.admission.admit(req.tenant.clientId, req, res);
     }
     return true;

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { ResponseCharge } from '../../tenancy/tenant.guard';
+import { chargeResponse } from '../../admission/response-charge';
 import {
   isJsonContentType,
   isPretty,
@@ -83,6 +83,6 @@ export function sendReply(req: Request, res: Response, reply: FhirReply): void {
   let text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
   if (pretty) text = JSON.stringify(JSON.parse(text), null, 2);
   // the client's byte share (tenant fairness); string length stands for bytes (JSON is mostly ASCII)
-  (res.locals as ResponseCharge).chargeResponse?.(text.length);
+  chargeResponse(res, text.length);
   res.status(reply.status).type(`${contentType}; charset=utf-8`).send(text);
 }

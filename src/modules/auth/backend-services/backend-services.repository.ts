@@ -28,6 +28,11 @@ export class BackendServicesRepository {
     return this.keys.findOne({ _id: clientId }).lean().exec();
   }
 
+  /** Whether this jti was recorded (a cheap look before any key is fetched; useJti decides). */
+  async jtiUsed(clientId: string, jti: string): Promise<boolean> {
+    return (await this.jtis.exists({ _id: `${clientId}|${jti}` }).exec()) !== null;
+  }
+
   /** Records a jti; false when it was recorded before (a replayed assertion). */
   async useJti(clientId: string, jti: string, expiresAt: Date): Promise<boolean> {
     try {

@@ -27,7 +27,14 @@ export async function hashSecret(secret: string): Promise<string> {
 /** A hash of a random secret, checked when the client is unknown so both paths cost the same. */
 let decoyHash: Promise<string> | undefined;
 
+/** Secrets verified by this process (scrypt runs): tests count them to prove the throttle bounds them. */
+let verifications = 0;
+export function secretVerificationCount(): number {
+  return verifications;
+}
+
 export async function verifySecret(secret: string, stored: string | undefined): Promise<boolean> {
+  verifications += 1;
   const encoded = stored ?? (await (decoyHash ??= hashSecret(randomBytes(32).toString('base64url'))));
   const parts = encoded.split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;

@@ -42,7 +42,7 @@ export class OAuthService {
       const audience = realm
         ? `${this.settings.urls.auth}/auth/realms/${realm}/protocol/openid-connect/token`
         : tokenEndpoint(this.settings);
-      return this.backendServices.token(body, audience, address);
+      return this.backendServices.token(body, audience, address, realm);
     }
     if (
       !(GRANT_TYPES as readonly string[]).includes(grantType) ||

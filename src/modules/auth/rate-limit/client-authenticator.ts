@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ClientRecord } from '../clients/client.schema';
 import { ClientsService } from '../clients/clients.service';
-import { RateLimitService, TooManyRequests } from './rate-limit.service';
+import { RateLimitService } from './rate-limit.service';
 
 /** Longest client id counted (a longer one is never a real client, and keys stay small). */
 const MAX_KEY_ID = 200;
@@ -18,24 +18,25 @@ export class ClientAuthenticator {
   ) {}
 
   /**
-   * The client, or null for a wrong id/secret (counted as a failure of this source). A throttled
-   * source gets 429 without a verification, unless it presents the exact secret this process
-   * verified as right within the last minute (the owner, e.g. behind the attacker's NAT, keeps
-   * working; an attacker learns nothing it did not know).
+   * The client, or null for a wrong id/secret (counted as a failure of this source). The exact
+   * secret this process verified as right within the last minute passes at once, throttled source
+   * or not (the owner, e.g. behind the attacker's NAT, keeps working; an attacker learns nothing it
+   * did not know). Any other presentation takes a failure slot first: a throttled source gets 429
+   * without a database read or a verification.
    */
   async authenticate(clientId: string, secret: string, address: string): Promise<ClientRecord | null> {
-    const id = clientId.slice(0, MAX_KEY_ID);
+    const known = this.clients.recentlyVerified(clientId, secret);
+    if (known) return known;
+    const attempt = await this.rateLimit.reserveAuthAttempt(clientId.slice(0, MAX_KEY_ID), address);
+    let client: ClientRecord | null;
     try {
-      await this.rateLimit.checkAuthFailures(id, address);
+      client = await this.clients.authenticate(clientId, secret);
     } catch (error) {
-      // only a refusal of this source; a database error is answered as such (503)
-      if (!(error instanceof TooManyRequests)) throw error;
-      const known = this.clients.recentlyVerified(clientId, secret);
-      if (known) return known;
+      await attempt.release();
       throw error;
     }
-    const client = await this.clients.authenticate(clientId, secret);
-    if (!client) await this.rateLimit.recordAuthFailure(id, address);
+    if (client) await attempt.release();
+    else attempt.failed();
     return client;
   }
 }

@@ -19,9 +19,9 @@ export class RateLimitRepository {
     }
   }
 
-  async count(key: string): Promise<number> {
-    const doc = await this.model.findOne({ _id: key }).lean().exec();
-    return doc?.n ?? 0;
+  /** Gives back one count (an attempt that reserved it succeeded). */
+  async decrement(key: string): Promise<void> {
+    await this.model.updateOne({ _id: key, n: { $gt: 0 } }, { $inc: { n: -1 } }).exec();
   }
 
   private async incrementOnce(key: string, expiresAt: Date): Promise<number> {

@@ -1,6 +1,7 @@
 import { HttpException, Inject, Injectable } from '@nestjs/common';
 import { SETTINGS } from '../../../config/config.module';
 import { Settings } from '../../../config/settings';
+import { FailureSlots, type SlotCounter } from './failure-slots';
 import { RateLimitRepository } from './rate-limit.repository';
 
 const HOUR_MS = 3600_000;
@@ -24,6 +25,8 @@ export class TooManyRequests extends HttpException {
  */
 @Injectable()
 export class RateLimitService {
+  private readonly slots = new FailureSlots();
+
   constructor(
     @Inject(SETTINGS) private readonly settings: Settings,
     private readonly repo: RateLimitRepository,
@@ -45,29 +48,66 @@ export class RateLimitService {
     }
   }
 
-  /** Throws 429 when this source has failed too often this window, for this client or for any. */
-  async checkAuthFailures(clientId: string, address: string): Promise<void> {
+  /**
+   * Takes a failure slot of this source before its secret (or assertion) is checked: one of the
+   * (client id, address) pair and one of the address. Throws 429 when either is spent this window.
+   * Refused from memory without asking the database when this process knows the source is
+   * throttled; otherwise the database counters are incremented first (atomic `$inc`), so across
+   * instances no more than the limit are ever checked. Settle the attempt once: `failed()` keeps the
+   * slot (a failure), `release()` gives it back (right secret, or the check never ran).
+   */
+  async reserveAuthAttempt(clientId: string, address: string): Promise<AuthAttempt> {
     const windowMs = this.settings.authFailureWindowSeconds * 1000;
     const pair = window('authfail', `${clientId}|${address}`, windowMs);
     const source = window('authfail-addr', address, windowMs);
-    const [forPair, forSource] = await Promise.all([this.repo.count(pair.key), this.repo.count(source.key)]);
-    if (forPair >= this.settings.authFailureLimit || forSource >= this.settings.authFailureLimitPerAddress) {
-      throw new TooManyRequests(
+    const counters: SlotCounter[] = [
+      { key: pair.key, limit: this.settings.authFailureLimit, until: pair.expiresAt.getTime() },
+      { key: source.key, limit: this.settings.authFailureLimitPerAddress, until: source.expiresAt.getTime() },
+    ];
+    const refused = () =>
+      new TooManyRequests(
         'too many failed client authentications from this address; retry later',
         pair.retryAfter,
       );
+    if (!this.slots.take(counters)) throw refused();
+    let counts: number[];
+    try {
+      counts = await Promise.all([
+        this.repo.increment(pair.key, pair.expiresAt),
+        this.repo.increment(source.key, source.expiresAt),
+      ]);
+    } catch (error) {
+      this.slots.giveBack(counters);
+      throw error;
     }
+    const spent = counters.filter((c, i) => counts[i] > c.limit);
+    if (spent.length > 0) {
+      // spent by other instances (or before a restart): remembered here for the rest of the window
+      for (const c of spent) this.slots.fill(c);
+      this.slots.giveBack(counters.filter((c) => !spent.includes(c)));
+      throw refused();
+    }
+    let settled = false;
+    return {
+      failed: () => {
+        settled = true;
+      },
+      release: async () => {
+        if (settled) return;
+        settled = true;
+        this.slots.giveBack(counters);
+        await Promise.all([this.repo.decrement(pair.key), this.repo.decrement(source.key)]);
+      },
+    };
   }
+}
 
-  async recordAuthFailure(clientId: string, address: string): Promise<void> {
-    const windowMs = this.settings.authFailureWindowSeconds * 1000;
-    const pair = window('authfail', `${clientId}|${address}`, windowMs);
-    const source = window('authfail-addr', address, windowMs);
-    await Promise.all([
-      this.repo.increment(pair.key, pair.expiresAt),
-      this.repo.increment(source.key, source.expiresAt),
-    ]);
-  }
+/** A failure slot taken for one authentication attempt (see reserveAuthAttempt). */
+export interface AuthAttempt {
+  /** The credentials were wrong: the slot stays spent. */
+  failed(): void;
+  /** The credentials were right, or were never checked: the slot is given back. */
+  release(): Promise<void>;
 }
 
 function window(bucket: string, who: string, windowMs: number, now = Date.now()) {

@@ -38,6 +38,23 @@ export const REALM_PROGRAMS = {
 export type Realm = keyof typeof REALM_PROGRAMS;
 
 /**
+ * A client-level token (client_credentials, with a secret or a signed assertion) needs a program
+ * of the realm it is asked at; at `/oauth2/token` (no realm), a program of any realm. A client of
+ * `patient-access` only gets user tokens, whatever way it authenticates.
+ */
+export function requireClientTokenProgram(client: ClientRecord, realm?: Realm): void {
+  const allowed: readonly string[] = realm
+    ? REALM_PROGRAMS[realm]
+    : [...new Set(Object.values(REALM_PROGRAMS).flat())];
+  if (!client.programs.some((p) => allowed.includes(p))) {
+    throw new OAuthError(
+      'unauthorized_client',
+      `the client has none of the programs ${realm ? 'this realm serves' : 'that give client-level tokens'} (${allowed.join(', ')})`,
+    );
+  }
+}
+
+/**
  * How long this process trusts its last answer to "is this token family revoked?". A revocation
  * made here is seen at once; one made by another instance within this time.
  */
@@ -204,13 +221,7 @@ export class GrantService {
 
   /** grant_type=client_credentials at a program realm: a client-level token, no user, no refresh. */
   clientCredentials(client: ClientRecord, realm: Realm, rawScope: string | undefined): TokenSet {
-    const allowed: readonly string[] = REALM_PROGRAMS[realm];
-    if (!client.programs.some((p) => allowed.includes(p))) {
-      throw new OAuthError(
-        'unauthorized_client',
-        `the client has none of the programs this realm serves (${allowed.join(', ')})`,
-      );
-    }
+    requireClientTokenProgram(client, realm);
     // Provider Access and Payer-to-Payer only read data (SPEC §5.3 `user/*.rs`); ePA also submits it.
     const known =
       realm === 'dev-portal' ? CLIENT_TOKEN_SCOPES.filter((s) => !s.endsWith('.*')) : CLIENT_TOKEN_SCOPES;

@@ -18,6 +18,9 @@ const BURST_SECONDS = 1;
 /** Weight of the newest answer in the running mean size (exponential moving average). */
 const MEAN_WEIGHT = 0.25;
 
+/** A client that started or ended a request this recently counts as active (it may send the next). */
+const ACTIVE_MS = 1_000;
+
 /** Clients whose share is kept before idle ones are forgotten. */
 const MAX_SHARES = 10_000;
 
@@ -30,10 +33,12 @@ export interface ClientSlot {
 }
 
 /**
- * Per-client fairness of this process (issue 16 item 3). Every tenant shares one event loop, whose
+ * Per-client fairness of this process. Every tenant shares one event loop, whose
  * cost grows with the bytes served (BSON decoding, building and writing the answer), so two limits:
- * - FHIR requests in flight (CLIENT_MAX_CONCURRENT_REQUESTS): the next one is answered 429 with
- *   Retry-After at once instead of queueing in front of every other tenant;
+ * - FHIR requests in flight (CLIENT_MAX_CONCURRENT_REQUESTS), while another client is active (has
+ *   a request in flight, or had one within ACTIVE_MS): the next one is answered 429 with
+ *   Retry-After at once instead of queueing in front of every other tenant. A client alone on the
+ *   server is not capped: refusing it would leave the server idle (work-conserving);
  * - response bytes per second (CLIENT_RESPONSE_BYTES_PER_SECOND, a token bucket with a burst of
  *   BURST_SECONDS): a client that was served more than its share gets 429 with Retry-After until
  *   the share has refilled. Each admitted request reserves the client's mean answer size at once,
@@ -46,6 +51,8 @@ export interface ClientSlot {
 export class ClientConcurrency {
   private readonly inFlight = new Map<string, number>();
   private readonly shares = new Map<string, ByteShare>();
+  /** When each client last started or ended a request (ms). */
+  private readonly lastActive = new Map<string, number>();
 
   constructor(@Inject(SETTINGS) private readonly settings: Settings) {}
 
@@ -56,7 +63,9 @@ export class ClientConcurrency {
   acquire(clientId: string, now = Date.now()): ClientSlot {
     const current = this.inFlight.get(clientId) ?? 0;
     const limit = this.settings.clientMaxConcurrentRequests;
-    if (current >= limit) {
+    const contended = this.othersActive(clientId, now);
+    this.lastActive.set(clientId, now);
+    if (current >= limit && contended) {
       throw throttled(
         `this client already has ${limit} FHIR requests in progress (CLIENT_MAX_CONCURRENT_REQUESTS); retry shortly`,
         1,
@@ -85,11 +94,27 @@ export class ClientConcurrency {
         released = true;
         if (reserved > 0) this.spend(clientId, -reserved);
         reserved = 0;
+        this.lastActive.set(clientId, Date.now());
         const remaining = (this.inFlight.get(clientId) ?? 1) - 1;
         if (remaining <= 0) this.inFlight.delete(clientId);
         else this.inFlight.set(clientId, remaining);
       },
     };
+  }
+
+  /**
+   * Whether another client has a request in flight or had one within ACTIVE_MS: only then does the
+   * in-flight cap engage (work-conserving: a client alone on the server may use all of it, and
+   * the lanes' fair queue orders its requests; the cap keeps room for others once they come).
+   */
+  private othersActive(clientId: string, now: number): boolean {
+    for (const other of this.inFlight.keys()) if (other !== clientId) return true;
+    let found = false;
+    for (const [other, at] of this.lastActive) {
+      if (now - at > ACTIVE_MS) this.lastActive.delete(other);
+      else if (other !== clientId) found = true;
+    }
+    return found;
   }
 
   /** Takes `bytes` from the client's share (it may go below zero: its next request waits). */

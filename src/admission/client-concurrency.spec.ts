@@ -24,8 +24,9 @@ describe('ClientConcurrency', () => {
   beforeEach(() => jest.useFakeTimers({ now }));
   afterEach(() => jest.useRealTimers());
 
-  it('refuses the request over CLIENT_MAX_CONCURRENT_REQUESTS; a released slot is free again, released once', () => {
+  it('while another client is active, refuses the request over CLIENT_MAX_CONCURRENT_REQUESTS; a released slot is free again, released once', () => {
     const c = limiter(0, 2);
+    c.acquire('c2').release(); // c2 was active just now
     const a = c.acquire('c1');
     c.acquire('c1');
     expect(refusal(() => c.acquire('c1'))).toMatchObject({ status: 429, retryAfter: '1' });
@@ -34,6 +35,21 @@ describe('ClientConcurrency', () => {
     a.release();
     c.acquire('c1');
     expect(refusal(() => c.acquire('c1')).status).toBe(429);
+  });
+
+  it('a client alone on the server is not capped (work-conserving); the cap engages once another client comes', () => {
+    const c = limiter(0, 2);
+    const alone = Array.from({ length: 32 }, () => c.acquire('c1'));
+    const other = c.acquire('c2'); // another client: served at once, c1 is over its cap
+    expect(refusal(() => c.acquire('c1'))).toMatchObject({ status: 429, retryAfter: '1' });
+    other.release();
+    // c2 stays active for a moment after its answer: c1 is still capped
+    jest.setSystemTime(now + 500);
+    expect(refusal(() => c.acquire('c1')).status).toBe(429);
+    // once c2 has been gone for a while, c1 is alone again
+    jest.setSystemTime(now + 1500);
+    expect(() => c.acquire('c1')).not.toThrow();
+    alone.forEach((slot) => slot.release());
   });
 
   it('a client served past its one-second share waits until it has refilled (Retry-After from the debt)', () => {

@@ -7,14 +7,17 @@ import { DatabaseLiveness } from '../database/database-liveness';
 const PROBED_COLLECTION = 'clients';
 /** Under load, one read serves every health request of this long. */
 const CACHE_MS = 1000;
+/** Health requests within CACHE_MS from which on they count as load (a prober asks far less often). */
+const LOAD_REQUESTS = 10;
 
 /**
  * Whether the database can serve: a real read of one document of a collection, within the
  * liveness probe's deadline (DB_TIMEOUT_MS / 4, src/database/database-liveness.ts). A `ping` is
  * answered by DocumentDB's gateway alone, so it says nothing about the PostgreSQL behind it; a read
- * goes all the way. Concurrent checks share one read, and a result is reused for CACHE_MS, except
- * that the driver losing the server (its monitor marks it unknown, or the pool is cleared) drops it
- * at once.
+ * goes all the way. Concurrent checks share one read. Under load (LOAD_REQUESTS or more within
+ * CACHE_MS) a result is reused for CACHE_MS, except that the driver losing the server (its monitor
+ * marks it unknown, or the pool is cleared) drops it at once; a prober asking now and then always
+ * gets a fresh read, so a database stopped a moment ago is never reported up.
  */
 @Injectable()
 export class DatabaseReadCheck implements OnModuleInit {
@@ -22,6 +25,7 @@ export class DatabaseReadCheck implements OnModuleInit {
   private last?: { at: number; problem?: Error };
   private running?: Promise<Error | undefined>;
   private lastProblem?: string;
+  private window = { start: 0, requests: 0 };
   private readonly logger = new Logger('Health');
 
   constructor(
@@ -42,7 +46,11 @@ export class DatabaseReadCheck implements OnModuleInit {
 
   /** The error that keeps the database from serving now, or undefined when it serves. */
   async problem(): Promise<Error | undefined> {
-    if (this.last && Date.now() - this.last.at < CACHE_MS) return this.last.problem;
+    const now = Date.now();
+    if (now - this.window.start >= CACHE_MS) this.window = { start: now, requests: 0 };
+    this.window.requests += 1;
+    const loaded = this.window.requests >= LOAD_REQUESTS;
+    if (loaded && this.last && now - this.last.at < CACHE_MS) return this.last.problem;
     this.running ??= this.read()
       .then((problem) => {
         this.last = { at: Date.now(), problem };

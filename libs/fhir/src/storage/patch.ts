@@ -201,7 +201,7 @@ function one(locations: Location[], op: PatchOperation): Location {
 
 /** True when the element `name` of the object at `path` (keys from the root) is a list. */
 function isListElement(version: FhirVersion, resource: Json, containerPath: string[], name: string): boolean {
-  const tables = elementTables(version as 'r4' | 'stu3');
+  const tables = elementTables(version);
   let table = tables.table(String(resource.resourceType));
   for (const key of containerPath) {
     if (/^\d+$/.test(key)) continue;

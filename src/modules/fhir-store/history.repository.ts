@@ -3,6 +3,7 @@ import { InjectConnection } from '@nestjs/mongoose';
 import type { Connection, mongo } from 'mongoose';
 import type { FhirVersion } from '@app/fhir';
 import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
+import { findWithinBudget } from './page-budget';
 import { HISTORY_COLLECTION, type HistoryDoc } from './resource-documents';
 
 /** Which versions a history page holds (https://hl7.org/fhir/R4/http.html#history). */
@@ -15,6 +16,13 @@ export interface HistoryWindow {
   fromVid?: number;
   /** Instance history: versions up to the current document's (claimed-but-unfinished ones are not served). */
   toVid?: number;
+}
+
+/** A history page: `limit` versions from `skip`, held to `maxBytes` of version JSON (page-budget.ts). */
+export interface HistoryPage {
+  skip: number;
+  limit: number;
+  maxBytes: number;
 }
 
 /**
@@ -52,11 +60,11 @@ export class HistoryRepository {
     ctx: TenantContext,
     key: string,
     window: HistoryWindow,
-    page: { skip: number; limit: number },
+    page: HistoryPage,
   ): Promise<{ rows: HistoryDoc[]; total: number }> {
     const filter = { rk: key, ...tenantFilter(ctx), ...this.windowFilter(window) };
-    const [rows, total] = await Promise.all([
-      this.history.find(filter).sort({ vid: -1 }).skip(page.skip).limit(page.limit).toArray(),
+    const [{ docs: rows }, total] = await Promise.all([
+      findWithinBudget(this.history, filter, { ...page, sort: { vid: -1 } }),
       this.history.countDocuments(filter),
     ]);
     return { rows, total };
@@ -77,7 +85,7 @@ export class HistoryRepository {
     version: FhirVersion,
     type: string | undefined,
     window: HistoryWindow,
-    page: { skip: number; limit: number },
+    page: HistoryPage,
   ): Promise<{ rows: HistoryDoc[]; total: number }> {
     const filter: mongo.Filter<HistoryDoc> = {
       v: version,
@@ -85,8 +93,8 @@ export class HistoryRepository {
       ...(type ? { t: type } : {}),
       ...this.windowFilter(window),
     };
-    const [rows, total] = await Promise.all([
-      this.history.find(filter).sort({ lu: -1, _id: -1 }).skip(page.skip).limit(page.limit).toArray(),
+    const [{ docs: rows }, total] = await Promise.all([
+      findWithinBudget(this.history, filter, { ...page, sort: { lu: -1, _id: -1 } }),
       this.history.countDocuments(filter),
     ]);
     return { rows, total };

@@ -1,20 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  buildFilter,
   OperationOutcomeError,
   searchsetBundleJson,
   type FhirVersion,
   type ParsedSearch,
   type SearchsetEntry,
 } from '@app/fhir';
+import { buildFilter } from '../../../storage/search/filter-builder';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
-import { ConditionalService } from '../conditional.service';
-import type { ResourceDoc } from '../resource-documents';
-import { ResourceRepository } from '../resource.repository';
-import { entriesWithinBudget } from '../page-budget';
+import type { ResourceDoc } from '../../../storage/documents';
+import { ResourceRepository } from '../../../storage/resource.repository';
+import { entriesWithinBudget } from '../../../storage/page-budget';
 import { IncludeResolver } from './include-resolver';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
 import {
@@ -46,13 +45,7 @@ export class SearchService {
     private readonly subQueries: SubQueryResolver,
     private readonly includes: IncludeResolver,
     @Inject(SETTINGS) private readonly settings: Settings,
-    conditional: ConditionalService,
-  ) {
-    // the store's conditional interactions search through this service (no module cycle)
-    conditional.bind((ctx, version, type, pairs, options) =>
-      this.matches(ctx, version, type, pairs, options),
-    );
-  }
+  ) {}
 
   async search(
     ctx: TenantContext,

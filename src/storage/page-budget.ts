@@ -1,4 +1,4 @@
-import type { mongo } from 'mongoose';
+import type { ScopedCollection, ScopedFilter, TenantDocument } from './tenant-scope';
 
 /**
  * The page byte budget (SEARCH_PAGE_MAX_BYTES, docs/security.md "Page byte budget"): how many of
@@ -21,17 +21,17 @@ export function entriesWithinBudget(sizes: readonly number[], maxBytes: number):
  * event loop) about `maxBytes`, not `limit` times the largest document. `cut`: fewer documents
  * were served than the query had for this page.
  */
-export async function findWithinBudget<T extends { _id: string; json?: string | null }>(
-  collection: mongo.Collection<T>,
-  filter: mongo.Filter<T>,
+export async function findWithinBudget<T extends TenantDocument & { json?: string | null }>(
+  collection: ScopedCollection<T>,
+  filter: ScopedFilter<T>,
   page: { sort: Record<string, 1 | -1>; skip: number; limit: number; maxBytes: number },
 ): Promise<{ docs: T[]; cut: boolean }> {
   const size = { $strLenBytes: { $ifNull: ['$json', ''] } };
   const inlineBytes = Math.floor(page.maxBytes / Math.max(1, page.limit));
   const rows = await collection
     .aggregate<T & { size: number }>(
+      filter,
       [
-        { $match: filter },
         { $sort: page.sort },
         { $skip: page.skip },
         { $limit: page.limit },
@@ -51,10 +51,13 @@ export async function findWithinBudget<T extends { _id: string; json?: string | 
   const fetched = new Map<string, string | null>();
   if (missing.length > 0) {
     const found = await collection
-      .find({ ...filter, _id: { $in: missing } } as mongo.Filter<T>, {
-        projection: { json: 1 },
-        enableUtf8Validation: false,
-      })
+      .find(
+        { ...filter, _id: { $in: missing } },
+        {
+          projection: { json: 1 },
+          enableUtf8Validation: false,
+        },
+      )
       .toArray();
     for (const doc of found) fetched.set(String(doc._id), (doc as { json?: string | null }).json ?? null);
   }

@@ -162,3 +162,29 @@ describe('security: history pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => {
     );
   });
 });
+
+/**
+ * Every answer is charged to the client's response-byte share (docs/security.md "Response bytes
+ * per client"), not only resources and Bundles: error OperationOutcomes too.
+ */
+describe('security: error answers are charged to the byte share (e2e)', () => {
+  let t: TestApp;
+  let alice: TestUser;
+  beforeAll(async () => {
+    t = await createTestApp({ ...IDENTITY_TEST_ENV, CLIENT_RESPONSE_BYTES_PER_SECOND: '1kb' });
+    alice = await createUser(t, await createClient(t));
+  });
+  afterAll(async () => t?.close());
+
+  it('a client answered only 404s is throttled once they exceed its share', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 40 && !statuses.includes(429); i++) {
+      const res = await request(t.server)
+        .get(`/r4/Patient/missing-${i}-${'x'.repeat(40)}`)
+        .set(bearer(alice.access_token));
+      statuses.push(res.status);
+    }
+    expect(statuses[0]).toBe(404);
+    expect(statuses).toContain(429);
+  });
+});

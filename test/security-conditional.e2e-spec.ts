@@ -128,6 +128,90 @@ describe('security: conditional semantics and input that reaches the engine (e2e
       expect(await total('identifier=urn:test:cond|race-put')).toBe(1);
     });
 
+    const bundleOf = (type: 'batch' | 'transaction', entry: Record<string, unknown>) => ({
+      resourceType: 'Bundle',
+      type,
+      entry: [entry],
+    });
+    const entryId = (res: request.Response) => {
+      expect(res.status).toBe(200);
+      const location = res.body.entry[0].response.location as string | undefined;
+      expect(location).toMatch(/^Patient\/[^/]+\/_history\/\d+$/);
+      return location!.split('/')[1];
+    };
+
+    it('10 identical batches at once, each one entry with ifNoneExist → one resource, every entry names it', async () => {
+      const bundle = bundleOf('batch', {
+        resource: patient('race-batch'),
+        request: { method: 'POST', url: 'Patient', ifNoneExist: 'identifier=urn:test:cond|race-batch' },
+      });
+      const responses = await Promise.all(Array.from({ length: 10 }, () => send('post', '/r4', bundle)));
+      const statuses = responses.map((r) => r.body.entry[0].response.status as string).sort();
+      expect(statuses).toEqual([...Array<string>(9).fill('200 OK'), '201 Created'].sort());
+      expect(new Set(responses.map(entryId)).size).toBe(1);
+      expect(await total('identifier=urn:test:cond|race-batch')).toBe(1);
+    });
+
+    it('a transaction entry with ifNoneExist racing a REST conditional create → one resource', async () => {
+      const condition = 'identifier=urn:test:cond|race-mixed';
+      const bundle = bundleOf('transaction', {
+        resource: patient('race-mixed'),
+        request: { method: 'POST', url: 'Patient', ifNoneExist: condition },
+      });
+      const [viaBundle, ...viaRest] = await Promise.all([
+        send('post', '/r4', bundle),
+        ...Array.from({ length: 4 }, () =>
+          send('post', '/r4/Patient', patient('race-mixed'), { 'If-None-Exist': condition }),
+        ),
+      ]);
+      const names = new Set([entryId(viaBundle), ...viaRest.map((r) => r.body.id as string)]);
+      expect(names.size).toBe(1);
+      expect(await total('identifier=urn:test:cond|race-mixed')).toBe(1);
+    });
+
+    it('conditional PUT entries that create, in 6 batches at once → one resource', async () => {
+      const bundle = bundleOf('batch', {
+        resource: patient('race-bput'),
+        request: { method: 'PUT', url: 'Patient?identifier=urn:test:cond|race-bput' },
+      });
+      const responses = await Promise.all(Array.from({ length: 6 }, () => send('post', '/r4', bundle)));
+      const statuses = responses.map((r) => r.body.entry[0].response.status as string);
+      expect(statuses.filter((s) => s === '201 Created')).toHaveLength(1);
+      expect(statuses.every((s) => s === '200 OK' || s === '201 Created')).toBe(true);
+      expect(new Set(responses.map(entryId)).size).toBe(1);
+      expect(await total('identifier=urn:test:cond|race-bput')).toBe(1);
+    });
+
+    it('two entries of one bundle creating under one condition: the second → 400, one resource', async () => {
+      const entry = {
+        resource: patient('twice'),
+        request: { method: 'POST', url: 'Patient', ifNoneExist: 'identifier=urn:test:cond|twice' },
+      };
+      const res = await send('post', '/r4', { resourceType: 'Bundle', type: 'batch', entry: [entry, entry] });
+      expect(res.status).toBe(200);
+      expect(res.body.entry.map((e: any) => e.response.status)).toEqual(['201 Created', '400 Bad Request']);
+      expect(res.body.entry[1].response.outcome.issue[0].diagnostics).toContain('same condition');
+      expect(await total('identifier=urn:test:cond|twice')).toBe(1);
+    });
+
+    it('a bundle entry whose create is refused gives its condition key back', async () => {
+      const condition = 'identifier=urn:test:cond|refused-b';
+      const refused = await send(
+        'post',
+        '/r4',
+        bundleOf('batch', {
+          resource: patient('refused-b', { gender: 'not-a-gender' }),
+          request: { method: 'POST', url: 'Patient', ifNoneExist: condition },
+        }),
+      ).expect(200);
+      expect(refused.body.entry[0].response.status).toMatch(/^4/);
+      const ctx = { clientId: client.client_id, userId: alice.service_user_id } as TenantContext;
+      const key = conditionKey(ctx, 'r4', 'Patient', [['identifier', 'urn:test:cond|refused-b']]);
+      expect(await t.connection.collection('conditional_keys').findOne({ _id: key as never })).toBeNull();
+      await send('post', '/r4/Patient', patient('refused-b'), { 'If-None-Exist': condition }).expect(201);
+      expect(await total('identifier=urn:test:cond|refused-b')).toBe(1);
+    });
+
     it('a key whose resource was deleted, or never written and stale, blocks nothing', async () => {
       const condition = 'identifier=urn:test:cond|keys';
       const first = await send('post', '/r4/Patient', patient('keys'), { 'If-None-Exist': condition }).expect(

@@ -19,7 +19,8 @@ import { mapError } from '../../common/error-mapping';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import { ConditionalService } from './conditional.service';
+import { conditionKey } from '../../storage/conditional-keys.repository';
+import { conditionPairs, ConditionalService } from './conditional.service';
 import { idParam, typeParam, type FhirReply } from './fhir-reply';
 import { entryPatchDocument, PatchService } from './patch.service';
 import { returnPreference } from './prefer';
@@ -62,6 +63,10 @@ interface RequestEntry {
   existing?: ResourceDoc;
   /** A conditional update that matched nothing: its body id may create, never overwrite (409). */
   createOnly?: boolean;
+  /** The id a won condition key was claimed for (conditional create, or update that creates). */
+  claimedId?: string;
+  /** Gives the condition key back when the entry did not create after all. */
+  release?: () => Promise<void>;
 }
 
 /** A POST/PUT entry once its type and id are known. */
@@ -103,9 +108,29 @@ export class BundleService {
   ): Promise<FhirReply> {
     const { kind, entries } = readBundle(body);
     const responses: TransactionResponseEntry[] = new Array<TransactionResponseEntry>(entries.length);
+    try {
+      return await this.run(ctx, version, kind, entries, responses, prefer);
+    } finally {
+      // a claimed condition whose entry did not create decides nothing: give it back
+      for (const entry of entries) {
+        const status = responses[entry.index]?.response.status ?? '';
+        if (entry.release && !status.startsWith('2')) await entry.release().catch(() => undefined);
+      }
+    }
+  }
+
+  private async run(
+    ctx: TenantContext,
+    version: FhirVersion,
+    kind: 'transaction' | 'batch',
+    entries: RequestEntry[],
+    responses: TransactionResponseEntry[],
+    prefer: string | undefined,
+  ): Promise<FhirReply> {
     const fail = (index: number, error: unknown) => (responses[index] = failureEntry(error));
+    const claimed = new Map<string, number>();
     for (const entry of entries) {
-      await this.settleCondition(ctx, version, entry, responses, prefer);
+      await this.settleCondition(ctx, version, entry, responses, prefer, claimed);
     }
     const pending = entries.filter((e) => responses[e.index] === undefined || e.existing);
     const plans = this.plan(version, pending, fail);
@@ -136,13 +161,38 @@ export class BundleService {
     entry: RequestEntry,
     responses: TransactionResponseEntry[],
     prefer: string | undefined,
+    claimed: Map<string, number>,
   ): Promise<void> {
     const target = parseRequestUrl(entry.url);
+    // A second entry creating under a condition this bundle already claimed would wait for a
+    // resource the bundle has not written yet: that entry fails instead (`claimed`: key → entry).
+    const claim = async (type: string, query: string, id: string) => {
+      const key = conditionKey(ctx, version, type, conditionPairs(query));
+      const earlier = claimed.get(key);
+      if (earlier !== undefined) {
+        throw OperationOutcomeError.invalid(
+          `Bundle.entry[${entry.index}] creates under the same condition as Bundle.entry[${earlier}]`,
+        );
+      }
+      const result = await this.conditional.claim(ctx, version, type, query, id);
+      if (result.won) {
+        claimed.set(key, entry.index);
+        Object.assign(entry, { claimedId: id, release: result.release });
+      }
+      return result;
+    };
     const conditionalUrl = target !== undefined && target.id === undefined && target.query !== undefined;
     try {
       if (entry.method === 'POST' && entry.ifNoneExist !== undefined && target) {
         const type = typeParam(version, target.type);
-        const match = await this.conditional.findOne(ctx, version, type, entry.ifNoneExist, prefer, 'create');
+        let match = await this.conditional.findOne(ctx, version, type, entry.ifNoneExist, prefer, 'create');
+        const source = entryIdSource(type, entry.fullUrl, entry.resource?.id);
+        if (!match && source.kind !== 'invalid') {
+          // the same race-free create as `POST` with If-None-Exist (ConditionalService.claim)
+          const id = source.kind === 'chosen' ? source.id : newResourceId();
+          const result = await claim(type, entry.ifNoneExist, id);
+          if (!result.won) match = result.holder;
+        }
         if (match) {
           entry.existing = match;
           responses[entry.index] = this.writtenEntry(version, { doc: match, created: false }, false);
@@ -150,17 +200,24 @@ export class BundleService {
       } else if ((entry.method === 'PUT' || entry.method === 'DELETE') && conditionalUrl) {
         const type = typeParam(version, target.type);
         const interaction = entry.method === 'PUT' ? 'update' : 'delete';
-        const match = await this.conditional.findOne(ctx, version, type, target.query!, prefer, interaction);
+        let match = await this.conditional.findOne(ctx, version, type, target.query!, prefer, interaction);
         if (!match && entry.method === 'DELETE') {
           throw OperationOutcomeError.notFound(`no ${type} matches ${entry.url}: nothing was deleted`);
         }
         const bodyId = typeof entry.resource?.id === 'string' ? entry.resource.id : undefined;
+        if (!match) {
+          // an update that creates claims its condition as a conditional create does; the loser
+          // of a race updates the winner's resource
+          const id = bodyId ?? newResourceId();
+          const result = await claim(type, target.query!, id);
+          if (!result.won) match = result.holder;
+        }
         if (match && bodyId !== undefined && bodyId !== match.id) {
           throw OperationOutcomeError.invalid(
             `resource.id ${bodyId} is not the matching ${type}/${match.id}`,
           );
         }
-        entry.url = `${type}/${match?.id ?? bodyId ?? newResourceId()}`;
+        entry.url = `${type}/${match?.id ?? entry.claimedId}`;
         entry.createOnly = entry.method === 'PUT' && !match;
       }
     } catch (error) {
@@ -458,7 +515,7 @@ function planWrite(version: FhirVersion, entry: RequestEntry): WritePlan {
     throw OperationOutcomeError.invalid(`POST url must be a resource type (got "${entry.url}")`);
   const source = entryIdSource(type, entry.fullUrl, entry.resource.id);
   if (source.kind === 'invalid') throw OperationOutcomeError.invalid(source.message, 'id');
-  const id = source.kind === 'chosen' ? source.id : newResourceId();
+  const id = entry.claimedId ?? (source.kind === 'chosen' ? source.id : newResourceId());
   return { entry, type, id, resource: { ...entry.resource, id }, ifMatch };
 }
 

@@ -20,7 +20,7 @@ const KEY_STALE_MS = 10_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Claiming a condition's key for a create: the caller creates, or answers with the holder. */
-type Claim = { won: true; release: () => Promise<void> } | { won: false; holder: ResourceDoc };
+export type Claim = { won: true; release: () => Promise<void> } | { won: false; holder: ResourceDoc };
 
 /** Parameters about the answer, not the match: never part of a condition. */
 const RESULT_PARAMS = new Set(['_format', '_pretty', '_summary', '_elements', '_count']);
@@ -49,15 +49,17 @@ export class ConditionalService {
    * Concurrent identical conditional creates all see "no match"; the unique condition key lets
    * one create and makes the others answer with its resource (HAPI's search-URL table). A key whose
    * resource was deleted, or whose creator never wrote it (older than KEY_STALE_MS), is taken over.
+   * Every conditional create goes through here (REST and bundle entries); a winner that does not
+   * write `id` after all calls `release`.
    */
-  private async claim(
+  async claim(
     ctx: TenantContext,
     version: FhirVersion,
     type: string,
-    pairs: SearchPairs,
+    query: string | SearchPairs,
     id: string,
   ): Promise<Claim> {
-    const key = conditionKey(ctx, version, type, pairs);
+    const key = conditionKey(ctx, version, type, conditionPairs(query));
     const rk = this.resources.key(ctx, version, type, id);
     const won: Claim = { won: true, release: () => this.keys.release(ctx, key, rk) };
     for (let attempt = 0; ; attempt++) {
@@ -126,7 +128,7 @@ export class ConditionalService {
     const existing = await this.findOne(ctx, version, type, ifNoneExist, prefer, 'create');
     if (existing) return this.store.existingReply(version, existing, note, prefer);
     const id = typeof resource.id === 'string' ? resource.id : newResourceId();
-    const claim = await this.claim(ctx, version, type, conditionPairs(ifNoneExist), id);
+    const claim = await this.claim(ctx, version, type, ifNoneExist, id);
     if (!claim.won) return this.store.existingReply(version, claim.holder, note, prefer);
     return this.createClaimed(claim, () =>
       this.store.create(ctx, version, type, { ...resource, id }, prefer),
@@ -154,7 +156,7 @@ export class ConditionalService {
         });
       }
       const id = typeof resource.id === 'string' ? resource.id : newResourceId();
-      const claim = await this.claim(ctx, version, type, conditionPairs(query), id);
+      const claim = await this.claim(ctx, version, type, query, id);
       // a concurrent identical update created it first: this one updates that resource
       if (!claim.won) match = claim.holder;
       // R4: no match and a body id that already exists → 409, never an overwrite of that resource

@@ -3,6 +3,7 @@ import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
 import { FhirStoreService } from './fhir-store.service';
+import { assertPatchable, PatchService, type PatchDocument } from './patch.service';
 import { isLenientHandling } from './prefer';
 import type { ResourceDoc } from './resource-documents';
 
@@ -35,7 +36,10 @@ export function conditionPairs(query: string | SearchPairs): SearchPairs {
 export class ConditionalService {
   private matcher?: ConditionalMatcher;
 
-  constructor(private readonly store: FhirStoreService) {}
+  constructor(
+    private readonly store: FhirStoreService,
+    private readonly patches: PatchService,
+  ) {}
 
   bind(matcher: ConditionalMatcher): void {
     this.matcher = matcher;
@@ -130,5 +134,24 @@ export class ConditionalService {
     const match = await this.findOne(ctx, version, type, query, prefer, 'delete');
     if (!match) throw OperationOutcomeError.notFound(`no ${type} matches the criteria: nothing was deleted`);
     return this.store.delete(ctx, version, type, match.id);
+  }
+
+  /**
+   * `PATCH /{v}/{type}?criteria` (https://hl7.org/fhir/R4/http.html#patch): 0 matches → 404; 1 → an
+   * ordinary patch of that resource (`If-Match` applies to it); several → 412. Never a create.
+   */
+  async patch(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    query: string | SearchPairs,
+    document: PatchDocument,
+    ifMatch: string | undefined,
+    prefer?: string,
+  ): Promise<FhirReply> {
+    assertPatchable(version);
+    const match = await this.findOne(ctx, version, type, query, prefer, 'patch');
+    if (!match) throw OperationOutcomeError.notFound(`no ${type} matches the criteria: nothing was patched`);
+    return this.patches.patch(ctx, version, type, match.id, document, ifMatch, prefer);
   }
 }

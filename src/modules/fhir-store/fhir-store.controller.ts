@@ -180,6 +180,31 @@ export class FhirStoreController {
     );
   }
 
+  @Patch(':version/:type')
+  @ApiOperation({
+    summary: 'conditional patch (R4, STU3): the one resource matching the query (0 → 404, 2+ → 412)',
+  })
+  @ApiParam(TYPE)
+  @ApiBody({ description: 'JSON Patch operations, or a Parameters resource', schema: { type: 'object' } })
+  @ApiHeader(PREFER)
+  @ApiOkResponse({ description: 'the new version of the matching resource' })
+  @ApiPreconditionFailedResponse({ description: 'several resources match, or If-Match differs' })
+  @ApiResponse({ status: 422, description: 'the patched resource is not valid: nothing stored' })
+  async conditionalPatch(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Param('type') type: string,
+    @Body() body: unknown,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Headers('prefer') prefer: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const v = versionParam(version);
+    const document = patchDocument(req.get('content-type'), body);
+    sendReply(req, res, await this.conditional.patch(ctx, v, type, queryPairs(req), document, ifMatch, prefer));
+  }
+
   @Get(':version/:type/:id')
   @ApiOperation({ summary: 'read the current version' })
   @ApiParam(TYPE)

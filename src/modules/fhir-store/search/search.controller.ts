@@ -27,8 +27,8 @@ import type { Request, Response } from 'express';
 import { Tenant, UseTenant, type TenantContext } from '../../../tenancy';
 import { sendReply, versionParam } from '../fhir-reply';
 import { EverythingService } from './everything.service';
-import { formPairs, queryPairs } from './search-request';
-import { SearchRouteGuard } from './search-route.guard';
+import { formPairs, operationPairs, queryPairs } from './search-request';
+import { SearchRouteGuard, TakesParameters } from './search-route.guard';
 import { SearchService } from './search.service';
 
 const VERSION = { name: 'version', description: 'FHIR version: r4, stu3 or dstu2 (any case)', example: 'r4' };
@@ -69,6 +69,19 @@ function SearchQueryDocs(): MethodDecorator {
   return applyDecorators(...COMMON_QUERY.map((query) => ApiQuery(query)));
 }
 
+/** The parameters of `Patient/$everything` (https://hl7.org/fhir/R4/patient-operation-everything.html). */
+function EverythingDocs(summary: string): MethodDecorator {
+  return applyDecorators(
+    ApiOperation({ summary }),
+    ApiQuery({ name: '_type', required: false, description: 'only these resource types (comma-separated)' }),
+    ApiQuery({ name: '_since', required: false, description: 'only resources updated since this instant' }),
+    ApiQuery({ name: 'start', required: false, description: 'care dates from (resources without dates stay)' }),
+    ApiQuery({ name: 'end', required: false, description: 'care dates until' }),
+    ApiQuery({ name: '_count', required: false, description: 'page size (default 10, at most 100)' }),
+    ApiOkResponse(SEARCHSET),
+  );
+}
+
 /**
  * FHIR search (issue 5, SPEC §4.5). Registered before the store's controller (its module comes
  * first in feature-modules.ts) so that `/{v}/Patient/{id}/$everything` wins over `/{v}/{type}/{id}/…`.
@@ -81,18 +94,37 @@ export class SearchController {
     private readonly everything: EverythingService,
   ) {}
 
+  @Get(':version/Patient/$everything')
+  @SearchRoute()
+  @EverythingDocs('Patient/$everything over every Patient of the caller: the patients, their compartments and what they reference, paged')
+  async getAllEverything(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    sendReply(req, res, await this.everything.everything(ctx, versionParam(version), undefined, queryPairs(req)));
+  }
+
+  @Post(':version/Patient/$everything')
+  @SearchRoute({ readRoute: true })
+  @TakesParameters()
+  @EverythingDocs('Patient/$everything over every Patient of the caller, invoked with POST (Parameters body)')
+  async postAllEverything(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Body() body: unknown,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const pairs = [...queryPairs(req), ...operationPairs(body)];
+    sendReply(req, res, await this.everything.everything(ctx, versionParam(version), undefined, pairs));
+  }
+
   @Get(':version/Patient/:id/$everything')
   @SearchRoute()
   @ApiParam(PATIENT_ID)
-  @ApiOperation({
-    summary: 'Patient/$everything: the patient, its compartment and what they reference, by type, paged',
-  })
-  @ApiQuery({ name: '_type', required: false, description: 'only these resource types (comma-separated)' })
-  @ApiQuery({ name: '_since', required: false, description: 'only resources updated since this instant' })
-  @ApiQuery({ name: 'start', required: false, description: 'care dates from (resources without dates stay)' })
-  @ApiQuery({ name: 'end', required: false, description: 'care dates until' })
-  @ApiQuery({ name: '_count', required: false, description: 'page size (default 10, at most 100)' })
-  @ApiOkResponse(SEARCHSET)
+  @EverythingDocs('Patient/$everything: the patient, its compartment and what they reference, by type, paged')
   @ApiResponse({ status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' })
   async getEverything(
     @Tenant() ctx: TenantContext,
@@ -102,6 +134,24 @@ export class SearchController {
     @Res() res: Response,
   ): Promise<void> {
     sendReply(req, res, await this.everything.everything(ctx, versionParam(version), id, queryPairs(req)));
+  }
+
+  @Post(':version/Patient/:id/$everything')
+  @SearchRoute({ readRoute: true })
+  @TakesParameters()
+  @ApiParam(PATIENT_ID)
+  @EverythingDocs('Patient/$everything invoked with POST (the default of HAPI and fhir-kit-client): a Parameters body')
+  @ApiResponse({ status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' })
+  async postEverything(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const pairs = [...queryPairs(req), ...operationPairs(body)];
+    sendReply(req, res, await this.everything.everything(ctx, versionParam(version), id, pairs));
   }
 
   @Delete(':version/Patient/:id/$everything')
@@ -120,6 +170,31 @@ export class SearchController {
     @Res() res: Response,
   ): Promise<void> {
     sendReply(req, res, await this.everything.removeEverything(ctx, versionParam(version), id));
+  }
+
+  @Get(':version/:compartment/:id/:type')
+  @SearchRoute()
+  @ApiParam({ name: 'compartment', description: 'the compartment type: only Patient is served', example: 'Patient' })
+  @ApiParam(PATIENT_ID)
+  @ApiParam(TYPE)
+  @ApiOperation({
+    summary: 'compartment search: the type-level search restricted to the Patient compartment',
+  })
+  @SearchQueryDocs()
+  @ApiOkResponse(SEARCHSET)
+  @ApiResponse({ status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' })
+  async searchCompartment(
+    @Tenant() ctx: TenantContext,
+    @Param('version') version: string,
+    @Param('compartment') compartment: string,
+    @Param('id') id: string,
+    @Param('type') type: string,
+    @Headers('prefer') prefer: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const v = versionParam(version);
+    sendReply(req, res, await this.searches.compartmentSearch(ctx, v, compartment, id, type, queryPairs(req), prefer));
   }
 
   @Get(':version')

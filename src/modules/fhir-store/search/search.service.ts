@@ -1,9 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   buildFilter,
+  INDEX_NAMES,
   OperationOutcomeError,
   searchsetBundleJson,
   type FhirVersion,
+  type Filter,
   type ParsedSearch,
   type SearchsetEntry,
 } from '@app/fhir';
@@ -15,6 +17,7 @@ import { ConditionalService } from '../conditional.service';
 import type { ResourceDoc } from '../resource-documents';
 import { ResourceRepository } from '../resource.repository';
 import { IncludeResolver } from './include-resolver';
+import { compartmentSearchFilter } from './patient-compartment';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
 import {
   asOutcomeError,
@@ -53,12 +56,37 @@ export class SearchService {
     );
   }
 
+  /**
+   * Compartment search `GET /{v}/{compartment}/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch):
+   * the type-level search restricted to the compartment, with its own paging links. The Patient
+   * must exist in the caller's scope (404 otherwise, as `$everything`).
+   */
+  async compartmentSearch(
+    ctx: TenantContext,
+    version: FhirVersion,
+    compartment: string,
+    id: string,
+    type: string,
+    pairs: SearchPairs,
+    prefer?: string,
+  ): Promise<FhirReply> {
+    const base = this.settings.urls.base;
+    const restriction = compartmentSearchFilter(version, compartment, id, type, base);
+    const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id }]);
+    if (!patient) throw OperationOutcomeError.notFound(`Patient/${id} is not known`);
+    return this.search(ctx, version, type, pairs, prefer, {
+      url: `${base}/${version}/${compartment}/${id}/${type}`,
+      filter: restriction,
+    });
+  }
+
   async search(
     ctx: TenantContext,
     version: FhirVersion,
     type: string | undefined,
     pairs: SearchPairs,
     prefer?: string,
+    within?: { url: string; filter: Filter },
   ): Promise<FhirReply> {
     const base = this.settings.urls.base;
     const parsed = parseOrReject(version, type, pairs, {
@@ -76,13 +104,16 @@ export class SearchService {
         { status: 400 },
       );
     }
-    const { built, filter } = await this.filterOf(ctx, version, parsed);
-    const searchUrl = type ? `${base}/${version}/${type}` : `${base}/${version}`;
+    const { built, filter: searched } = await this.filterOf(ctx, version, parsed);
+    const filter = within ? storeFilter({ $and: [searched, within.filter] }) : searched;
+    // Without a clause of its own the search runs on the references the compartment names.
+    const index = within && built.index === undefined ? INDEX_NAMES.ref : built.index;
+    const searchUrl = within?.url ?? (type ? `${base}/${version}/${type}` : `${base}/${version}`);
     const kept = linkPairs(pairs);
     const warnings = unknownParamsEntry(parsed.unknown);
 
     if (parsed.summary === 'count') {
-      const total = await this.repository.countBy(ctx, version, { filter, hint: built.index });
+      const total = await this.repository.countBy(ctx, version, { filter, hint: index });
       const links = searchLinks(searchUrl, kept, {
         skip: 0,
         count: parsed.count,
@@ -94,7 +125,7 @@ export class SearchService {
 
     // One more than the page is looked at: tells whether a next page exists without a count
     // (`_total=none`). The page may hold fewer than `_count` matches: SEARCH_PAGE_MAX_BYTES.
-    const query = { filter, hint: built.index };
+    const query = { filter, hint: index };
     const counter = parsed.total === 'none' ? undefined : this.lateCount(ctx, version, query);
     let page: { docs: ResourceDoc[]; hasNext: boolean };
     try {

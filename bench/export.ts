@@ -14,7 +14,7 @@ import { tmpdir } from 'os';
 import { join } from 'path';
 import { MongoClient } from 'mongodb';
 import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
-import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
+import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
 import { resolveDatabase } from '../src/database/embedded-database';
 import { call } from './lib/fhir-load';
 

@@ -11,7 +11,7 @@ import {
   loadSyntheaResources,
   syntheaAvailable,
   type SyntheaArchiveVersion,
-} from '../libs/fhir/src/search/synthea-fixture';
+} from '../libs/testing/src/synthea-data';
 
 interface VersionResult {
   version: SyntheaArchiveVersion;

@@ -12,7 +12,7 @@ import { resolveDatabase } from '../src/database/embedded-database';
 import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
 import { httpJson, printTable } from './lib/bench-server';
 import { percentile } from './lib/percentile';
-import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
+import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
 const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? 200);

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { BSON } from 'mongodb';
 import { recordQueries, type RecordedQuery } from '../libs/testing/src/query-plans';
-import { loadSyntheaResources } from '../libs/fhir/src/search/synthea-fixture';
+import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
 import {
   createBenchUsers,
   httpJson,

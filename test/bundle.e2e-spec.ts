@@ -295,6 +295,46 @@ describe('transaction and batch bundles (e2e)', () => {
     expect(res.body.entry[3].resource.total).toBe(1);
   });
 
+  it('batch GET entries run the same search as GET /{v}/{type}: parameters, _count and unknown ones', async () => {
+    await postBundle(
+      transaction([
+        {
+          resource: { resourceType: 'Patient', id: 'smith-1', name: [{ family: 'Smithwick' }] },
+          request: { method: 'PUT', url: 'Patient/smith-1' },
+        },
+        {
+          resource: { resourceType: 'Patient', id: 'jones-1', name: [{ family: 'Jones' }] },
+          request: { method: 'PUT', url: 'Patient/jones-1' },
+        },
+      ]),
+    ).expect(200);
+    const urls = ['Patient?family=Smithwick', 'Patient?family:exact=Jones&_count=1', 'Patient?family=Nobody'];
+    const res = await postBundle(
+      transaction(
+        [
+          ...urls.map((url) => ({ request: { method: 'GET', url } })),
+          { request: { method: 'GET', url: 'Patient?not-a-param=1' } },
+        ],
+        'batch',
+      ),
+    ).expect(200);
+    for (const [index, url] of urls.entries()) {
+      const rest = await request(t.server).get(`/r4/${url}`).set(asAlice()).expect(200);
+      const entry = res.body.entry[index];
+      expect(entry.response.status).toBe('200 OK');
+      expect(entry.resource.total).toBe(rest.body.total);
+      expect((entry.resource.entry ?? []).map((e: any) => e.resource.id)).toEqual(
+        (rest.body.entry ?? []).map((e: any) => e.resource.id),
+      );
+    }
+    expect(res.body.entry[0].resource.entry.map((e: any) => e.resource.id)).toEqual(['smith-1']);
+    expect(res.body.entry[1].resource.entry.map((e: any) => e.resource.id)).toEqual(['jones-1']);
+    expect(res.body.entry[2].resource.total).toBe(0);
+    // an unknown parameter is ignored and reported (lenient by default), as on the REST route
+    const unknown = res.body.entry[3].resource;
+    expect(unknown.entry.some((e: any) => e.resource.resourceType === 'OperationOutcome')).toBe(true);
+  });
+
   it('Prefer: return=representation returns the stored resources', async () => {
     const res = await postBundle(
       transaction([{ resource: { resourceType: 'Patient' }, request: { method: 'POST', url: 'Patient' } }]),

@@ -1,5 +1,5 @@
-import { loadSyntheaResources } from '../../libs/fhir/src/search/synthea-fixture';
-import { splitRefused } from '../../libs/fhir/src/validation/synthea-data';
+import { loadSyntheaResources } from '../../libs/testing/src/synthea-data';
+import { splitRefused } from '../../libs/testing/src/synthea-data';
 import { httpJson, inParallel, type BenchServer, type BenchUser } from './bench-server';
 
 /**

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { validateResource } from '@app/fhir';
 import { packageDirectory, readPackageJson } from '../../libs/fhir/src/definitions/structure-definitions';
-import { loadSyntheaResources } from '../../libs/fhir/src/validation/synthea-data';
+import { loadSyntheaResources } from '../../libs/testing/src/synthea-data';
 import { bundleCases, MUTATIONS, type Json } from './mutations';
 
 interface Case {

@@ -1,5 +1,4 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { ConfigModule as NestConfigModule } from '@nestjs/config';
 import { parseSettings, Settings } from './settings';
 
 /** Injection token of the typed, validated `Settings`. */
@@ -12,14 +11,6 @@ export class ConfigModule {
   static register(settings?: Settings): DynamicModule {
     return {
       module: ConfigModule,
-      imports: [
-        NestConfigModule.forRoot({
-          isGlobal: true,
-          ignoreEnvFile: true,
-          // the same validation as at boot, so the ConfigService never holds an unchecked value
-          validate: (env) => ({ ...env, settings: settings ?? parseSettings(env) }),
-        }),
-      ],
       providers: [{ provide: SETTINGS, useValue: settings ?? parseSettings(process.env) }],
       exports: [SETTINGS],
     };

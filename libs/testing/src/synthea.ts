@@ -1,8 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
-import { unpackedDirectory, type SyntheaArchiveVersion } from '../../fhir/src/search/synthea-fixture';
-import { splitRefused } from '../../fhir/src/validation/synthea-data';
+import { bundleResources, splitRefused, unpackedDirectory, type SyntheaArchiveVersion } from './synthea-data';
 import type { TestApp } from './test-app';
 
 /**
@@ -26,18 +25,7 @@ export interface SyntheaRecord {
 type Json = Record<string, any>;
 
 function recordOf(text: string, version: SyntheaArchiveVersion): SyntheaRecord | undefined {
-  const bundle = JSON.parse(text) as { entry?: Array<{ fullUrl?: string; resource?: Json }> };
-  const placeholders = new Map<string, string>();
-  for (const entry of bundle.entry ?? []) {
-    const resource = entry.resource;
-    if (entry.fullUrl?.startsWith('urn:uuid:') && resource && typeof resource.id === 'string') {
-      placeholders.set(entry.fullUrl, `${String(resource.resourceType)}/${resource.id}`);
-    }
-  }
-  const rewritten = JSON.parse(
-    text.replace(/urn:uuid:[0-9a-fA-F-]{36}/g, (urn) => placeholders.get(urn) ?? urn),
-  ) as typeof bundle;
-  const all = (rewritten.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : []));
+  const all = bundleResources(text) as Json[];
   const { accepted: resources, refused } = splitRefused(version, all);
   const patient = resources.find((resource) => resource.resourceType === 'Patient');
   return patient

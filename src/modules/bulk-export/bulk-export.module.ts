@@ -6,21 +6,13 @@ import { BulkExportController } from './bulk-export.controller';
 import { BulkExportService } from './bulk-export.service';
 import { EXPORT_JOB_MODEL, ExportJobSchema, ExportJobsRepository } from './export-jobs.repository';
 import { ExportPlanner } from './export-planner';
-import {
-  EXPORT_RESOURCE_MODEL,
-  ExportResourceSchema,
-  ExportResourcesRepository,
-} from './export-resources.repository';
+import { ExportResourcesRepository } from './export-resources.repository';
+import { StorageModule } from '../../storage/storage.module';
 import { EXPORT_SIGNING_KEY, exportSigningKey } from './export-signing-key';
 
 /** Bulk export (issue 6): sync manifests, async jobs, signed NDJSON file links. */
 @Module({
-  imports: [
-    MongooseModule.forFeature([
-      { name: EXPORT_RESOURCE_MODEL, schema: ExportResourceSchema },
-      { name: EXPORT_JOB_MODEL, schema: ExportJobSchema },
-    ]),
-  ],
+  imports: [StorageModule, MongooseModule.forFeature([{ name: EXPORT_JOB_MODEL, schema: ExportJobSchema }])],
   controllers: [BulkExportController],
   providers: [
     {

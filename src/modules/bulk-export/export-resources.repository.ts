@@ -1,51 +1,17 @@
 import { Injectable } from '@nestjs/common';
-import { InjectModel } from '@nestjs/mongoose';
-import { Model, Schema } from 'mongoose';
-import type { Collection, Filter } from 'mongodb';
 import { resourceKey, type FhirVersion } from '@app/fhir';
 import { LONG_CURSOR } from '../../database/ensure-indexes';
-import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import type { ResourceDoc } from '../../storage/documents';
+import { ResourceStorage } from '../../storage/resource-storage';
+import type { Conditions, ScopedCollection, ScopedFilter } from '../../storage/tenant-scope';
 import type { LineSource } from './ndjson-response';
 import { storedJsonBytes } from './stored-json-bytes';
 
-/**
- * Read-only view of the `resources` collection (docs/storage.md) for export: counts per id prefix,
- * key runs and file pages, all in `_id` order within the tenant's type.
- */
-export interface StoredResourceDoc {
-  _id: string;
-  v: FhirVersion;
-  c: string;
-  u: number;
-  t: string;
-  id: string;
-  vid: number;
-  lu: Date;
-  del: boolean;
-  json: string | null;
-}
-
-export const EXPORT_RESOURCE_MODEL = 'ExportResource';
-
-export const ExportResourceSchema = new Schema<StoredResourceDoc>(
-  {
-    _id: String,
-    v: String,
-    c: String,
-    u: Number,
-    t: String,
-    id: String,
-    vid: Number,
-    lu: Date,
-    del: Boolean,
-  },
-  // Indexes are created at boot by DatabaseLifecycle (ensureIndexes, skipping existing key patterns).
-  // autoCreate off: the FHIR store owns the collection; createIndexes creates it when missing.
-  { collection: 'resources', strict: false, versionKey: false, autoCreate: false },
-);
-// No index of its own: file pages bound `_id` to the tenant's type (`${v}|${c}|${t}|…`), so they
-// walk the `_id` index or a user's {v, c, u, t, _id}; the plan's prefix counts read the store's
-// {v, c, t, lu, id} (client-wide) or {v, c, u, t, _id}. Every further index would cost each write.
+// Export reads the store's `resources` collection (src/storage) and declares no index of its own:
+// file pages bound `_id` to the tenant's type (`${v}|${c}|${t}|…`), so they walk the `_id` index
+// or a user's {v, c, u, t, _id}; the plan's prefix counts read the store's {v, c, t, lu, id}
+// (client-wide) or {v, c, u, t, _id}. Every further index would cost each write.
 
 /**
  * Deadline of one prefix count: it reads every matching resource of the tenant in one command (about
@@ -134,30 +100,34 @@ function isTypeSelection(s: TypeSelection | TypesSelection): s is TypeSelection 
 
 @Injectable()
 export class ExportResourcesRepository {
-  private readonly collection: Collection<StoredResourceDoc>;
+  constructor(private readonly storage: ResourceStorage) {}
 
-  constructor(@InjectModel(EXPORT_RESOURCE_MODEL) private readonly model: Model<StoredResourceDoc>) {
-    // The driver's collection, typed: lean reads of the stored JSON without Mongoose hydration.
-    this.collection = model.collection as unknown as Collection<StoredResourceDoc>;
+  private resources(ctx: TenantContext): ScopedCollection<ResourceDoc> {
+    return this.storage.scoped(ctx).resources;
   }
 
-  private selectionFilter(ctx: TenantContext, s: TypeSelection | TypesSelection): Filter<StoredResourceDoc> {
+  /** The selection, tenant first (every export filter is bounded by the tenant's index prefix). */
+  private selectionFilter(
+    ctx: TenantContext,
+    s: TypeSelection | TypesSelection,
+    also: Conditions<ResourceDoc> = {},
+  ): ScopedFilter<ResourceDoc> {
     const lu = s.since ? { $gt: s.since, $lte: s.transactionTime } : { $lte: s.transactionTime };
-    const filter: Filter<StoredResourceDoc> = { v: s.v, ...tenantFilter(ctx), del: false, lu };
+    const filter: Conditions<ResourceDoc> = { del: false, lu };
     if (!isTypeSelection(s)) {
       if (s.types) filter.t = { $in: [...s.types] };
-      return filter;
+    } else {
+      filter.t = s.t;
+      if (s.compartment) {
+        const { patientIds, params } = s.compartment;
+        if (s.t === 'Patient') filter.id = { $in: [...patientIds] };
+        else
+          filter['idx.ref' as 'id'] = {
+            $in: params.flatMap((p) => patientIds.map((id) => `${p}|Patient/${id}`)),
+          };
+      }
     }
-    filter.t = s.t;
-    if (s.compartment) {
-      const { patientIds, params } = s.compartment;
-      if (s.t === 'Patient') filter.id = { $in: [...patientIds] };
-      else
-        filter['idx.ref' as 'id'] = {
-          $in: params.flatMap((p) => patientIds.map((id) => `${p}|Patient/${id}`)),
-        };
-    }
-    return filter;
+    return this.resources(ctx).where({ v: s.v }, { ...filter, ...also });
   }
 
   /**
@@ -176,8 +146,7 @@ export class ExportResourcesRepository {
     length: number,
     within?: { from: string; to: string },
   ): Promise<PrefixCount[]> {
-    const match = this.selectionFilter(ctx, s);
-    if (within) match._id = { $gte: within.from, $lt: within.to };
+    const match = this.selectionFilter(ctx, s, within ? { _id: { $gte: within.from, $lt: within.to } } : {});
     if (within || isTypeSelection(s) || ctx.userId !== null)
       return this.countPrefixes(ctx, s.v, match, length);
     const [below, from] = await Promise.all([
@@ -191,13 +160,13 @@ export class ExportResourcesRepository {
   private async countPrefixes(
     ctx: TenantContext,
     v: FhirVersion,
-    match: Filter<StoredResourceDoc>,
+    match: ScopedFilter<ResourceDoc>,
     length: number,
   ): Promise<PrefixCount[]> {
-    const rows = await this.collection
+    const rows = await this.resources(ctx)
       .aggregate<{ _id: { t: string; p: string }; n: number }>(
+        match,
         [
-          { $match: match },
           { $group: { _id: { t: '$t', p: { $substrCP: ['$id', 0, length] } }, n: { $sum: 1 } } },
           // the engine's own string order is the key order the files are read in
           { $sort: { '_id.t': 1, '_id.p': 1 } },
@@ -226,11 +195,11 @@ export class ExportResourcesRepository {
     signal?: AbortSignal,
   ): Promise<Array<{ start: string; count: number }>> {
     signal?.throwIfAborted();
-    const cursor = this.collection
-      .find(
-        { ...this.selectionFilter(ctx, s), _id: { $gte: within.from, $lt: within.to } },
-        { projection: { _id: 1 }, ...LONG_CURSOR },
-      )
+    const cursor = this.resources(ctx)
+      .find(this.selectionFilter(ctx, s, { _id: { $gte: within.from, $lt: within.to } }), {
+        projection: { _id: 1 },
+        ...LONG_CURSOR,
+      })
       .sort({ _id: 1 })
       .batchSize(5000);
     const runs: Array<{ start: string; count: number }> = [];
@@ -254,9 +223,8 @@ export class ExportResourcesRepository {
    * BSON: no decoding into strings and encoding back); the caller closes the source.
    */
   openFileLines(ctx: TenantContext, s: TypeSelection, range: KeyRange): LineSource {
-    const filter = this.selectionFilter(ctx, s);
-    const bounded = { ...filter, _id: keyBounds(ctx, s, range) };
-    const cursor = this.collection
+    const bounded = this.selectionFilter(ctx, s, { _id: keyBounds(ctx, s, range) });
+    const cursor = this.resources(ctx)
       .find(bounded, { projection: { _id: 0, json: 1 }, raw: true, ...LONG_CURSOR })
       .sort({ _id: 1 })
       // A download holds one batch of stored JSON at a time (about a megabyte), so N parallel
@@ -279,10 +247,10 @@ export class ExportResourcesRepository {
     v: FhirVersion,
     id: string,
   ): Promise<{ vid: number; json: string } | null> {
-    const doc = await this.collection.findOne(
-      { v, ...tenantFilter(ctx), t: 'Group', id, del: false },
-      { projection: { vid: 1, json: 1 } },
-    );
+    const resources = this.resources(ctx);
+    const doc = await resources.findOne(resources.where({ v }, { t: 'Group', id, del: false }), {
+      projection: { vid: 1, json: 1 },
+    });
     return doc && typeof doc.json === 'string' ? { vid: doc.vid, json: doc.json } : null;
   }
 }

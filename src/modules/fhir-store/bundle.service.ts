@@ -23,10 +23,11 @@ import { ConditionalService } from './conditional.service';
 import { idParam, typeParam, type FhirReply } from './fhir-reply';
 import { entryPatchDocument, PatchService } from './patch.service';
 import { returnPreference } from './prefer';
-import { assertValid, FhirStoreService, type QueryParams } from './fhir-store.service';
-import type { ResourceDoc } from './resource-documents';
-import { ResourceRepository } from './resource.repository';
+import { assertValid, FhirStoreService } from './fhir-store.service';
+import type { ResourceDoc } from '../../storage/documents';
+import { ResourceRepository } from '../../storage/resource.repository';
 import { ResourceWriter, type WrittenVersion } from './resource-writer';
+import { SearchService } from './search/search.service';
 
 /** SPEC §8: resources per posted bundle. */
 export const MAX_BUNDLE_ENTRIES = 20;
@@ -90,6 +91,7 @@ export class BundleService {
     private readonly store: FhirStoreService,
     private readonly conditional: ConditionalService,
     private readonly patches: PatchService,
+    private readonly searches: SearchService,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
@@ -239,7 +241,10 @@ export class BundleService {
         responses[plan.entry.index] = failureEntry(error);
       }
     }
-    const conflicts = await this.repository.insertCurrentMany(fresh.map(([, doc]) => doc));
+    const conflicts = await this.repository.insertCurrentMany(
+      ctx,
+      fresh.map(([, doc]) => doc),
+    );
     const inserted = fresh.filter(([, doc]) => !conflicts.has(doc._id));
     for (const [plan, doc] of fresh) if (conflicts.has(doc._id)) known.add(plan);
     await this.writer.complete(
@@ -321,9 +326,8 @@ export class BundleService {
     const type = typeParam(version, target.type);
     let reply: FhirReply;
     if (target.id === undefined) {
-      const query: QueryParams = {};
-      for (const [name, value] of new URLSearchParams(target.query ?? '')) query[name] = value;
-      reply = await this.store.search(ctx, version, type, query);
+      // the search of `GET /{v}/{type}?…`, every parameter of the entry's url included
+      reply = await this.searches.search(ctx, version, type, [...new URLSearchParams(target.query ?? '')]);
     } else if (target.versionId !== undefined) {
       reply = await this.store.vread(ctx, version, type, idParam(target.id), target.versionId);
     } else {

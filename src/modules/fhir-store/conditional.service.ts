@@ -5,18 +5,10 @@ import type { FhirReply } from './fhir-reply';
 import { FhirStoreService } from './fhir-store.service';
 import { assertPatchable, PatchService, type PatchDocument } from './patch.service';
 import { isLenientHandling } from './prefer';
-import type { ResourceDoc } from './resource-documents';
+import { SearchService } from './search/search.service';
+import type { ResourceDoc } from '../../storage/documents';
 
 export type SearchPairs = Array<[string, string]>;
-
-/** Runs a search for the conditional interactions; bound by the search module at start-up. */
-export type ConditionalMatcher = (
-  ctx: TenantContext,
-  version: FhirVersion,
-  type: string,
-  pairs: SearchPairs,
-  options: { limit: number; lenient?: boolean },
-) => Promise<ResourceDoc[]>;
 
 /** Parameters about the answer, not the match: never part of a condition. */
 const RESULT_PARAMS = new Set(['_format', '_pretty', '_summary', '_elements', '_count']);
@@ -34,16 +26,11 @@ export function conditionPairs(query: string | SearchPairs): SearchPairs {
  */
 @Injectable()
 export class ConditionalService {
-  private matcher?: ConditionalMatcher;
-
   constructor(
     private readonly store: FhirStoreService,
+    private readonly searches: SearchService,
     private readonly patches: PatchService,
   ) {}
-
-  bind(matcher: ConditionalMatcher): void {
-    this.matcher = matcher;
-  }
 
   /** The one current resource matching, undefined for none; 412 for several; 400 without criteria. */
   async findOne(
@@ -58,8 +45,7 @@ export class ConditionalService {
     if (pairs.length === 0) {
       throw OperationOutcomeError.invalid(`a conditional ${interaction} needs search parameters`);
     }
-    if (!this.matcher) throw new Error('conditional matching is not bound (FhirSearchModule not loaded)');
-    const found = await this.matcher(ctx, version, type, pairs, {
+    const found = await this.searches.matches(ctx, version, type, pairs, {
       limit: 2,
       lenient: isLenientHandling(prefer),
     });

@@ -4,41 +4,45 @@ import { ConditionalService } from './conditional.service';
 import { FhirRouteGuard } from './fhir-route.guard';
 import { FhirStoreController } from './fhir-store.controller';
 import { FhirStoreService } from './fhir-store.service';
-import { HistoryRepository } from './history.repository';
 import { HistoryService } from './history.service';
 import { PatchService } from './patch.service';
-import { ResourceRepository } from './resource.repository';
 import { ResourceWriter } from './resource-writer';
 import { StoreCheckService } from './store-check.service';
-import { StoreMaintenanceRepository } from './store-maintenance.repository';
+import { IncludeResolver } from './search/include-resolver';
+import { SearchService } from './search/search.service';
+import { SubQueryResolver } from './search/sub-query-resolver';
+import { StorageModule } from '../../storage/storage.module';
 
 /**
- * The FHIR store (issue 4): versions, CRUD, history, deletes, transaction/batch bundles, basic
- * search. Exports the repository and services the search, export and purge modules build on.
+ * The FHIR store: versions, CRUD, history, deletes, transaction/batch bundles, and the execution
+ * of searches (SearchService), which conditional interactions and batch entries call like the
+ * search routes do. Exports what the search, export and purge modules build on.
  */
 @Module({
+  imports: [StorageModule],
   controllers: [FhirStoreController],
   providers: [
-    ResourceRepository,
     ResourceWriter,
     FhirStoreService,
     BundleService,
     FhirRouteGuard,
     StoreCheckService,
-    StoreMaintenanceRepository,
-    HistoryRepository,
     HistoryService,
     ConditionalService,
     PatchService,
+    SearchService,
+    SubQueryResolver,
+    IncludeResolver,
   ],
   exports: [
-    ResourceRepository,
+    StorageModule,
     ResourceWriter,
     FhirStoreService,
     HistoryService,
     FhirRouteGuard,
     ConditionalService,
     PatchService,
+    SearchService,
   ],
 })
 export class FhirStoreModule {}

@@ -3,13 +3,10 @@ import {
   deletedOutcome,
   issue,
   OperationOutcomeError,
-  pagingLinks,
   parseVersionEtag,
-  searchsetBundleJson,
   validateResource,
   versionEtag,
   type FhirVersion,
-  type SearchsetEntry,
 } from '@app/fhir';
 import { pagingParameter } from '../../common/paging-parameter';
 import { SETTINGS } from '../../config/config.module';
@@ -17,8 +14,8 @@ import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
 import { applyReturnPreference } from './prefer';
-import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
-import { ResourceRepository } from './resource.repository';
+import { historyOf, type HistoryDoc, type ResourceDoc } from '../../storage/documents';
+import { ResourceRepository } from '../../storage/resource.repository';
 import { ResourceWriter, type WrittenVersion } from './resource-writer';
 
 export type QueryParams = Record<string, string | string[] | undefined>;
@@ -26,9 +23,6 @@ export type QueryParams = Record<string, string | string[] | undefined>;
 /** Default and largest page size of searches and history (SPEC §8: 10 per bundle by default). */
 export const DEFAULT_PAGE_SIZE = 10;
 export const MAX_PAGE_SIZE = 100;
-
-/** Parameters about the answer, not the match (https://hl7.org/fhir/R4/http.html#parameters). */
-const RESULT_PARAMS = new Set(['_count', '_skip', '_format', '_pretty']);
 
 /**
  * Throws the validation issues of a resource as one OperationOutcome, all issues at once: 400 for
@@ -71,7 +65,7 @@ function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[value.length - 1] : value;
 }
 
-/** The versions' behaviour: create, read, versioned read, history, update, deletes, basic search. */
+/** The versions' behaviour: create, read, versioned read, history, update, deletes. */
 @Injectable()
 export class FhirStoreService {
   constructor(
@@ -266,48 +260,6 @@ export class FhirStoreService {
     const left = rows.filter((r) => r.vid !== vid && !r.gone);
     if (left.length === 0) await this.repository.removeResource(ctx, key);
     return { status: 200, body: deletedOutcome(type, id, vid) };
-  }
-
-  /** Basic search (`_id`, `_count`, `_skip`; newest first). The search module extends this route. */
-  async search(
-    ctx: TenantContext,
-    version: FhirVersion,
-    type: string,
-    query: QueryParams,
-  ): Promise<FhirReply> {
-    const { count, skip } = this.paging(query);
-    const filter: Record<string, unknown> = {};
-    const ids = single(query._id);
-    if (ids !== undefined)
-      filter.id = {
-        $in: ids
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean),
-      };
-    const result = await this.repository.search(ctx, version, {
-      type,
-      filter,
-      skip,
-      limit: count,
-      count: true,
-    });
-    const total = result.total ?? 0;
-    const kept = Object.entries(query)
-      .filter(([name]) => !RESULT_PARAMS.has(name))
-      .flatMap(([name, value]) =>
-        (Array.isArray(value) ? value : value === undefined ? [] : [value]).map((v): [string, string] => [
-          name,
-          v,
-        ]),
-      );
-    const links = pagingLinks(`${this.settings.urls.base}/${version}/${type}`, kept, { skip, count, total });
-    const entries = result.docs.map((doc: ResourceDoc): SearchsetEntry => ({
-      fullUrl: this.resourceUrl(version, doc.t, doc.id),
-      resourceJson: doc.json ?? '{}',
-      mode: 'match',
-    }));
-    return { status: 200, body: searchsetBundleJson({ total, links, entries }) };
   }
 
   /** `_count` (default 10, at most 100) and `_skip` (at most SEARCH_MAX_SKIP); bad values → 400. */

@@ -14,9 +14,9 @@ import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
 import { FhirStoreService, type QueryParams } from './fhir-store.service';
-import { HistoryRepository, type HistoryWindow } from './history.repository';
-import { historyOf, type HistoryDoc } from './resource-documents';
-import { ResourceRepository } from './resource.repository';
+import { HistoryRepository, type HistoryWindow } from '../../storage/history.repository';
+import { historyOf, type HistoryDoc } from '../../storage/documents';
+import { ResourceRepository } from '../../storage/resource.repository';
 
 /** Parameters of the history interactions (https://hl7.org/fhir/R4/http.html#history). */
 const HISTORY_PARAMS = new Set(['_since', '_at', '_count', '_skip', '_format', '_pretty']);

@@ -3,7 +3,7 @@ import { applyFhirPathPatch, applyJsonPatch, OperationOutcomeError, type FhirVer
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
 import { assertValid, FhirStoreService, ifMatchVersion } from './fhir-store.service';
-import { ResourceRepository } from './resource.repository';
+import { ResourceRepository } from '../../storage/resource.repository';
 import { ResourceWriter, type WrittenVersion } from './resource-writer';
 
 /** The patch document and the format its Content-Type (or a transaction entry) names. */

@@ -11,9 +11,9 @@ import { badNodeError, tooLargeError } from '../../common/body-hygiene';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
-import { ResourceRepository } from './resource.repository';
-import { searchIndexOf } from './search-indexing';
+import { historyOf, type HistoryDoc, type ResourceDoc } from '../../storage/documents';
+import { ResourceRepository } from '../../storage/resource.repository';
+import { searchIndexOf } from '../../storage/search-indexing';
 
 /** One version written: what the response needs. */
 export interface WrittenVersion {
@@ -123,7 +123,7 @@ export class ResourceWriter {
   ): Promise<WrittenVersion> {
     for (;;) {
       const doc = this.buildDoc(ctx, version, type, newResourceId(), 1, new Date(), resource);
-      if (await this.repository.insertCurrent(doc)) {
+      if (await this.repository.insertCurrent(ctx, doc)) {
         await this.complete(ctx, version, [{ previous: null, doc }]);
         return { doc, created: true };
       }
@@ -177,7 +177,7 @@ export class ResourceWriter {
       const doc = this.buildDoc(ctx, version, type, id, (current?.vid ?? 0) + 1, new Date(), resource);
       const landed = current
         ? await this.replaceVersion(ctx, version, current, doc, attempt)
-        : await this.repository.insertCurrent(doc);
+        : await this.repository.insertCurrent(ctx, doc);
       if (landed) {
         await this.complete(ctx, version, [{ previous: current, doc, historyWritten: current !== null }]);
         return { doc, created: !current || current.del };
@@ -238,15 +238,15 @@ export class ResourceWriter {
     attempt: number,
   ): Promise<boolean> {
     const row = historyOf(next);
-    if (!(await this.repository.claimVersion(historyOf(current), row))) {
+    if (!(await this.repository.claimVersion(ctx, historyOf(current), row))) {
       // Most misses are a concurrent writer that is about to finish: look at the holder only
       // when the miss persists (an orphan row or an abandoned claim).
       if (attempt < 3) return false;
-      const holder = await this.repository.findHistoryRowByKey(row._id);
+      const holder = await this.repository.findHistoryRowByKey(ctx, row._id);
       if (!holder) return false;
       if (holder.lu < current.lu) {
         // An orphan of an earlier life of this id (interrupted removal): the version is free.
-        if (!(await this.repository.replaceHistoryRow(row, holder.lu))) return false;
+        if (!(await this.repository.replaceHistoryRow(ctx, row, holder.lu))) return false;
       } else {
         if (Date.now() - holder.lu.getTime() > STALE_CLAIM_MS)
           await this.rollForward(ctx, version, current, holder);
@@ -296,8 +296,8 @@ export class ResourceWriter {
         this.provenanceFor(ctx, version, doc, previous && !previous.del ? 'update' : 'create'),
       );
     await Promise.all([
-      this.repository.insertHistory([...rows, ...provenances.map(historyOf)]),
-      this.repository.insertCurrentIgnoringExisting(provenances),
+      this.repository.insertHistory(ctx, [...rows, ...provenances.map(historyOf)]),
+      this.repository.insertCurrentIgnoringExisting(ctx, provenances),
     ]);
   }
 

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { historyKey, provenanceIdFor, resourceKey } from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import { historyOf, type HistoryDoc, type ResourceDoc } from './resource-documents';
-import { ResourceRepository } from './resource.repository';
+import { historyOf, type HistoryDoc, type ResourceDoc } from '../../storage/documents';
 import { ResourceWriter } from './resource-writer';
-import { StoreMaintenanceRepository } from './store-maintenance.repository';
+import { StoreMaintenanceRepository } from '../../storage/maintenance.repository';
 
 export interface StoreCheckReport {
   resources: number;
@@ -32,7 +31,6 @@ function ownerContext(doc: Pick<ResourceDoc, 'c' | 'u'>): TenantContext {
 export class StoreCheckService {
   constructor(
     private readonly maintenance: StoreMaintenanceRepository,
-    private readonly repository: ResourceRepository,
     private readonly writer: ResourceWriter,
   ) {}
 
@@ -50,7 +48,7 @@ export class StoreCheckService {
       const present = await this.maintenance.existingHistoryKeys(batch.map((d) => historyKey(d._id, d.vid)));
       const missing = batch.filter((d) => !present.has(historyKey(d._id, d.vid)));
       report.missingHistory += missing.length;
-      if (repair) await this.repository.insertHistory(missing.map(historyOf));
+      if (repair) await this.maintenance.insertMissing({ history: missing.map(historyOf) });
       // Versions with a history row are checked in the history pass; these have none (yet).
       report.missingProvenance += await this.checkProvenances(missing, repair);
       progress?.(`checked ${report.resources} resources`);
@@ -88,8 +86,7 @@ export class StoreCheckService {
         const target: ResourceDoc = { ...d, _id: 'rk' in d ? d.rk : d._id };
         return this.writer.provenanceFor(ownerContext(d), d.v, target, d.vid === 1 ? 'create' : 'update');
       });
-      await this.repository.insertCurrentIgnoringExisting(provenances);
-      await this.repository.insertHistory(provenances.map(historyOf));
+      await this.maintenance.insertMissing({ current: provenances, history: provenances.map(historyOf) });
     }
     return missing.length;
   }

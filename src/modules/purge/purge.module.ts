@@ -1,23 +1,12 @@
 import { Module } from '@nestjs/common';
-import { MongooseModule } from '@nestjs/mongoose';
 import { PurgeController } from './purge.controller';
 import { PurgeRepository } from './purge.repository';
-import {
-  PURGE_HISTORY_MODEL,
-  PURGE_RESOURCE_MODEL,
-  PurgeHistorySchema,
-  PurgeResourceSchema,
-} from './purge.schemas';
 import { PurgeService } from './purge.service';
+import { StorageModule } from '../../storage/storage.module';
 
 /** `DELETE /{v}/purge` (SPEC §4.7). Must come before FhirStoreModule in FEATURE_MODULES. */
 @Module({
-  imports: [
-    MongooseModule.forFeature([
-      { name: PURGE_RESOURCE_MODEL, schema: PurgeResourceSchema },
-      { name: PURGE_HISTORY_MODEL, schema: PurgeHistorySchema },
-    ]),
-  ],
+  imports: [StorageModule],
   controllers: [PurgeController],
   providers: [PurgeService, PurgeRepository],
 })

@@ -1,17 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { InjectModel } from '@nestjs/mongoose';
-import type { FilterQuery, Model } from 'mongoose';
 import type { FhirVersion } from '@app/fhir';
-import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import type { HistoryDoc, ResourceDoc } from '../../storage/documents';
+import { USER_TYPE_INDEX } from '../../storage/indexes';
+import { ResourceStorage, type TenantStore } from '../../storage/resource-storage';
+import type { Conditions, ScopedCollection, ScopedFilter } from '../../storage/tenant-scope';
 import { groupBy } from './group-by';
 import type { KeyRange } from './key-ranges';
-import {
-  USER_TYPE_INDEX,
-  PURGE_HISTORY_MODEL,
-  PURGE_RESOURCE_MODEL,
-  PurgeHistoryDoc,
-  PurgeResourceDoc,
-} from './purge.schemas';
 
 /** What a purge matches, on the current version of each resource (SPEC §4.7). */
 export interface PurgeSelection {
@@ -41,16 +36,17 @@ export interface HistoryRowRef {
 }
 
 /**
- * The only code of the purge that touches the database. Every filter starts from
- * `tenantFilter(ctx)`; the removal order (current document, then its history rows) is the
- * service's, following docs/storage.md "Write protocol" 4.
+ * The purge's reads and deletes, on `ResourceStorage.scoped(ctx)`: every filter starts with the
+ * tenant keys; the removal order (current document, then its history rows) is the service's,
+ * following docs/storage.md "Write protocol" 4.
  */
 @Injectable()
 export class PurgeRepository {
-  constructor(
-    @InjectModel(PURGE_RESOURCE_MODEL) private readonly resources: Model<PurgeResourceDoc>,
-    @InjectModel(PURGE_HISTORY_MODEL) private readonly history: Model<PurgeHistoryDoc>,
-  ) {}
+  constructor(private readonly storage: ResourceStorage) {}
+
+  private scoped(ctx: TenantContext): TenantStore {
+    return this.storage.scoped(ctx);
+  }
 
   /**
    * Up to `limit` matching current documents. No sort and no resume key: every key found is
@@ -61,13 +57,14 @@ export class PurgeRepository {
     selection: PurgeSelection,
     limit: number,
   ): Promise<ResourceKeyRef[]> {
-    const docs = await this.resources
-      .find(this.currentFilter(ctx, selection), { _id: 1, t: 1, vid: 1 })
-      // DocumentDB's planner cannot tell the selectivity of the (v, c, t, …) search indexes
-      .hint(USER_TYPE_INDEX)
-      .limit(limit)
-      .lean<Array<Pick<PurgeResourceDoc, '_id' | 't' | 'vid'>>>()
-      .exec();
+    const docs = await this.scoped(ctx)
+      .resources.find(this.currentFilter(ctx, selection), {
+        projection: { _id: 1, t: 1, vid: 1 },
+        // DocumentDB's planner cannot tell the selectivity of the (v, c, t, …) search indexes
+        hint: USER_TYPE_INDEX,
+        limit,
+      })
+      .toArray();
     return docs.map((doc) => ({ key: doc._id, type: doc.t, versions: doc.vid }));
   }
 
@@ -81,15 +78,12 @@ export class PurgeRepository {
     refs: ReadonlyArray<Pick<ResourceKeyRef, 'key' | 'type'>>,
   ): Promise<Set<string>> {
     const filter = this.currentFilter(ctx, selection);
-    const result = await this.resources.bulkWrite(
-      keysByType(refs).map(([type, keys]) => ({
-        deleteMany: { filter: { ...filter, t: type, _id: { $in: keys } } },
-      })),
-      { ordered: false },
+    const deleted = await this.scoped(ctx).resources.deleteEach(
+      keysByType(refs).map(([type, keys]) => ({ ...filter, t: type, _id: { $in: keys } })),
     );
     const keys = refs.map((ref) => ref.key);
     const gone = new Set(keys);
-    if (result.deletedCount !== keys.length) {
+    if (deleted !== keys.length) {
       for (const key of await this.existingKeys(ctx, selection.version, keys)) gone.delete(key);
     }
     return gone;
@@ -104,19 +98,19 @@ export class PurgeRepository {
     version: FhirVersion,
     refs: ReadonlyArray<Pick<ResourceKeyRef, 'key'>>,
   ): Promise<number> {
-    const result = await this.history
-      .deleteMany({ ...tenantFilter(ctx), v: version, rk: { $in: refs.map((ref) => ref.key) } })
-      .exec();
+    const history = this.scoped(ctx).history;
+    const result = await history.deleteMany(
+      this.tenantFirst(history, { v: version, rk: { $in: refs.map((ref) => ref.key) } }),
+    );
     return result.deletedCount;
   }
 
   /** The types of the selection, or else every type the user holds in this version. */
   async typesOf(ctx: TenantContext, selection: PurgeSelection): Promise<string[]> {
     if (selection.types) return [...selection.types].sort();
-    const types: string[] = await this.resources
-      .distinct('t', { ...tenantFilter(ctx), v: selection.version })
-      .exec();
-    return types.sort();
+    const resources = this.scoped(ctx).resources;
+    const types = await resources.distinct('t', this.tenantFirst(resources, { v: selection.version }));
+    return (types as string[]).sort();
   }
 
   /** Deletes every current document of the user of `type` with a key in `range`; returns how many. */
@@ -126,9 +120,8 @@ export class PurgeRepository {
     type: string,
     range: KeyRange,
   ): Promise<number> {
-    const result = await this.resources
-      .deleteMany({ ...tenantFilter(ctx), v: version, t: type, _id: { $gte: range.from, $lt: range.to } })
-      .exec();
+    const resources = this.scoped(ctx).resources;
+    const result = await resources.deleteMany(this.inRange(resources, version, type, range));
     return result.deletedCount;
   }
 
@@ -139,13 +132,10 @@ export class PurgeRepository {
     type: string,
     range: KeyRange,
   ): Promise<string | null> {
-    const doc = await this.resources
-      .findOne(
-        { ...tenantFilter(ctx), v: version, t: type, _id: { $gte: range.from, $lt: range.to } },
-        { _id: 1 },
-      )
-      .lean<Pick<PurgeResourceDoc, '_id'>>()
-      .exec();
+    const resources = this.scoped(ctx).resources;
+    const doc = await resources.findOne(this.inRange(resources, version, type, range), {
+      projection: { _id: 1 },
+    });
     return doc?._id ?? null;
   }
 
@@ -156,13 +146,10 @@ export class PurgeRepository {
     type: string,
     range: KeyRange,
   ): Promise<string[]> {
-    const docs = await this.resources
-      .find(
-        { ...tenantFilter(ctx), v: version, t: type, _id: { $gte: range.from, $lt: range.to } },
-        { _id: 1 },
-      )
-      .lean<Array<Pick<PurgeResourceDoc, '_id'>>>()
-      .exec();
+    const resources = this.scoped(ctx).resources;
+    const docs = await resources
+      .find(this.inRange(resources, version, type, range), { projection: { _id: 1 } })
+      .toArray();
     return docs.map((doc) => doc._id);
   }
 
@@ -173,9 +160,10 @@ export class PurgeRepository {
     range: KeyRange,
     except: readonly string[],
   ): Promise<number> {
-    const rk: FilterQuery<PurgeHistoryDoc>['rk'] = { $gte: range.from, $lt: range.to };
+    const rk: { $gte: string; $lt: string; $nin?: string[] } = { $gte: range.from, $lt: range.to };
     if (except.length > 0) rk.$nin = [...except];
-    const result = await this.history.deleteMany({ ...tenantFilter(ctx), v: version, rk }).exec();
+    const history = this.scoped(ctx).history;
+    const result = await history.deleteMany(this.tenantFirst(history, { v: version, rk }));
     return result.deletedCount;
   }
 
@@ -185,22 +173,22 @@ export class PurgeRepository {
     selection: PurgeSelection,
     maxTimeMs: number,
   ): Promise<TypeCount[]> {
-    const rows = await this.resources
-      .aggregate<{ _id: string; resources: number; versions: number }>([
-        { $match: this.currentFilter(ctx, selection) },
-        { $group: { _id: '$t', resources: { $sum: 1 }, versions: { $sum: '$vid' } } },
-      ])
-      // its own deadline (the purge budget), in place of the connection's DB_TIMEOUT_MS
-      .option({ maxTimeMS: maxTimeMs, timeoutMS: maxTimeMs })
-      .exec();
+    const rows = await this.scoped(ctx)
+      .resources.aggregate<{ _id: string; resources: number; versions: number }>(
+        this.currentFilter(ctx, selection),
+        [{ $group: { _id: '$t', resources: { $sum: 1 }, versions: { $sum: '$vid' } } }],
+        // its own deadline (the purge budget), in place of the connection's DB_TIMEOUT_MS
+        { maxTimeMS: maxTimeMs, timeoutMS: maxTimeMs },
+      )
+      .toArray();
     return rows.map((row) => ({ type: row._id, resources: row.resources, versions: row.versions }));
   }
 
   async countMatching(ctx: TenantContext, selection: PurgeSelection, maxTimeMs: number): Promise<number> {
-    return this.resources
-      .countDocuments(this.currentFilter(ctx, selection))
-      .setOptions({ maxTimeMS: maxTimeMs, timeoutMS: maxTimeMs })
-      .exec();
+    return this.scoped(ctx).resources.countDocuments(this.currentFilter(ctx, selection), {
+      maxTimeMS: maxTimeMs,
+      timeoutMS: maxTimeMs,
+    });
   }
 
   /**
@@ -213,15 +201,15 @@ export class PurgeRepository {
     afterKey: string | null,
     limit: number,
   ): Promise<HistoryRowRef[]> {
-    const filter: FilterQuery<PurgeHistoryDoc> = { ...tenantFilter(ctx), v: selection.version };
+    const filter: Conditions<HistoryDoc> = { v: selection.version };
     if (selection.types) filter.t = { $in: [...selection.types] };
     if (afterKey !== null) filter.rk = { $gt: afterKey };
-    const rows = await this.history
-      .find(filter, { _id: 1, rk: 1, t: 1, lu: 1 })
+    const history = this.scoped(ctx).history;
+    const rows = await history
+      .find(this.tenantFirst(history, filter), { projection: HISTORY_ROW_FIELDS })
       .sort({ rk: 1 })
       .limit(limit)
-      .lean<Array<Pick<PurgeHistoryDoc, '_id' | 'rk' | 't' | 'lu'>>>()
-      .exec();
+      .toArray();
     return rows.map(toHistoryRowRef);
   }
 
@@ -231,34 +219,51 @@ export class PurgeRepository {
     version: FhirVersion,
     resourceKey: string,
   ): Promise<HistoryRowRef[]> {
-    const rows = await this.history
-      .find({ ...tenantFilter(ctx), v: version, rk: resourceKey }, { _id: 1, rk: 1, t: 1, lu: 1 })
-      .lean<Array<Pick<PurgeHistoryDoc, '_id' | 'rk' | 't' | 'lu'>>>()
-      .exec();
+    const history = this.scoped(ctx).history;
+    const rows = await history
+      .find(this.tenantFirst(history, { v: version, rk: resourceKey }), { projection: HISTORY_ROW_FIELDS })
+      .toArray();
     return rows.map(toHistoryRowRef);
   }
 
   /** Which of `keys` have a current document of this user. */
   async existingKeys(ctx: TenantContext, version: FhirVersion, keys: string[]): Promise<Set<string>> {
-    const docs = await this.resources
-      .find({ ...tenantFilter(ctx), v: version, _id: { $in: keys } }, { _id: 1 })
-      .lean<Array<Pick<PurgeResourceDoc, '_id'>>>()
-      .exec();
+    const resources = this.scoped(ctx).resources;
+    const docs = await resources
+      .find(this.tenantFirst(resources, { v: version, _id: { $in: keys } }), { projection: { _id: 1 } })
+      .toArray();
     return new Set(docs.map((doc) => doc._id));
   }
 
   async removeHistoryRows(ctx: TenantContext, version: FhirVersion, rowIds: string[]): Promise<number> {
-    const result = await this.history
-      .deleteMany({ ...tenantFilter(ctx), v: version, _id: { $in: rowIds } })
-      .exec();
+    const history = this.scoped(ctx).history;
+    const result = await history.deleteMany(this.tenantFirst(history, { v: version, _id: { $in: rowIds } }));
     return result.deletedCount;
   }
 
-  private currentFilter(ctx: TenantContext, selection: PurgeSelection): FilterQuery<PurgeResourceDoc> {
-    const filter: FilterQuery<PurgeResourceDoc> = { ...tenantFilter(ctx), v: selection.version };
+  private currentFilter(ctx: TenantContext, selection: PurgeSelection): ScopedFilter<ResourceDoc> {
+    const filter: Conditions<ResourceDoc> = { v: selection.version };
     if (selection.types) filter.t = { $in: [...selection.types] };
     if (selection.before) filter.lu = { $lt: selection.before };
-    return filter;
+    return this.tenantFirst(this.scoped(ctx).resources, filter);
+  }
+
+  /** The user's keys of `type` in `range`. */
+  private inRange(
+    resources: ScopedCollection<ResourceDoc>,
+    version: FhirVersion,
+    type: string,
+    range: KeyRange,
+  ): ScopedFilter<ResourceDoc> {
+    return this.tenantFirst(resources, { v: version, t: type, _id: { $gte: range.from, $lt: range.to } });
+  }
+
+  /** Tenant keys first: every purge filter is bounded by the user's (v, c, u, …) index prefix. */
+  private tenantFirst<T extends HistoryDoc | ResourceDoc>(
+    collection: ScopedCollection<T>,
+    conditions: Conditions<T>,
+  ): ScopedFilter<T> {
+    return collection.where({}, conditions);
   }
 }
 
@@ -272,6 +277,8 @@ function keysByType(refs: ReadonlyArray<Pick<ResourceKeyRef, 'key' | 'type'>>): 
   return [...groupBy(refs, (ref) => ref.type)].map(([type, group]) => [type, group.map((ref) => ref.key)]);
 }
 
-function toHistoryRowRef(row: Pick<PurgeHistoryDoc, '_id' | 'rk' | 't' | 'lu'>): HistoryRowRef {
+const HISTORY_ROW_FIELDS = { _id: 1, rk: 1, t: 1, lu: 1 } as const;
+
+function toHistoryRowRef(row: Pick<HistoryDoc, '_id' | 'rk' | 't' | 'lu'>): HistoryRowRef {
   return { id: row._id, resourceKey: row.rk, type: row.t, lastUpdated: row.lu };
 }

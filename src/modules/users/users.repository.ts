@@ -80,12 +80,17 @@ export class UsersRepository {
     return { users: docs.map(toRecord), total };
   }
 
-  /** Renames; false when no such user in this client. A taken name throws E11000. */
-  async rename(scope: ClientScope, serviceUserId: number, appUserId: string): Promise<boolean> {
-    const r = await this.users
-      .updateOne({ _id: serviceUserId, ...clientFilter(scope) }, { $set: { app_user_id: appUserId } })
+  /** Renames; null when no such user in this client. A taken name throws E11000. */
+  async rename(scope: ClientScope, serviceUserId: number, appUserId: string): Promise<UserRecord | null> {
+    const doc = await this.users
+      .findOneAndUpdate(
+        { _id: serviceUserId, ...clientFilter(scope) },
+        { $set: { app_user_id: appUserId } },
+        { new: true },
+      )
+      .lean()
       .exec();
-    return r.matchedCount === 1;
+    return doc ? toRecord(doc) : null;
   }
 }
 

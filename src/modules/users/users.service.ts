@@ -18,6 +18,8 @@ import { UsersRepository } from './users.repository';
 
 export const USER_EXISTS_MESSAGE = 'this user already exists';
 const MAX_PAGE = 500;
+/** MongoDB's duplicate key error code. */
+const DUPLICATE_KEY = 11000;
 
 export interface CreatedUser {
   service_user_id: number;
@@ -112,19 +114,16 @@ export class UsersService {
     const client = await this.authenticate(creds);
     const newName = requireAppUserId(body.app_user_id ?? body.app_id_user, 'app_user_id');
     const serviceUserId = requireServiceUserId(body.service_user_id);
-    const taken = () => this.nameTakenByOther(client, newName, serviceUserId);
-    if (await taken()) throw nameConflict(newName);
-    let found: boolean;
+    let renamed: UserRecord | null;
     try {
-      found = await this.repo.rename(client, serviceUserId, newName);
+      renamed = await this.repo.rename(client, serviceUserId, newName);
     } catch (e) {
-      // A concurrent rename took the name (E11000 on the unique index): ask the data rather than
-      // the error code, which engines word differently for updates.
-      if (await taken()) throw nameConflict(newName);
+      // another user of the client holds the name: the unique (client, app_user_id) index refuses it
+      if ((e as { code?: number }).code === DUPLICATE_KEY) throw nameConflict(newName);
       throw e;
     }
-    if (!found) throw new NotFoundException(`no user ${serviceUserId} in this client`);
-    const { client_id: _omit, ...user } = (await this.repo.findById(client, serviceUserId))!;
+    if (!renamed) throw new NotFoundException(`no user ${serviceUserId} in this client`);
+    const { client_id: _omit, ...user } = renamed;
     return user;
   }
 
@@ -144,15 +143,6 @@ export class UsersService {
     return { code, expires_in: this.grants.codeTtlSeconds, scope: scopes.join(' ') };
   }
 
-  private async nameTakenByOther(
-    client: ClientScope,
-    appUserId: string,
-    serviceUserId: number,
-  ): Promise<boolean> {
-    const holder = await this.repo.findByAppUserId(client, appUserId);
-    return holder !== null && holder.service_user_id !== serviceUserId;
-  }
-
   /**
    * Inserts under a fresh service_user_id. A duplicate key is either the (client, app_user_id)
    * index — a concurrent request created this user: answer "already exists" — or the `_id`, when
@@ -167,7 +157,7 @@ export class UsersService {
         const serviceUserId = await this.repo.nextServiceUserId();
         return { user: await this.repo.insert(client, { serviceUserId, appUserId }), created: true };
       } catch (e) {
-        if ((e as { code?: number }).code !== 11000 || attempt >= 10) throw e;
+        if ((e as { code?: number }).code !== DUPLICATE_KEY || attempt >= 10) throw e;
         const winner = await this.repo.findByAppUserId(client, appUserId);
         if (winner) return { user: winner, created: false };
       }

@@ -2,7 +2,7 @@ import { MAX_DATE } from './fhir-date-range';
 import { contentWords, extractIndex } from './index-extraction';
 import type { SearchIndex } from './search-index';
 import { sortableNumber } from './text-normalization';
-import { loadSyntheaResources, syntheaAvailable } from './synthea-fixture';
+import { loadSyntheaResources, syntheaAvailable } from '@app/testing/synthea-data';
 
 const describeWithSynthea = syntheaAvailable('r4') ? describe : describe.skip;
 

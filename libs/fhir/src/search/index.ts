@@ -9,16 +9,5 @@ export {
   searchParamDefinition,
 } from './search-parameter-registry';
 export { parseSearch, type SearchQueryInput } from './search-parser';
-export {
-  buildFilter,
-  withChainResults,
-  idsFromReferences,
-  type BuiltSearch,
-  type BuildFilterOptions,
-  type ChainedQuery,
-  type HasQuery,
-  type SubQueryResults,
-} from './filter-builder';
-export type { Filter } from './filter-clauses';
 export { normalizeText } from './text-normalization';
 export { parseFhirDateRange, type DateRange } from './fhir-date-range';

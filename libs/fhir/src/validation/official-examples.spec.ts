@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DefinedFhirVersion } from '../definitions/fhir-version';
 import { packageDirectory, readPackageJson } from '../definitions/structure-definitions';
-import { KNOWN_INVALID_EXAMPLES, KNOWN_RULE_BREAKS } from './known-invalid-examples';
+import { KNOWN_INVALID_EXAMPLES, KNOWN_RULE_BREAKS } from '@app/testing/known-invalid-examples';
 import { validateResource } from './validate-resource';
 
 /** Every instance file of the HL7 example packages (conformance resources included). */

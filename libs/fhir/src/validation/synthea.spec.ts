@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadSyntheaResources, SYNTHEA_DIRECTORY, SYNTHEA_KNOWN_DEFECTS } from './synthea-data';
+import { loadSyntheaResources, SYNTHEA_DIRECTORY, SYNTHEA_KNOWN_DEFECTS } from '@app/testing/synthea-data';
 import { validateResource } from './validate-resource';
 
 // The whole set takes a few seconds per version, so every resource is validated, not a sample.

@@ -3,18 +3,18 @@ import {
   issue,
   operationOutcome,
   OperationOutcomeError,
-  INDEX_NAMES,
   resourceKey,
   searchsetBundleJson,
   type FhirVersion,
-  type Filter,
 } from '@app/fhir';
+import type { Filter } from '../../../storage/search/filter-clauses';
+import { INDEX_NAMES } from '../../../storage/search/search-indexes';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
-import type { ResourceDoc } from '../resource-documents';
-import { ResourceRepository } from '../resource.repository';
+import type { ResourceDoc } from '../../../storage/documents';
+import { ResourceRepository } from '../../../storage/resource.repository';
 import { compareKeys, compartmentBefore, everythingPageLayout } from './everything-page';
 import {
   anyPatientCompartmentFilter,

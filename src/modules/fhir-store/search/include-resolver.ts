@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { escapeRegex } from '@app/fhir/search/text-normalization';
 import type { FhirVersion, IncludeDirective, ParsedSearch } from '@app/fhir';
 import type { TenantContext } from '../../../tenancy/tenant-context';
-import type { ResourceDoc } from '../resource-documents';
-import { ResourceRepository, type ResourceRef } from '../resource.repository';
+import type { ResourceDoc } from '../../../storage/documents';
+import { ResourceRepository, type ResourceRef } from '../../../storage/resource.repository';
 import { storeFilter } from './sub-query-resolver';
 
 /** Most included resources on one page: `_include=*` on a page of 100 must stay bounded. */

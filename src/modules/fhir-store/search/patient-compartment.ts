@@ -4,9 +4,9 @@ import {
   patientCompartmentParams,
   resourceTypes,
   type FhirVersion,
-  type Filter,
 } from '@app/fhir';
-import { rangePattern } from '@app/fhir/search/range-regex';
+import type { Filter } from '../../../storage/search/filter-clauses';
+import { rangePattern } from '../../../storage/search/range-regex';
 
 /**
  * The Patient compartment as queries on the `resources` documents (CompartmentDefinition-patient of

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { extractIndex, type FhirVersion } from '@app/fhir';
-import { ReindexRepository, type IndexUpdate } from './reindex.repository';
+import { ReindexRepository, type IndexUpdate } from '../../../storage/reindex.repository';
 
 const BATCH = 500;
 

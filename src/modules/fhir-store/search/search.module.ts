@@ -1,13 +1,9 @@
 import { Module } from '@nestjs/common';
 import { FhirStoreModule } from '../fhir-store.module';
 import { EverythingService } from './everything.service';
-import { IncludeResolver } from './include-resolver';
-import { ReindexRepository } from './reindex.repository';
 import { ReindexService } from './reindex.service';
 import { SearchRouteGuard } from './search-route.guard';
 import { SearchController } from './search.controller';
-import { SearchService } from './search.service';
-import { SubQueryResolver } from './sub-query-resolver';
 
 /**
  * FHIR search (issue 5): type and system search, `_search`, includes, chains, `Patient/$everything`
@@ -17,15 +13,6 @@ import { SubQueryResolver } from './sub-query-resolver';
 @Module({
   imports: [FhirStoreModule],
   controllers: [SearchController],
-  providers: [
-    SearchService,
-    SubQueryResolver,
-    IncludeResolver,
-    EverythingService,
-    SearchRouteGuard,
-    ReindexRepository,
-    ReindexService,
-  ],
-  exports: [SearchService],
+  providers: [EverythingService, SearchRouteGuard, ReindexService],
 })
 export class FhirSearchModule {}

@@ -1,21 +1,20 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  buildFilter,
-  INDEX_NAMES,
   OperationOutcomeError,
   searchsetBundleJson,
   type FhirVersion,
-  type Filter,
   type ParsedSearch,
   type SearchsetEntry,
 } from '@app/fhir';
+import { buildFilter } from '../../../storage/search/filter-builder';
+import type { Filter } from '../../../storage/search/filter-clauses';
+import { INDEX_NAMES } from '../../../storage/search/search-indexes';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
-import { ConditionalService } from '../conditional.service';
-import type { ResourceDoc } from '../resource-documents';
-import { ResourceRepository } from '../resource.repository';
+import type { ResourceDoc } from '../../../storage/documents';
+import { ResourceRepository } from '../../../storage/resource.repository';
 import { IncludeResolver } from './include-resolver';
 import { compartmentSearchFilter } from './patient-compartment';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
@@ -48,13 +47,7 @@ export class SearchService {
     private readonly subQueries: SubQueryResolver,
     private readonly includes: IncludeResolver,
     @Inject(SETTINGS) private readonly settings: Settings,
-    conditional: ConditionalService,
-  ) {
-    // the store's conditional interactions search through this service (no module cycle)
-    conditional.bind((ctx, version, type, pairs, options) =>
-      this.matches(ctx, version, type, pairs, options),
-    );
-  }
+  ) {}
 
   /**
    * Compartment search `GET /{v}/{compartment}/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch):

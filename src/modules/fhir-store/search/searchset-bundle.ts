@@ -8,7 +8,7 @@ import {
   type ParsedSearch,
   type SearchsetEntry,
 } from '@app/fhir';
-import type { ResourceDoc } from '../resource-documents';
+import type { ResourceDoc } from '../../../storage/documents';
 import type { SearchPairs } from './search-request';
 
 /**

@@ -1,15 +1,15 @@
 import { Injectable } from '@nestjs/common';
+import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
 import {
   idsFromReferences,
-  OperationOutcomeError,
   withChainResults,
   type BuiltSearch,
-  type FhirVersion,
-  type Filter,
-} from '@app/fhir';
+} from '../../../storage/search/filter-builder';
+import type { Filter } from '../../../storage/search/filter-clauses';
 import type { TenantContext } from '../../../tenancy/tenant-context';
-import { ResourceRepository, type Filter as StoreFilter } from '../resource.repository';
-import type { ResourceDoc } from '../resource-documents';
+import { ResourceRepository } from '../../../storage/resource.repository';
+import type { Filter as StoreFilter } from '../../../storage/tenant-scope';
+import type { ResourceDoc } from '../../../storage/documents';
 
 /**
  * Most resources one chain or `_has` step may match. A sub-query's matches come back as a list

@@ -1,14 +1,14 @@
-import type { SearchClause, SearchPrefix, SearchValue } from './parsed-search';
-import { coveringBuckets, DATE_BUCKETS, NUMBER_BUCKETS } from './range-buckets';
+import type { SearchClause, SearchPrefix, SearchValue } from '@app/fhir/search/parsed-search';
+import { coveringBuckets, DATE_BUCKETS, NUMBER_BUCKETS } from '@app/fhir/search/range-buckets';
 import { rangePattern } from './range-regex';
-import { SearchError } from './search-error';
+import { SearchError } from '@app/fhir/search/search-error';
 import {
   escapeComponent,
   escapeRegex,
   MAX_INDEXED_STRING_LENGTH,
   normalizeText,
   sortableNumber,
-} from './text-normalization';
+} from '@app/fhir/search/text-normalization';
 
 /**
  * One SearchClause → one MongoDB condition on the `idx` arrays (shape in search-index.ts).

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { InjectConnection } from '@nestjs/mongoose';
-import type { Connection } from 'mongoose';
-import { byIds } from './resource.repository';
-import { LONG_CURSOR } from '../../database/ensure-indexes';
-import { HISTORY_COLLECTION, HistoryDoc, RESOURCES_COLLECTION, ResourceDoc } from './resource-documents';
+import type { mongo } from 'mongoose';
+import { LONG_CURSOR } from '../database/ensure-indexes';
+import type { HistoryDoc, ResourceDoc } from './documents';
+import { ResourceStorage } from './resource-storage';
+import { insertIgnoringDuplicates } from './tenant-scope';
 
 const BATCH = 500;
 
@@ -13,14 +13,14 @@ const BATCH = 500;
  */
 @Injectable()
 export class StoreMaintenanceRepository {
-  constructor(@InjectConnection() private readonly connection: Connection) {}
+  constructor(private readonly storage: ResourceStorage) {}
 
-  private get resources() {
-    return this.connection.db!.collection<ResourceDoc>(RESOURCES_COLLECTION);
+  private get resources(): mongo.Collection<ResourceDoc> {
+    return this.storage.unscoped().resources;
   }
 
-  private get history() {
-    return this.connection.db!.collection<HistoryDoc>(HISTORY_COLLECTION);
+  private get history(): mongo.Collection<HistoryDoc> {
+    return this.storage.unscoped().history;
   }
 
   /** Current documents (without `idx`), in batches. */
@@ -34,19 +34,37 @@ export class StoreMaintenanceRepository {
   }
 
   async existingCurrentKeys(keys: readonly string[]): Promise<Set<string>> {
-    const docs = await byIds(this.resources, keys, {});
-    return new Set(docs.map((d) => d._id));
+    return existingKeys(this.resources, keys);
   }
 
   async existingHistoryKeys(keys: readonly string[]): Promise<Set<string>> {
-    const docs = await byIds(this.history, keys, {});
-    return new Set(docs.map((d) => d._id));
+    return existingKeys(this.history, keys);
+  }
+
+  /** Repairs: history rows and current documents of any tenant; those already there are kept. */
+  async insertMissing(docs: {
+    current?: readonly ResourceDoc[];
+    history?: readonly HistoryDoc[];
+  }): Promise<void> {
+    await insertIgnoringDuplicates(this.resources, docs.current ?? []);
+    await insertIgnoringDuplicates(this.history, docs.history ?? []);
   }
 
   async deleteHistoryOf(resourceKeys: readonly string[]): Promise<number> {
     if (resourceKeys.length === 0) return 0;
     return (await this.history.deleteMany({ rk: { $in: [...resourceKeys] } })).deletedCount;
   }
+}
+
+async function existingKeys<T extends { _id: string }>(
+  collection: mongo.Collection<T>,
+  keys: readonly string[],
+): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const docs = await collection
+    .find({ _id: { $in: [...keys] } } as mongo.Filter<T>, { projection: { _id: 1 } })
+    .toArray();
+  return new Set(docs.map((d) => d._id));
 }
 
 async function* batches<T>(cursor: AsyncIterable<T>): AsyncGenerator<T[]> {

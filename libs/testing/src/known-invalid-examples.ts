@@ -1,4 +1,4 @@
-import type { DefinedFhirVersion } from '../definitions/fhir-version';
+import type { DefinedFhirVersion } from '@app/fhir';
 
 /**
  * Official example files that violate the base specification themselves, so structural validation

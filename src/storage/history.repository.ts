@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { InjectConnection } from '@nestjs/mongoose';
-import type { Connection, mongo } from 'mongoose';
 import type { FhirVersion } from '@app/fhir';
-import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
-import { HISTORY_COLLECTION, type HistoryDoc } from './resource-documents';
+import type { TenantContext } from '../tenancy/tenant-context';
+import type { HistoryDoc } from './documents';
+import { ResourceStorage } from './resource-storage';
+import type { Conditions } from './tenant-scope';
 
 /** Which versions a history page holds (https://hl7.org/fhir/R4/http.html#history). */
 export interface HistoryWindow {
@@ -20,18 +20,14 @@ export interface HistoryWindow {
 /**
  * Reads of the `resource_history` collection for the history interactions (docs/storage.md).
  * Type and system history are range scans on the (v, c, [u,] t, lu) indexes declared in
- * ResourceRepository; instance history on (rk, vid). The tenant filter is on every query.
+ * src/storage/indexes.ts; instance history on (rk, vid). Every query runs on `scoped(ctx)`.
  */
 @Injectable()
 export class HistoryRepository {
-  constructor(@InjectConnection() private readonly connection: Connection) {}
+  constructor(private readonly storage: ResourceStorage) {}
 
-  private get history(): mongo.Collection<HistoryDoc> {
-    return this.connection.db!.collection<HistoryDoc>(HISTORY_COLLECTION);
-  }
-
-  private windowFilter(window: HistoryWindow): mongo.Filter<HistoryDoc> {
-    const filter: mongo.Filter<HistoryDoc> = {};
+  private windowFilter(window: HistoryWindow): Conditions<HistoryDoc> {
+    const filter: Conditions<HistoryDoc> = {};
     if (window.since || window.until) {
       filter.lu = {
         ...(window.since ? { $gte: window.since } : {}),
@@ -54,20 +50,22 @@ export class HistoryRepository {
     window: HistoryWindow,
     page: { skip: number; limit: number },
   ): Promise<{ rows: HistoryDoc[]; total: number }> {
-    const filter = { rk: key, ...tenantFilter(ctx), ...this.windowFilter(window) };
+    const history = this.storage.scoped(ctx).history;
+    const filter = history.where({ rk: key }, this.windowFilter(window));
     const [rows, total] = await Promise.all([
-      this.history.find(filter).sort({ vid: -1 }).skip(page.skip).limit(page.limit).toArray(),
-      this.history.countDocuments(filter),
+      history.find(filter).sort({ vid: -1 }).skip(page.skip).limit(page.limit).toArray(),
+      history.countDocuments(filter),
     ]);
     return { rows, total };
   }
 
   /** The newest version of one resource written at or before `instant` (start of `_at`). */
   async versionAt(ctx: TenantContext, key: string, instant: Date): Promise<number | undefined> {
-    const row = await this.history.findOne(
-      { rk: key, ...tenantFilter(ctx), lu: { $lte: instant } },
-      { sort: { vid: -1 }, projection: { vid: 1 } },
-    );
+    const history = this.storage.scoped(ctx).history;
+    const row = await history.findOne(history.where({ rk: key }, { lu: { $lte: instant } }), {
+      sort: { vid: -1 },
+      projection: { vid: 1 },
+    });
     return row?.vid;
   }
 
@@ -79,15 +77,14 @@ export class HistoryRepository {
     window: HistoryWindow,
     page: { skip: number; limit: number },
   ): Promise<{ rows: HistoryDoc[]; total: number }> {
-    const filter: mongo.Filter<HistoryDoc> = {
-      v: version,
-      ...tenantFilter(ctx),
-      ...(type ? { t: type } : {}),
-      ...this.windowFilter(window),
-    };
+    const history = this.storage.scoped(ctx).history;
+    const filter = history.where(
+      { v: version },
+      { ...(type ? { t: type } : {}), ...this.windowFilter(window) },
+    );
     const [rows, total] = await Promise.all([
-      this.history.find(filter).sort({ lu: -1, _id: -1 }).skip(page.skip).limit(page.limit).toArray(),
-      this.history.countDocuments(filter),
+      history.find(filter).sort({ lu: -1, _id: -1 }).skip(page.skip).limit(page.limit).toArray(),
+      history.countDocuments(filter),
     ]);
     return { rows, total };
   }

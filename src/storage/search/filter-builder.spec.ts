@@ -1,7 +1,7 @@
 import { buildFilter, idsFromReferences, withChainResults } from './filter-builder';
-import { extractIndex } from './index-extraction';
-import { parseSearch } from './search-parser';
-import { normalizeText } from './text-normalization';
+import { extractIndex } from '@app/fhir/search/index-extraction';
+import { parseSearch } from '@app/fhir/search/search-parser';
+import { normalizeText } from '@app/fhir/search/text-normalization';
 
 const NOW = new Date('2024-06-01T00:00:00Z');
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { InjectConnection } from '@nestjs/mongoose';
-import type { Connection, mongo } from 'mongoose';
+import type { mongo } from 'mongoose';
 import type { FhirVersion } from '@app/fhir';
-import { RESOURCES_COLLECTION, type ResourceDoc } from '../resource-documents';
+import type { ResourceDoc } from './documents';
+import { ResourceStorage } from './resource-storage';
 
 /** One rebuilt index: applied only if the document still holds version `vid`. */
 export interface IndexUpdate {
@@ -17,10 +17,10 @@ export interface IndexUpdate {
  */
 @Injectable()
 export class ReindexRepository {
-  constructor(@InjectConnection() private readonly connection: Connection) {}
+  constructor(private readonly storage: ResourceStorage) {}
 
   private get resources(): mongo.Collection<ResourceDoc> {
-    return this.connection.db!.collection<ResourceDoc>(RESOURCES_COLLECTION);
+    return this.storage.unscoped().resources;
   }
 
   private scope(version: FhirVersion, type?: string): mongo.Filter<ResourceDoc> {

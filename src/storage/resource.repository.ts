@@ -1,10 +1,16 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
-import { InjectConnection } from '@nestjs/mongoose';
-import type { Connection, mongo } from 'mongoose';
-import { historyKey, indexSpecs, resourceKey, RETIRED_INDEX_NAMES, type FhirVersion } from '@app/fhir';
-import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
-import { HISTORY_COLLECTION, HistoryDoc, RESOURCES_COLLECTION, ResourceDoc } from './resource-documents';
-import { ensureIndexes } from '../../database/ensure-indexes';
+import { Injectable } from '@nestjs/common';
+import type { mongo } from 'mongoose';
+import { historyKey, resourceKey, type FhirVersion } from '@app/fhir';
+import type { TenantContext } from '../tenancy/tenant-context';
+import type { HistoryDoc, ResourceDoc } from './documents';
+import { ResourceStorage, type TenantStore } from './resource-storage';
+import {
+  type Conditions,
+  type Filter,
+  type ScopedCollection,
+  type ScopedFilter,
+  type TenantDocument,
+} from './tenant-scope';
 
 /** Options of `search`: the search lib builds `filter`/`sort`; the repository adds tenant and version. */
 export interface StoreSearchOptions {
@@ -32,13 +38,8 @@ export interface ResourceRef {
   id: string;
 }
 
-// The driver types of the driver Mongoose runs (it may differ from a top-level `mongodb`).
-type Collection<T extends mongo.Document> = mongo.Collection<T>;
-export type Filter<T> = mongo.Filter<T>;
 type SortOrder = Readonly<Record<string, 1 | -1>>;
-type MongoBulkWriteError = mongo.MongoBulkWriteError;
 
-const DUPLICATE_KEY = 11000;
 const WITHOUT_INDEX = { idx: 0 } as const;
 /** Search order without `_sort`: newest first, then id (a total order: stable pages). */
 const DEFAULT_SORT = { lu: -1, id: 1 } as const;
@@ -53,84 +54,48 @@ function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): Resourc
   return doc;
 }
 
-/** One document by `_id` within `scope` (a tenant filter, `del: false` …), without its index entries. */
-export function findScoped<T extends { _id: string }>(
-  collection: Collection<T>,
-  id: string,
-  scope: object,
-): Promise<T | null> {
-  return collection.findOne({ _id: id, ...scope } as mongo.Filter<T>, {
-    projection: WITHOUT_INDEX,
-  }) as Promise<T | null>;
-}
-
-/** `findScoped` for many ids in one `$in` query; missing ones are left out, order of `ids` kept. */
-export async function byIds<T extends { _id: string }>(
-  collection: Collection<T>,
-  ids: readonly string[],
-  scope: object,
-): Promise<T[]> {
-  if (ids.length === 0) return [];
-  const docs = (await collection
-    .find({ _id: { $in: [...ids] }, ...scope } as mongo.Filter<T>, { projection: WITHOUT_INDEX })
-    .toArray()) as T[];
-  const byId = new Map(docs.map((d) => [d._id, d]));
-  return ids.map((id) => byId.get(id)).filter((d): d is T => d !== undefined);
-}
-
-/** The whole client: a user's writer must see other users' ids to answer 409 (SPEC §4.4). */
+/** The whole client: a user's writer must see other users' ids to answer 409 (docs/storage.md). */
 function clientWide(ctx: TenantContext): TenantContext {
   return ctx.userId === null ? ctx : { ...ctx, userId: null };
 }
 
-function isDuplicateKey(error: unknown): boolean {
-  return (error as { code?: number })?.code === DUPLICATE_KEY;
+/** One document by `_id` in a tenant's collection (`also`: further conditions), without its index entries. */
+function findScoped<T extends TenantDocument>(
+  collection: ScopedCollection<T>,
+  id: string,
+  also: Conditions<T> = {},
+): Promise<T | null> {
+  return collection.findOne(collection.where({ _id: id } as Conditions<T>, also), {
+    projection: WITHOUT_INDEX,
+  });
+}
+
+/** `findScoped` for many ids in one `$in` query; missing ones are left out, order of `ids` kept. */
+async function byIds<T extends TenantDocument>(
+  collection: ScopedCollection<T>,
+  ids: readonly string[],
+  also: Conditions<T> = {},
+): Promise<T[]> {
+  if (ids.length === 0) return [];
+  const docs = await collection
+    .find(collection.where({ _id: { $in: [...ids] } } as Conditions<T>, also), { projection: WITHOUT_INDEX })
+    .toArray();
+  const byId = new Map(docs.map((d) => [d._id, d]));
+  return ids.map((id) => byId.get(id)).filter((d): d is T => d !== undefined);
 }
 
 /**
- * The only code that touches the FHIR resource collections (docs/storage.md). Every method takes
- * the `TenantContext` first and builds the tenant part of its filter with `tenantFilter`.
+ * Current documents and history rows of the FHIR resources (docs/storage.md): reads by key and by
+ * search, and the write protocol. Every method takes the `TenantContext` first and works on
+ * `ResourceStorage.scoped(ctx)`, whose filters carry the tenant keys by construction.
  * Raw driver collections: reads return the stored JSON text untouched (the hot path).
  */
 @Injectable()
-export class ResourceRepository implements OnModuleInit {
-  constructor(@InjectConnection() private readonly connection: Connection) {}
+export class ResourceRepository {
+  constructor(private readonly storage: ResourceStorage) {}
 
-  get resources(): Collection<ResourceDoc> {
-    return this.connection.db!.collection<ResourceDoc>(RESOURCES_COLLECTION);
-  }
-
-  get history(): Collection<HistoryDoc> {
-    return this.connection.db!.collection<HistoryDoc>(HISTORY_COLLECTION);
-  }
-
-  /** Indexes are created at start-up, before the first request (DESIGN.md §3). */
-  async onModuleInit(): Promise<void> {
-    await ensureIndexes(this.resources, [
-      { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: 'type_lastUpdated' },
-      // A user's `_lastUpdated` and plain type searches: on `type_lastUpdated` the engine reads
-      // every user's entries of the range and tests `u` on each stored document.
-      { key: { v: 1, c: 1, u: 1, t: 1, lu: -1, id: 1 }, name: 'user_type_lastUpdated' },
-      { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: 'user_type' },
-      ...this.searchIndexSpecs(),
-    ]);
-    await ensureIndexes(this.history, [
-      { key: { rk: 1, vid: -1 }, name: 'resource_versions' },
-      // type and system history (HistoryRepository): per user, and client-wide on reads
-      { key: { v: 1, c: 1, u: 1, t: 1, lu: -1 }, name: 'user_type_history' },
-      { key: { v: 1, c: 1, t: 1, lu: -1 }, name: 'type_history' },
-      { key: { v: 1, c: 1, u: 1, lu: -1 }, name: 'user_system_history' },
-      { key: { v: 1, c: 1, lu: -1 }, name: 'system_history' },
-    ]);
-    // Every index costs each write: those of an earlier search-index layout go (`store reindex`
-    // rebuilds the entries of stored resources in the current layout).
-    const present = new Set((await this.resources.indexes()).map((index) => index.name));
-    for (const name of RETIRED_INDEX_NAMES) if (present.has(name)) await this.resources.dropIndex(name);
-  }
-
-  /** Multikey `idx.*` indexes declared by the search lib (libs/fhir/src/search/search-index.ts). */
-  protected searchIndexSpecs(): Array<{ key: Record<string, 1 | -1>; name: string }> {
-    return indexSpecs();
+  private scoped(ctx: TenantContext): TenantStore {
+    return this.storage.scoped(ctx);
   }
 
   key(ctx: TenantContext, version: FhirVersion, type: string, id: string): string {
@@ -141,7 +106,7 @@ export class ResourceRepository implements OnModuleInit {
 
   /** The current document of one resource in the caller's scope (tombstones included), or null. */
   findCurrent(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
-    return findScoped(this.resources, key, tenantFilter(ctx));
+    return findScoped(this.scoped(ctx).resources, key);
   }
 
   /** The current document whoever of the client owns it: writers decide 409 on it. */
@@ -152,7 +117,7 @@ export class ResourceRepository implements OnModuleInit {
   /** Current documents of many keys of the client (bundle ingest's one look-up). */
   async findManyInClient(ctx: TenantContext, keys: readonly string[]): Promise<Map<string, ResourceDoc>> {
     if (keys.length === 0) return new Map();
-    const docs = await byIds(this.resources, keys, tenantFilter(clientWide(ctx)));
+    const docs = await byIds(this.scoped(clientWide(ctx)).resources, keys);
     return new Map(docs.map((d) => [d._id, d]));
   }
 
@@ -164,7 +129,7 @@ export class ResourceRepository implements OnModuleInit {
   ): Promise<ResourceDoc[]> {
     if (refs.length === 0) return [];
     const keys = refs.map((r) => resourceKey(version, ctx.clientId, r.type, r.id));
-    return byIds(this.resources, keys, { ...tenantFilter(ctx), del: false });
+    return byIds(this.scoped(ctx).resources, keys, { del: false });
   }
 
   /**
@@ -180,12 +145,12 @@ export class ResourceRepository implements OnModuleInit {
     const hint = options.hint === undefined ? {} : { hint: options.hint };
     const [docs, total] = await Promise.all([
       options.limit > 0
-        ? this.sortedPage<ResourceDoc>(filter, {
+        ? this.sortedPage<ResourceDoc>(ctx, filter, {
             ...options,
             projection: options.withoutIndex === false ? undefined : WITHOUT_INDEX,
           })
         : Promise.resolve([]),
-      options.count ? this.resources.countDocuments(filter, hint) : Promise.resolve(undefined),
+      options.count ? this.scoped(ctx).resources.countDocuments(filter, hint) : Promise.resolve(undefined),
     ]);
     return total === undefined ? { docs } : { docs, total };
   }
@@ -198,22 +163,22 @@ export class ResourceRepository implements OnModuleInit {
    * `$project` runs on the page only (measured: docs/storage.md "Where the time goes").
    */
   private sortedPage<T extends mongo.Document>(
-    filter: Filter<ResourceDoc>,
+    ctx: TenantContext,
+    filter: ScopedFilter<ResourceDoc>,
     options: { sort?: SortOrder; skip?: number; limit: number; hint?: string; projection?: object },
     bson: { enableUtf8Validation?: boolean } = {},
   ): Promise<T[]> {
     const skip = options.skip ?? 0;
     // `$limit` of skip + limit before `$skip`: DocumentDB then keeps only that many in a top-N sort
     // (a `$skip` first makes it sort every match, spilling to disk); MongoDB does this by itself.
-    const pipeline: object[] = [
-      { $match: filter },
-      { $sort: options.sort ?? DEFAULT_SORT },
-      { $limit: skip + options.limit },
-    ];
-    if (skip > 0) pipeline.push({ $skip: skip });
-    if (options.projection) pipeline.push({ $project: options.projection });
-    return this.resources
-      .aggregate<T>(pipeline, { ...(options.hint === undefined ? {} : { hint: options.hint }), ...bson })
+    const stages: object[] = [{ $sort: options.sort ?? DEFAULT_SORT }, { $limit: skip + options.limit }];
+    if (skip > 0) stages.push({ $skip: skip });
+    if (options.projection) stages.push({ $project: options.projection });
+    return this.scoped(ctx)
+      .resources.aggregate<T>(filter, stages, {
+        ...(options.hint === undefined ? {} : { hint: options.hint }),
+        ...bson,
+      })
       .toArray();
   }
 
@@ -242,6 +207,7 @@ export class ResourceRepository implements OnModuleInit {
       json: { $cond: [{ $lte: [size, inlineBytes] }, '$json', '$$REMOVE'] },
     };
     const rows = await this.sortedPage<ResourceDoc & { size: number }>(
+      ctx,
       this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }),
       { ...options, limit: page.size + 1, projection },
       { enableUtf8Validation: false },
@@ -256,14 +222,15 @@ export class ResourceRepository implements OnModuleInit {
     const hasNext = rows.length > kept;
     const served = rows.slice(0, kept);
     const missing = served.filter((row) => typeof row.json !== 'string').map((row) => row._id);
+    const resources = this.scoped(ctx).resources;
     const fetched =
       missing.length === 0
         ? []
-        : await this.resources
-            .find(
-              { _id: { $in: missing }, ...tenantFilter(ctx), del: false },
-              { projection: WITHOUT_INDEX, enableUtf8Validation: false },
-            )
+        : await resources
+            .find(resources.where({ _id: { $in: missing } }, { del: false }), {
+              projection: WITHOUT_INDEX,
+              enableUtf8Validation: false,
+            })
             .toArray();
     const byId = new Map(fetched.map((doc) => [doc._id, doc]));
     // a match deleted between the two reads is left out, as if the search had run a moment later
@@ -281,7 +248,10 @@ export class ResourceRepository implements OnModuleInit {
     options: Pick<StoreSearchOptions, 'type' | 'filter' | 'hint'>,
   ): Promise<number> {
     const filter = this.searchFilter(ctx, version, { ...options, limit: 0 });
-    return this.resources.countDocuments(filter, options.hint === undefined ? {} : { hint: options.hint });
+    return this.scoped(ctx).resources.countDocuments(
+      filter,
+      options.hint === undefined ? {} : { hint: options.hint },
+    );
   }
 
   /**
@@ -296,8 +266,8 @@ export class ResourceRepository implements OnModuleInit {
     ctx: TenantContext,
     version: FhirVersion,
     options: StoreSearchOptions,
-  ): Filter<ResourceDoc> {
-    const { del: _del, ...conditions } = options.filter ?? {};
+  ): ScopedFilter<ResourceDoc> {
+    const { del: _del, c: _c, u: _u, ...conditions } = options.filter ?? {};
     const type =
       typeof options.type === 'string'
         ? { t: options.type }
@@ -305,7 +275,7 @@ export class ResourceRepository implements OnModuleInit {
           ? { t: { $in: [...options.type] } }
           : {};
     // the tenant, version and type win over anything `conditions` says
-    return { ...conditions, v: version, ...type, ...tenantFilter(ctx), del: false };
+    return this.scoped(ctx).resources.where({ ...conditions, v: version, ...type }, { del: false });
   }
 
   // ---- search support (issue 5: chains, `_has`, includes, `$everything`) ---------------------
@@ -321,8 +291,8 @@ export class ResourceRepository implements OnModuleInit {
     projection: Record<string, 1>,
     limit: number,
   ): Promise<Array<Partial<ResourceDoc> & Pick<ResourceDoc, '_id' | 't' | 'id'>>> {
-    return this.resources
-      .find(this.searchFilter(ctx, version, { filter, limit }), {
+    return this.scoped(ctx)
+      .resources.find(this.searchFilter(ctx, version, { filter, limit }), {
         projection: { ...projection, t: 1, id: 1 },
       })
       .sort({ _id: 1 })
@@ -349,9 +319,10 @@ export class ResourceRepository implements OnModuleInit {
       const matching = { $regexMatch: { input: '$$this', regex: referencePattern } };
       group.r = { $push: { $filter: { input: entries, cond: matching } } };
     }
-    const rows = await this.resources
-      .aggregate<{ _id: string; n: number; r?: string[][] }>(
-        [{ $match: this.searchFilter(ctx, version, { filter, limit: 0 }) }, { $group: group }],
+    const rows = await this.scoped(ctx)
+      .resources.aggregate<{ _id: string; n: number; r?: string[][] }>(
+        this.searchFilter(ctx, version, { filter, limit: 0 }),
+        [{ $group: group }],
         hint === undefined ? {} : { hint },
       )
       .toArray();
@@ -368,44 +339,40 @@ export class ResourceRepository implements OnModuleInit {
    */
   async removeResources(ctx: TenantContext, keys: readonly string[]): Promise<number> {
     if (keys.length === 0) return 0;
-    const removed = await this.resources.deleteMany({ _id: { $in: [...keys] }, ...tenantFilter(ctx) });
-    await this.history.deleteMany({ rk: { $in: [...keys] }, ...tenantFilter(ctx) });
+    const { resources, history } = this.scoped(ctx);
+    const removed = await resources.deleteMany(resources.where({ _id: { $in: [...keys] } }));
+    await history.deleteMany(history.where({ rk: { $in: [...keys] } }));
     return removed.deletedCount;
   }
 
   /** History rows of the given versions of one resource (absent rows left out), in the order asked. */
   historyRowsOf(ctx: TenantContext, key: string, versionIds: readonly number[]): Promise<HistoryDoc[]> {
     return byIds(
-      this.history,
+      this.scoped(ctx).history,
       versionIds.map((vid) => historyKey(key, vid)),
-      tenantFilter(ctx),
     );
   }
 
   findHistoryRow(ctx: TenantContext, key: string, versionId: number): Promise<HistoryDoc | null> {
-    return findScoped(this.history, historyKey(key, versionId), tenantFilter(ctx));
+    return findScoped(this.scoped(ctx).history, historyKey(key, versionId));
   }
 
   // ---- writes (write protocol, docs/storage.md) ---------------------------------------------
+  // Documents are written under the context they were built from (ScopedCollection checks that
+  // each belongs to it); look-ups of a version's row are client-wide, as its key is.
 
   /** Step 1 for a new resource. False when the key exists already (someone created it first). */
-  async insertCurrent(doc: ResourceDoc): Promise<boolean> {
-    try {
-      await this.resources.insertOne(doc);
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
+  async insertCurrent(ctx: TenantContext, doc: ResourceDoc): Promise<boolean> {
+    return (await this.scoped(ctx).resources.insertIgnoringDuplicates([doc])).length === 0;
   }
 
   /**
    * Step 1 for many new resources at once (bundle ingest). Returns the keys that already existed;
    * every other document was inserted.
    */
-  async insertCurrentMany(docs: readonly ResourceDoc[]): Promise<Set<string>> {
+  async insertCurrentMany(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
     if (docs.length === 0) return new Set();
-    const existing = await this.insertIgnoringDuplicates(this.resources, docs);
+    const existing = await this.scoped(ctx).resources.insertIgnoringDuplicates(docs);
     return new Set(existing.map((index) => docs[index]._id));
   }
 
@@ -426,8 +393,8 @@ export class ResourceRepository implements OnModuleInit {
             $unset: { idx: '' as const },
           }
         : { $set: { vid: next.vid, lu: next.lu, del: next.del, json: next.json, idx: next.idx } };
-    const filter = { _id: key, ...tenantFilter(ctx), vid: expectedVid };
-    const result = await this.resources.updateOne(filter, update);
+    const resources = this.scoped(ctx).resources;
+    const result = await resources.updateOne(resources.where({ _id: key }, { vid: expectedVid }), update);
     return result.matchedCount === 1;
   }
 
@@ -437,57 +404,46 @@ export class ResourceRepository implements OnModuleInit {
    * interrupted removal, which the new version replaces. Returns the indexes of rows that were
    * already there and kept.
    */
-  async insertHistory(rows: readonly HistoryDoc[]): Promise<Set<number>> {
+  async insertHistory(ctx: TenantContext, rows: readonly HistoryDoc[]): Promise<Set<number>> {
     const kept = new Set<number>();
     if (rows.length === 0) return kept;
-    for (const index of await this.insertIgnoringDuplicates(this.history, rows)) {
+    const history = this.scoped(ctx).history;
+    const client = this.scoped(clientWide(ctx)).history;
+    for (const index of await history.insertIgnoringDuplicates(rows)) {
       const row = rows[index];
-      const replaced = await this.history.replaceOne({ _id: row._id, lu: { $lt: row.lu } }, row);
+      const replaced = await client.replaceOne(client.where({ _id: row._id, lu: { $lt: row.lu } }), row);
       if (replaced.matchedCount === 0) kept.add(index);
     }
     return kept;
   }
 
-  /** Indexes of the documents whose `_id` existed already; every other one was inserted. */
-  private async insertIgnoringDuplicates<T extends { _id: string }>(
-    collection: Collection<T>,
-    docs: readonly T[],
-  ): Promise<number[]> {
-    try {
-      await collection.insertMany([...docs] as never[], { ordered: false });
-      return [];
-    } catch (error) {
-      const writeErrors = (error as MongoBulkWriteError).writeErrors;
-      const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
-      if (list.length === 0 || list.some((e) => e.code !== DUPLICATE_KEY)) throw error;
-      return list.map((e) => e.index);
-    }
-  }
-
   /**
    * Claims version `next.vid` of a resource by inserting its history row: the insert of a unique
-   * `_id` is atomic, so of
-   * concurrent writers of the same version exactly one succeeds. `previous` (the version being
-   * replaced) is inserted in the same call in case a crash had left its row missing.
-   * Returns false when another writer holds that version.
+   * `_id` is atomic, so of concurrent writers of the same version exactly one succeeds. `previous`
+   * (the version being replaced) is inserted in the same call in case a crash had left its row
+   * missing. Returns false when another writer holds that version.
    */
-  async claimVersion(previous: HistoryDoc, next: HistoryDoc): Promise<boolean> {
-    const existing = await this.insertIgnoringDuplicates(this.history, [previous, next]);
+  async claimVersion(ctx: TenantContext, previous: HistoryDoc, next: HistoryDoc): Promise<boolean> {
+    const existing = await this.scoped(ctx).history.insertIgnoringDuplicates([previous, next]);
     return !existing.includes(1);
   }
 
-  findHistoryRowByKey(rowKey: string): Promise<HistoryDoc | null> {
-    return this.history.findOne({ _id: rowKey });
+  findHistoryRowByKey(ctx: TenantContext, rowKey: string): Promise<HistoryDoc | null> {
+    const history = this.scoped(clientWide(ctx)).history;
+    return history.findOne(history.where({ _id: rowKey }));
   }
 
   /** Replaces a history row still holding `expectedLu` (an orphan of an earlier life of the id). */
-  async replaceHistoryRow(row: HistoryDoc, expectedLu: Date): Promise<boolean> {
-    return (await this.history.replaceOne({ _id: row._id, lu: expectedLu }, row)).matchedCount === 1;
+  async replaceHistoryRow(ctx: TenantContext, row: HistoryDoc, expectedLu: Date): Promise<boolean> {
+    const history = this.scoped(clientWide(ctx)).history;
+    return (
+      (await history.replaceOne(history.where({ _id: row._id, lu: expectedLu }), row)).matchedCount === 1
+    );
   }
 
   /** Inserts current documents that may exist already (Provenances with deterministic ids). */
-  async insertCurrentIgnoringExisting(docs: readonly ResourceDoc[]): Promise<void> {
-    if (docs.length > 0) await this.insertIgnoringDuplicates(this.resources, docs);
+  async insertCurrentIgnoringExisting(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<void> {
+    await this.scoped(ctx).resources.insertIgnoringDuplicates(docs);
   }
 
   /**
@@ -495,13 +451,14 @@ export class ResourceRepository implements OnModuleInit {
    * `fallback` when a crash had left the row missing, so the removal is never lost.
    */
   async markVersionGone(ctx: TenantContext, row: HistoryDoc): Promise<void> {
-    const scope = tenantFilter(ctx);
+    const history = this.scoped(ctx).history;
+    const filter = history.where({ _id: row._id });
     // Fields of the filter are copied into an upserted row by the engine; setting them again
     // in $setOnInsert is refused by some engines, so only the others are listed.
     const { _id, json: _json, gone: _gone, c: _c, u, ...identity } = row;
-    const onInsert = scope.u === undefined ? { ...identity, u } : identity;
-    await this.history.updateOne(
-      { _id, ...scope },
+    const onInsert = filter.u === undefined ? { ...identity, u } : identity;
+    await history.updateOne(
+      filter,
       { $set: { gone: true, json: null }, $setOnInsert: onInsert },
       { upsert: true },
     );
@@ -512,8 +469,9 @@ export class ResourceRepository implements OnModuleInit {
    * its history rows (a crash in between leaves orphan rows no reader sees; `store check` deletes them).
    */
   async removeResource(ctx: TenantContext, key: string): Promise<boolean> {
-    const removed = await this.resources.deleteOne({ _id: key, ...tenantFilter(ctx) });
-    await this.history.deleteMany({ rk: key, ...tenantFilter(ctx) });
+    const { resources, history } = this.scoped(ctx);
+    const removed = await resources.deleteOne(resources.where({ _id: key }));
+    await history.deleteMany(history.where({ rk: key }));
     return removed.deletedCount === 1;
   }
 }

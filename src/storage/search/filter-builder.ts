@@ -1,7 +1,7 @@
 import { clauseCondition, type Filter } from './filter-clauses';
-import type { ParsedSearch, SearchClause } from './parsed-search';
-import { INDEX_NAMES } from './search-index';
-import { escapeRegex } from './text-normalization';
+import type { ParsedSearch, SearchClause } from '@app/fhir/search/parsed-search';
+import { INDEX_NAMES } from './search-indexes';
+import { escapeRegex } from '@app/fhir/search/text-normalization';
 
 /**
  * ParsedSearch → MongoDB filter and sort on the `resources` documents (docs/storage.md). The tenant

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { rangePattern, type RangeBound } from './range-regex';
-import { sortableNumber } from './text-normalization';
+import { sortableNumber } from '@app/fhir/search/text-normalization';
 
 function matches(pattern: string, text: string): boolean {
   return new RegExp(pattern).test(text);

@@ -1,0 +1,33 @@
+import type { mongo } from 'mongoose';
+import { indexSpecs } from './search/search-indexes';
+
+/**
+ * The one index list of each resource collection (docs/storage.md). Every index costs each write
+ * (on DocumentDB each one but `_id` is a RUM index with a fixed cost per insert), so a reader that
+ * needs another one adds it here, where that cost is visible.
+ */
+
+/** Per-user scans in (type, key) order: purge batches, a user's plain type search, export files. */
+export const USER_TYPE_INDEX = 'user_type';
+
+export const RESOURCE_INDEXES: readonly mongo.IndexDescription[] = [
+  { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: 'type_lastUpdated' },
+  // A user's `_lastUpdated` and plain type searches: on `type_lastUpdated` the engine reads
+  // every user's entries of the range and tests `u` on each stored document.
+  { key: { v: 1, c: 1, u: 1, t: 1, lu: -1, id: 1 }, name: 'user_type_lastUpdated' },
+  { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: USER_TYPE_INDEX },
+  // Multikey `idx.*` indexes of the search entries (libs/fhir/src/search/search-index.ts).
+  ...indexSpecs(),
+];
+
+export const HISTORY_INDEXES: readonly mongo.IndexDescription[] = [
+  { key: { rk: 1, vid: -1 }, name: 'resource_versions' },
+  // type and system history: per user, and client-wide on reads
+  { key: { v: 1, c: 1, u: 1, t: 1, lu: -1 }, name: 'user_type_history' },
+  { key: { v: 1, c: 1, t: 1, lu: -1 }, name: 'type_history' },
+  { key: { v: 1, c: 1, u: 1, lu: -1 }, name: 'user_system_history' },
+  { key: { v: 1, c: 1, lu: -1 }, name: 'system_history' },
+  // Purge: every version of a batch of removed resources (`rk ∈ keys` within the user), and the
+  // user's rows left without a current document, in resource-key order.
+  { key: { v: 1, c: 1, u: 1, rk: 1 }, name: 'user_history' },
+];

@@ -1,0 +1,64 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { InjectConnection } from '@nestjs/mongoose';
+import type { Connection, mongo } from 'mongoose';
+import { ensureIndexes } from '../database/ensure-indexes';
+import type { TenantContext } from '../tenancy/tenant-context';
+import { HISTORY_COLLECTION, type HistoryDoc, RESOURCES_COLLECTION, type ResourceDoc } from './documents';
+import { HISTORY_INDEXES, RESOURCE_INDEXES } from './indexes';
+import { RETIRED_INDEX_NAMES } from './search/search-indexes';
+import { ScopedCollection } from './tenant-scope';
+
+/** A tenant's view of the resource collections: every filter carries its tenant keys. */
+export interface TenantStore {
+  readonly ctx: TenantContext;
+  readonly resources: ScopedCollection<ResourceDoc>;
+  readonly history: ScopedCollection<HistoryDoc>;
+}
+
+/**
+ * Every tenant's documents at once, for operator work that is never behind an HTTP route (the
+ * `store check` and `store reindex` scans of the CLI). Named so that its uses are easy to find.
+ */
+export interface UnscopedStore {
+  readonly resources: mongo.Collection<ResourceDoc>;
+  readonly history: mongo.Collection<HistoryDoc>;
+}
+
+/**
+ * The owner of the resource collections (docs/storage.md): their names, document types and
+ * indexes. `scoped(ctx)` is the only way to a tenant's documents.
+ */
+@Injectable()
+export class ResourceStorage implements OnModuleInit {
+  constructor(@InjectConnection() private readonly connection: Connection) {}
+
+  private get resources(): mongo.Collection<ResourceDoc> {
+    return this.connection.db!.collection<ResourceDoc>(RESOURCES_COLLECTION);
+  }
+
+  private get history(): mongo.Collection<HistoryDoc> {
+    return this.connection.db!.collection<HistoryDoc>(HISTORY_COLLECTION);
+  }
+
+  scoped(ctx: TenantContext): TenantStore {
+    return {
+      ctx,
+      resources: new ScopedCollection(this.resources, ctx),
+      history: new ScopedCollection(this.history, ctx),
+    };
+  }
+
+  unscoped(): UnscopedStore {
+    return { resources: this.resources, history: this.history };
+  }
+
+  /** Indexes are created at start-up, before the first request (DESIGN.md §3). */
+  async onModuleInit(): Promise<void> {
+    await ensureIndexes(this.resources, RESOURCE_INDEXES);
+    await ensureIndexes(this.history, HISTORY_INDEXES);
+    // Every index costs each write: those of an earlier search-index layout go (`store reindex`
+    // rebuilds the entries of stored resources in the current layout).
+    const present = new Set((await this.resources.indexes()).map((index) => index.name));
+    for (const name of RETIRED_INDEX_NAMES) if (present.has(name)) await this.resources.dropIndex(name);
+  }
+}

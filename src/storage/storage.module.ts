@@ -1,0 +1,29 @@
+import { Module } from '@nestjs/common';
+import { HistoryRepository } from './history.repository';
+import { StoreMaintenanceRepository } from './maintenance.repository';
+import { ReindexRepository } from './reindex.repository';
+import { ResourceRepository } from './resource.repository';
+import { ResourceStorage } from './resource-storage';
+
+/**
+ * The resource collections and everything that reads or writes them (docs/storage.md): no
+ * controllers. Feature modules (store, search, export, purge) import it and build on
+ * `ResourceStorage.scoped(ctx)` or these repositories; none declares the collections again.
+ */
+@Module({
+  providers: [
+    ResourceStorage,
+    ResourceRepository,
+    HistoryRepository,
+    StoreMaintenanceRepository,
+    ReindexRepository,
+  ],
+  exports: [
+    ResourceStorage,
+    ResourceRepository,
+    HistoryRepository,
+    StoreMaintenanceRepository,
+    ReindexRepository,
+  ],
+})
+export class StorageModule {}

@@ -1,0 +1,84 @@
+import type { mongo } from 'mongoose';
+import type { TenantContext } from '../tenancy/tenant-context';
+import type { ResourceDoc } from './documents';
+import { ScopedCollection, type ScopedFilter } from './tenant-scope';
+
+const user: TenantContext = { clientId: 'client-a', userId: 7, scopes: ['user/*.*'], form: 'user-token' };
+const client: TenantContext = { ...user, userId: null, form: 'client-token' };
+
+/** A driver collection that records what reaches it (the scope's logic is pure up to that point). */
+function recordingCollection() {
+  const calls: Array<{ method: string; args: unknown[] }> = [];
+  const collection = new Proxy(
+    {},
+    {
+      get:
+        (_target, method: string) =>
+        (...args: unknown[]) =>
+          void calls.push({ method, args }),
+    },
+  ) as unknown as mongo.Collection<ResourceDoc>;
+  return { collection, calls };
+}
+
+function doc(c: string, u: number): ResourceDoc {
+  return {
+    _id: `r4|${c}|Patient|1`,
+    v: 'r4',
+    c,
+    u,
+    t: 'Patient',
+    id: '1',
+    vid: 1,
+    lu: new Date(0),
+    del: false,
+    json: '{}',
+  };
+}
+
+describe('ScopedCollection', () => {
+  it('puts the conditions first, the tenant keys next, then the rest (DocumentDB tests them in this order)', () => {
+    const { collection } = recordingCollection();
+    const filter = new ScopedCollection(collection, user).where({ t: 'Patient' }, { del: false });
+    expect(Object.entries(filter)).toEqual([
+      ['t', 'Patient'],
+      ['c', 'client-a'],
+      ['u', 7],
+      ['del', false],
+    ]);
+    expect(new ScopedCollection(collection, client).where({ _id: 'k' })).toEqual({ _id: 'k', c: 'client-a' });
+  });
+
+  it('keeps the tenant keys even when a condition names them at runtime', () => {
+    const { collection } = recordingCollection();
+    const sneaky = { c: 'client-b', u: 8 } as unknown as Record<string, never>;
+    expect(new ScopedCollection(collection, user).where(sneaky, sneaky)).toEqual({ c: 'client-a', u: 7 });
+  });
+
+  it('refuses a document of another client or user, and writes one of its own', async () => {
+    const { collection, calls } = recordingCollection();
+    const scoped = new ScopedCollection(collection, user);
+    expect(() => scoped.insertIgnoringDuplicates([doc('client-b', 7)])).toThrow(/does not belong/);
+    expect(() => scoped.insertIgnoringDuplicates([doc('client-a', 8)])).toThrow(/does not belong/);
+    expect(calls).toEqual([]);
+    await scoped.insertIgnoringDuplicates([doc('client-a', 7)]);
+    expect(calls.map((call) => call.method)).toEqual(['insertMany']);
+    // the client as a whole may write for any of its users
+    await new ScopedCollection(collection, client).insertIgnoringDuplicates([doc('client-a', 8)]);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('takes only filters that carry the tenant keys (checked by the compiler)', () => {
+    const { collection, calls } = recordingCollection();
+    const scoped = new ScopedCollection(collection, user);
+    // @ts-expect-error an empty filter has no tenant keys
+    void scoped.findOne({});
+    // @ts-expect-error nor has a hand-written one that names a client
+    void scoped.deleteMany({ _id: 'k', c: 'client-a' });
+    // @ts-expect-error a condition may not set the tenant keys itself
+    scoped.where({ c: 'client-b' });
+    const scopedFilter: ScopedFilter<ResourceDoc> = { ...scoped.where({ _id: 'k' }), del: false };
+    void scoped.findOne(scopedFilter);
+    expect(calls.map((call) => call.method)).toEqual(['findOne', 'deleteMany', 'findOne']);
+  });
+});

@@ -202,7 +202,11 @@ export class FhirStoreController {
   ): Promise<void> {
     const v = versionParam(version);
     const document = patchDocument(req.get('content-type'), body);
-    sendReply(req, res, await this.conditional.patch(ctx, v, type, queryPairs(req), document, ifMatch, prefer));
+    sendReply(
+      req,
+      res,
+      await this.conditional.patch(ctx, v, type, queryPairs(req), document, ifMatch, prefer),
+    );
   }
 
   @Get(':version/:type/:id')

@@ -63,9 +63,7 @@ export class EverythingService {
       maxSkip: this.settings.searchMaxSkip,
     });
     const scope =
-      patientId === undefined
-        ? this.allPatients(version)
-        : await this.onePatient(ctx, version, patientId);
+      patientId === undefined ? this.allPatients(version) : await this.onePatient(ctx, version, patientId);
     const { compartment, patients, hint } = scope;
     const kept = (doc: ResourceDoc) =>
       (!window.types || window.types.includes(doc.t)) && (!window.since || doc.lu >= window.since);

@@ -56,10 +56,13 @@ export function operationPairs(body: unknown): SearchPairs {
   const resource = body as Record<string, unknown>;
   if (resource.resourceType === undefined) return formPairs(body);
   if (resource.resourceType !== 'Parameters') {
-    throw OperationOutcomeError.invalid(`the body must be a Parameters resource, not ${String(resource.resourceType)}`);
+    throw OperationOutcomeError.invalid(
+      `the body must be a Parameters resource, not ${String(resource.resourceType)}`,
+    );
   }
   const parameters = resource.parameter ?? [];
-  if (!Array.isArray(parameters)) throw OperationOutcomeError.invalid('Parameters.parameter must be an array');
+  if (!Array.isArray(parameters))
+    throw OperationOutcomeError.invalid('Parameters.parameter must be an array');
   return parameters.map((parameter: unknown, index): [string, string] => {
     const { name, ...rest } = (parameter ?? {}) as Record<string, unknown>;
     const values = Object.entries(rest).filter(([key]) => key.startsWith('value'));

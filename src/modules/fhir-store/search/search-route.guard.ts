@@ -33,7 +33,8 @@ export class SearchRouteGuard implements CanActivate {
     const contentType = req.headers['content-type'];
     const hasBody =
       Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-    const parameters = this.reflector.get<boolean | undefined>(PARAMETERS_BODY, context.getHandler()) === true;
+    const parameters =
+      this.reflector.get<boolean | undefined>(PARAMETERS_BODY, context.getHandler()) === true;
     if (req.method === 'POST' && hasBody && !FORM.test(contentType ?? '')) {
       if (parameters && isJsonContentType(contentType)) return true;
       throw new OperationOutcomeError(

@@ -75,7 +75,11 @@ function EverythingDocs(summary: string): MethodDecorator {
     ApiOperation({ summary }),
     ApiQuery({ name: '_type', required: false, description: 'only these resource types (comma-separated)' }),
     ApiQuery({ name: '_since', required: false, description: 'only resources updated since this instant' }),
-    ApiQuery({ name: 'start', required: false, description: 'care dates from (resources without dates stay)' }),
+    ApiQuery({
+      name: 'start',
+      required: false,
+      description: 'care dates from (resources without dates stay)',
+    }),
     ApiQuery({ name: 'end', required: false, description: 'care dates until' }),
     ApiQuery({ name: '_count', required: false, description: 'page size (default 10, at most 100)' }),
     ApiOkResponse(SEARCHSET),
@@ -96,14 +100,20 @@ export class SearchController {
 
   @Get(':version/Patient/$everything')
   @SearchRoute()
-  @EverythingDocs('Patient/$everything over every Patient of the caller: the patients, their compartments and what they reference, paged')
+  @EverythingDocs(
+    'Patient/$everything over every Patient of the caller: the patients, their compartments and what they reference, paged',
+  )
   async getAllEverything(
     @Tenant() ctx: TenantContext,
     @Param('version') version: string,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    sendReply(req, res, await this.everything.everything(ctx, versionParam(version), undefined, queryPairs(req)));
+    sendReply(
+      req,
+      res,
+      await this.everything.everything(ctx, versionParam(version), undefined, queryPairs(req)),
+    );
   }
 
   @Post(':version/Patient/$everything')
@@ -140,7 +150,9 @@ export class SearchController {
   @SearchRoute({ readRoute: true })
   @TakesParameters()
   @ApiParam(PATIENT_ID)
-  @EverythingDocs('Patient/$everything invoked with POST (the default of HAPI and fhir-kit-client): a Parameters body')
+  @EverythingDocs(
+    'Patient/$everything invoked with POST (the default of HAPI and fhir-kit-client): a Parameters body',
+  )
   @ApiResponse({ status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' })
   async postEverything(
     @Tenant() ctx: TenantContext,
@@ -174,7 +186,11 @@ export class SearchController {
 
   @Get(':version/:compartment/:id/:type')
   @SearchRoute()
-  @ApiParam({ name: 'compartment', description: 'the compartment type: only Patient is served', example: 'Patient' })
+  @ApiParam({
+    name: 'compartment',
+    description: 'the compartment type: only Patient is served',
+    example: 'Patient',
+  })
   @ApiParam(PATIENT_ID)
   @ApiParam(TYPE)
   @ApiOperation({
@@ -194,7 +210,11 @@ export class SearchController {
     @Res() res: Response,
   ): Promise<void> {
     const v = versionParam(version);
-    sendReply(req, res, await this.searches.compartmentSearch(ctx, v, compartment, id, type, queryPairs(req), prefer));
+    sendReply(
+      req,
+      res,
+      await this.searches.compartmentSearch(ctx, v, compartment, id, type, queryPairs(req), prefer),
+    );
   }
 
   @Get(':version')

@@ -7,7 +7,10 @@
  * Prints a table and writes bench/results/index-cost.json.
  * Run: npm run bench -- index-cost   (INDEX_COST_PATIENTS=<n>, default 5: 2,146 distinct resources;
  *   INDEX_COST_ROUNDS=<n>, default 3: each configuration's median time counts;
- *   INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes, not each index alone)
+ *   INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes, not each index alone;
+ *   INDEX_COST_LAYOUTS=1: `resources` in today's layout against candidate layouts, docs/storage.md
+ *   "Storage design evaluated": without `_content` words, one composite multikey index)
+ * Each run also reports the CPU the engine's processes (children of this one) used.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -19,12 +22,37 @@ import { historyOf } from '../src/storage/documents';
 import { ResourceWriter } from '../src/modules/fhir-store/resource-writer';
 import type { TenantContext } from '../src/tenancy/tenant-context';
 import { printTable, startBenchServer } from './lib/bench-server';
+import { childrenCpuMs } from './lib/process-cpu';
 
 const PATIENTS = Number(process.env.INDEX_COST_PATIENTS ?? 5);
 const BATCH = 500;
 const ROUNDS = Number(process.env.INDEX_COST_ROUNDS ?? 3);
 /** INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes only (comparing engine settings). */
 const ONLY_ALL = process.env.INDEX_COST_ONLY_ALL === '1';
+const LAYOUTS = process.env.INDEX_COST_LAYOUTS === '1';
+
+/** The index families of today's `idx` that a search can select on (`txt`: `_content` words). */
+const SELECTIVE = ['tok', 'str', 'ref', 'uri', 'bkt'] as const;
+
+/**
+ * A resource document in the composite layout: every selective entry in one array `idx.k`, each
+ * prefixed by its family (`tok:`, `str:` …; within a family the entries keep today's
+ * `${param}|…` form, so a parameter's values stay one contiguous key range); `idx.ref` kept for
+ * the type-less compartment index; no `_content` words.
+ */
+function compositeDoc(doc: Document): Document {
+  const idx = (doc.idx ?? {}) as Record<string, unknown>;
+  const k = SELECTIVE.flatMap((family) =>
+    ((idx[family] as string[] | undefined) ?? []).map((e) => `${family}:${e}`),
+  );
+  const { txt: _txt, tok: _tok, str: _str, uri: _uri, bkt: _bkt, ...rest } = idx;
+  return { ...doc, idx: { ...rest, k } };
+}
+
+function withoutContent(doc: Document): Document {
+  const { txt: _txt, ...idx } = (doc.idx ?? {}) as Record<string, unknown>;
+  return { ...doc, idx };
+}
 
 type Row = {
   collection: string;
@@ -33,6 +61,7 @@ type Row = {
   'docs/s': number;
   'ms/1000 docs': string;
   'extra ms/1000 docs': string;
+  'engine CPU ms/1000 docs': string;
 };
 
 async function main(): Promise<void> {
@@ -59,34 +88,72 @@ async function main(): Promise<void> {
     };
     const target = server.connection.getClient().db(`${server.dbName}_index_cost`);
     const rows: Row[] = [];
-    for (const name of ['resources', 'resource_history']) {
+    for (const name of LAYOUTS ? ['resources'] : ['resources', 'resource_history']) {
       const declared = (await db.collection(name).listIndexes().toArray())
         .filter((index) => index.name !== '_id_')
         .map(({ key, name: n }) => ({ key, name: n }));
-      const configs: Array<[string, IndexDescription[]]> = [
-        ['_id only', []],
-        ...(ONLY_ALL
-          ? []
-          : declared.map((index): [string, IndexDescription[]] => [`+ ${index.name}`, [index]])),
-        [`all ${declared.length}`, declared],
-      ];
+      const scalar = declared.filter(
+        (index) => !Object.keys(index.key).some((path) => path.startsWith('idx.')),
+      );
+      const tenantType = { v: 1, c: 1, t: 1 };
+      const configs: Array<[string, IndexDescription[], Document[]]> = LAYOUTS
+        ? [
+            ['_id only', [], docs[name]],
+            [`today: all ${declared.length}`, declared, docs[name]],
+            [
+              `today without _content (${declared.length - 1})`,
+              declared.filter((index) => !('idx.txt' in index.key)),
+              docs[name].map(withoutContent),
+            ],
+            [
+              `composite: ${scalar.length} scalar + {v,c,t,idx.k} + {v,c,idx.ref}`,
+              [
+                ...scalar,
+                { key: { ...tenantType, 'idx.k': 1 }, name: 'search_k' },
+                { key: { v: 1, c: 1, 'idx.ref': 1 }, name: 'search_ref_any_type' },
+              ],
+              docs[name].map(compositeDoc),
+            ],
+            [
+              `composite only: ${scalar.length} scalar + {v,c,t,idx.k}`,
+              [...scalar, { key: { ...tenantType, 'idx.k': 1 }, name: 'search_k' }],
+              docs[name].map(compositeDoc),
+            ],
+          ]
+        : [
+            ['_id only', [], docs[name]],
+            ...(ONLY_ALL
+              ? []
+              : declared.map((index): [string, IndexDescription[], Document[]] => [
+                  `+ ${index.name}`,
+                  [index],
+                  docs[name],
+                ])),
+            [`all ${declared.length}`, declared, docs[name]],
+          ];
       // Rounds of every configuration in turn: a busy machine slows all of them alike; the median counts.
       const times = configs.map(() => [] as number[]);
+      const cpu = configs.map(() => [] as number[]);
       for (let round = 0; round < ROUNDS; round++) {
-        for (const [c, [label, indexes]] of configs.entries()) {
-          times[c].push(await insertMs(target, `${name}_${c}`, indexes, docs[name]));
-          process.stderr.write(`${name} ${label} round ${round + 1}: ${times[c][round].toFixed(0)} ms\n`);
+        for (const [c, [label, indexes, input]] of configs.entries()) {
+          const cpuBefore = childrenCpuMs();
+          times[c].push(await insertMs(target, `${name}_${c}`, indexes, input));
+          cpu[c].push(childrenCpuMs() - cpuBefore);
+          process.stderr.write(
+            `${name} ${label} round ${round + 1}: ${times[c][round].toFixed(0)} ms, engine CPU ${cpu[c][round].toFixed(0)} ms\n`,
+          );
         }
       }
       const per1000 = times.map((t) => (median(t) / docs[name].length) * 1000);
-      for (const [c, [label, indexes]] of configs.entries()) {
+      for (const [c, [label, indexes, input]] of configs.entries()) {
         rows.push({
           collection: name,
           indexes: label,
-          'entries/doc': indexes.length === 1 ? entriesPerDoc(docs[name], indexes[0]) : '',
+          'entries/doc': indexes.length === 1 ? entriesPerDoc(input, indexes[0]) : totalEntries(input),
           'docs/s': Math.round(1e6 / per1000[c]),
           'ms/1000 docs': per1000[c].toFixed(0),
           'extra ms/1000 docs': c === 0 ? '' : (per1000[c] - per1000[0]).toFixed(0),
+          'engine CPU ms/1000 docs': ((median(cpu[c]) / input.length) * 1000).toFixed(0),
         });
       }
     }
@@ -98,7 +165,7 @@ async function main(): Promise<void> {
     printTable(rows);
     mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(
-      join(__dirname, 'results', 'index-cost.json'),
+      join(__dirname, 'results', LAYOUTS ? 'index-layouts.json' : 'index-cost.json'),
       JSON.stringify(
         {
           engine: server.engine,
@@ -148,6 +215,20 @@ async function insertMs(
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** Mean number of `idx` array entries per document (all families). */
+function totalEntries(docs: Document[]): string {
+  const total = docs.reduce(
+    (sum, doc) =>
+      sum +
+      Object.values((doc.idx ?? {}) as Record<string, unknown>).reduce<number>(
+        (n, value) => n + (Array.isArray(value) ? value.length : 0),
+        0,
+      ),
+    0,
+  );
+  return (total / docs.length).toFixed(1);
 }
 
 /** Mean number of index entries a document adds to a one-array index (its array's length). */

@@ -76,7 +76,8 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   });
   app.useBodyParser('json', {
     limit: settings.bodyLimitBytes,
-    type: ['application/json', 'application/fhir+json', 'application/*+json'],
+    // `application/json+fhir`: the DSTU2 type (https://hl7.org/fhir/DSTU2/http.html#mime-type)
+    type: ['application/json', 'application/fhir+json', 'application/*+json', 'application/json+fhir'],
     verify: verifyUtf8,
   });
   app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false, verify: verifyUtf8 });

@@ -357,7 +357,7 @@ describe('transaction and batch bundles (e2e)', () => {
     const dstu2 = await postBundle(
       transaction([
         {
-          resource: { resourceType: 'MedicationOrder', id: 'mo' },
+          resource: { resourceType: 'MedicationOrder', id: 'mo', medicationCodeableConcept: { text: 'x' } },
           request: { method: 'POST', url: 'MedicationOrder' },
         },
       ]),

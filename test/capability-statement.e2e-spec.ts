@@ -50,7 +50,10 @@ describe('CapabilityStatement (e2e)', () => {
     expect(rest.security.service[0].coding[0].code).toBe('SMART-on-FHIR');
     const oauth = rest.security.extension[0];
     expect(oauth.url).toBe('http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris');
-    expect(oauth.extension).toEqual([{ url: 'token', valueUri: `${t.settings.urls.auth}/oauth2/token` }]);
+    expect(oauth.extension).toEqual([
+      { url: 'authorize', valueUri: `${t.settings.urls.base}/user-management/v1/user/auth-code` },
+      { url: 'token', valueUri: `${t.settings.urls.auth}/oauth2/token` },
+    ]);
     // no empty arrays anywhere
     expect(JSON.stringify(cs)).not.toMatch(/\[\]|\{\}/);
   });

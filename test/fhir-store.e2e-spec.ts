@@ -222,14 +222,16 @@ describe('FHIR store (e2e)', () => {
       await request(t.server).get('/r4/Patient/multi-version').set(asAlice()).expect(200);
       await request(t.server).get('/stu3/Patient/multi-version').set(asAlice()).expect(404);
       await post('/STU3/Patient', patient({ id: 'multi-version' })).expect(201);
-      await post('/DSTU2/Patient', patient({ id: 'multi-version' })).expect(201);
+      const dstu2Name = [{ family: ['Chalmers'], given: ['Peter'] }]; // DSTU2 HumanName.family repeats
+      await post('/DSTU2/Patient', patient({ id: 'multi-version', name: dstu2Name })).expect(201);
       const dstu2 = await request(t.server).get('/dstu2/Patient/multi-version').set(asAlice()).expect(200);
       expect(dstu2.body.meta.versionId).toBe('1');
       await request(t.server).get('/r5/Patient/multi-version').set(asAlice()).expect(404);
     });
 
     it('DSTU2 has MedicationOrder, R4 does not', async () => {
-      await post('/dstu2/MedicationOrder', { resourceType: 'MedicationOrder' }).expect(201);
+      const order = { resourceType: 'MedicationOrder', medicationCodeableConcept: { text: 'aspirin' } };
+      await post('/dstu2/MedicationOrder', order).expect(201);
       await post('/r4/MedicationOrder', { resourceType: 'MedicationOrder' }).expect(404);
     });
 

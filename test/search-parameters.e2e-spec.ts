@@ -274,7 +274,12 @@ describe('FHIR search parameters (e2e, Synthea R4)', () => {
           .post(`/${version}/Patient`)
           .set(bearer(alice.access_token))
           .set('Content-Type', 'application/fhir+json')
-          .send({ resourceType: 'Patient', name: [{ family: 'Versionson' }], gender: 'other' })
+          // DSTU2 HumanName.family repeats (https://hl7.org/fhir/DSTU2/datatypes.html#HumanName)
+          .send({
+            resourceType: 'Patient',
+            name: [{ family: version === 'dstu2' ? ['Versionson'] : 'Versionson' }],
+            gender: 'other',
+          })
           .expect(201);
         expect(await matchIds(`/${version}/Patient?name=versions&gender=other`)).toHaveLength(1);
         expect(await matchIds(`/${version}/Patient?name=McGlynn`)).toHaveLength(0);

@@ -1,10 +1,11 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { issue, operationOutcome, OperationOutcomeError } from '@app/fhir';
+import { fhirJsonType, issue, operationOutcome, OperationOutcomeError, outcomeIn } from '@app/fhir';
 import { loggableError } from '../logging/loggable-error';
+import { requestVersion } from '../modules/fhir-store/fhir-reply';
 import { loggablePath } from '../logging/logging.module';
 import { mapError } from './error-mapping';
-import { FHIR_JSON, isFhirRoute } from './fhir-routes';
+import { isFhirRoute } from './fhir-routes';
 
 const REASON: Record<number, string> = {
   400: 'bad_request',
@@ -52,8 +53,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
         exception instanceof OperationOutcomeError
           ? exception.outcome
           : operationOutcome([issue(mapped.code, mapped.message)]);
-      res.setHeader('Content-Type', `${FHIR_JSON}; charset=utf-8`);
-      res.send(JSON.stringify(outcome));
+      const version = requestVersion(req);
+      res.setHeader('Content-Type', `${fhirJsonType(version)}; charset=utf-8`);
+      res.send(JSON.stringify(outcomeIn(version, outcome)));
       return;
     }
     res.json(

@@ -32,6 +32,11 @@ export interface Settings {
   maxResourceBytes: number;
   /** Most repetitions of one element in a posted resource; more → 400. */
   maxArrayLength: number;
+  /** A caller's FHIRPath (FHIRPath Patch) runs in a worker for at most this long; past it → 422. */
+  fhirpathTimeoutMs: number;
+  /** Worker threads evaluating callers' FHIRPath, and evaluations that may wait for one (then 503). */
+  fhirpathWorkers: number;
+  fhirpathMaxQueue: number;
   /** FHIR requests one client may have in flight at once; more → 429. */
   clientMaxConcurrentRequests: number;
   /** FHIR response bytes one client is served per second on average (token bucket); over → 429. */
@@ -206,6 +211,9 @@ export function parseSettings(env: Env): Settings {
     maxUrlLength: r.int('MAX_URL_LENGTH', 8192, 256, 1024 * 1024),
     maxResourceBytes: parseBytes(r, 'MAX_RESOURCE_BYTES', 1024 * 1024),
     maxArrayLength: r.int('MAX_ARRAY_LENGTH', 1000, 1, 10000000),
+    fhirpathTimeoutMs: r.int('FHIRPATH_TIMEOUT_MS', 250, 10, 10000),
+    fhirpathWorkers: r.int('FHIRPATH_WORKERS', 2, 1, 64),
+    fhirpathMaxQueue: r.int('FHIRPATH_MAX_QUEUE', 64, 1, 100000),
     clientMaxConcurrentRequests: r.int('CLIENT_MAX_CONCURRENT_REQUESTS', 16, 1, 100000),
     clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 4 * 1024 * 1024),
     serverMaxConcurrentReads: r.int('SERVER_MAX_CONCURRENT_READS', 8, 1, 1000),

@@ -26,9 +26,11 @@ function check(condition, message) {
   if (!condition) throw new Error(message);
 }
 
+// DSTU2 HumanName.family repeats (https://hl7.org/fhir/DSTU2/datatypes.html#HumanName)
+const family = VERSION === 'dstu2' ? [`Kit${stamp}`] : `Kit${stamp}`;
 const patient = (extra = {}) => ({
   resourceType: 'Patient',
-  name: [{ family: `Kit${stamp}`, given: ['Ada'] }],
+  name: [{ family, given: ['Ada'] }],
   gender: 'female',
   ...extra,
 });

@@ -121,7 +121,7 @@ export class BundleService {
     for (const entry of ordered.filter((e) => e.method === 'GET')) {
       await this.settle(entry.index, responses, () => this.readEntry(ctx, version, entry));
     }
-    return { status: 200, body: transactionResponseJson(`${kind}-response`, responses) };
+    return { status: 200, body: transactionResponseJson(version, `${kind}-response`, responses) };
   }
 
   /**

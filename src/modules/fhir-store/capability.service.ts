@@ -146,6 +146,8 @@ export class CapabilityService {
       instantiates: [BULK_DATA_IG],
       security: {
         tokenUrl: tokenEndpoint(this.settings),
+        // codes come from the backend auth-code endpoint, not a browser redirect (docs/api.md)
+        authorizeUrl: `${this.settings.urls.base}/user-management/v1/user/auth-code`,
         description:
           'Bearer tokens from the token endpoint: authorization codes, client_credentials with a client ' +
           'secret or a signed JWT assertion (SMART Backend Services, system/*.rs); or the client headers.',

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { chargeResponse } from '../../admission/response-charge';
 import {
+  fhirJsonType,
   isJsonContentType,
   isPretty,
   isResourceType,
@@ -47,17 +48,23 @@ export function idParam(id: string): string {
  */
 export function checkContentNegotiation(req: Request): void {
   const format = typeof req.query._format === 'string' ? req.query._format : undefined;
-  const negotiated = negotiateResponseFormat(req.headers.accept, format);
+  const negotiated = negotiateResponseFormat(req.headers.accept, format, requestVersion(req));
   if (!negotiated.ok) throw new OperationOutcomeError('not-supported', negotiated.message, { status: 406 });
   if (req.method === 'POST' || req.method === 'PUT') {
     if (!isJsonContentType(req.headers['content-type'])) {
       throw new OperationOutcomeError(
         'not-supported',
-        `Content-Type ${req.headers['content-type'] ?? '(none)'} is not supported: send application/fhir+json or application/json`,
+        `Content-Type ${req.headers['content-type'] ?? '(none)'} is not supported: send ${fhirJsonType(requestVersion(req))} or application/json`,
         { status: 415 },
       );
     }
   }
+}
+
+/** The FHIR version a request names (route parameter, else first path segment); R4 when none. */
+export function requestVersion(req: Request): FhirVersion {
+  const param = (req.params as Record<string, string | undefined> | undefined)?.version;
+  return parseFhirVersion(param ?? '') ?? parseFhirVersion(req.path.split('/')[1] ?? '') ?? 'r4';
 }
 
 /** The parsed JSON body of a POST/PUT: must be one JSON object. */
@@ -71,8 +78,9 @@ export function resourceBody(body: unknown): Record<string, unknown> {
 /** Sends a reply in the negotiated JSON flavour, indented on `_pretty=true`. */
 export function sendReply(req: Request, res: Response, reply: FhirReply): void {
   const format = typeof req.query._format === 'string' ? req.query._format : undefined;
-  const negotiated = negotiateResponseFormat(req.headers.accept, format);
-  const contentType = negotiated.ok ? negotiated.contentType : 'application/fhir+json';
+  const version = requestVersion(req);
+  const negotiated = negotiateResponseFormat(req.headers.accept, format, version);
+  const contentType = negotiated.ok ? negotiated.contentType : fhirJsonType(version);
   const pretty = isPretty(typeof req.query._pretty === 'string' ? req.query._pretty : undefined);
   if (reply.headers) res.set(reply.headers);
   if (reply.body === '') {

@@ -1,4 +1,7 @@
 import { Module } from '@nestjs/common';
+import { FhirPathSandbox } from '@app/fhir';
+import { SETTINGS } from '../../config/config.module';
+import type { Settings } from '../../config/settings';
 import { BundleService } from './bundle.service';
 import { ConditionalService } from './conditional.service';
 import { FhirRouteGuard } from './fhir-route.guard';
@@ -30,6 +33,18 @@ import { StorageModule } from '../../storage/storage.module';
     HistoryService,
     ConditionalService,
     PatchService,
+    {
+      // callers' FHIRPath runs in worker threads with a time bound (docs/security.md)
+      provide: FhirPathSandbox,
+      inject: [SETTINGS],
+      useFactory: (settings: Settings) =>
+        new FhirPathSandbox({
+          timeoutMs: settings.fhirpathTimeoutMs,
+          workers: settings.fhirpathWorkers,
+          maxQueue: settings.fhirpathMaxQueue,
+          maxHeapMb: 256,
+        }),
+    },
     SearchService,
     SubQueryResolver,
     IncludeResolver,

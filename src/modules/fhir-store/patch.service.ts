@@ -1,5 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { applyFhirPathPatch, applyJsonPatch, OperationOutcomeError, type FhirVersion } from '@app/fhir';
+import {
+  applyFhirPathPatch,
+  applyJsonPatch,
+  FhirPathSandbox,
+  OperationOutcomeError,
+  type FhirPathSelect,
+  type FhirVersion,
+} from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
 import { assertValid, FhirStoreService, ifMatchVersion } from './fhir-store.service';
@@ -70,7 +77,11 @@ export class PatchService {
     private readonly repository: ResourceRepository,
     private readonly writer: ResourceWriter,
     private readonly store: FhirStoreService,
+    private readonly sandbox: FhirPathSandbox,
   ) {}
+
+  private readonly select: FhirPathSelect = (version, resource, expression) =>
+    this.sandbox.select(version, resource, expression);
 
   async patch(
     ctx: TenantContext,
@@ -113,7 +124,7 @@ export class PatchService {
       const patched =
         document.format === 'json-patch'
           ? applyJsonPatch(resource, document.operations)
-          : applyFhirPathPatch(version, resource, document.parameters);
+          : await applyFhirPathPatch(this.select, version, resource, document.parameters);
       this.assertPatchedValid(version, type, id, patched);
       try {
         return await this.writer.upsert(ctx, version, type, id, patched, { ifMatch: current.vid });

@@ -1,4 +1,4 @@
-import type { DefinedFhirVersion } from './fhir-version';
+import type { FhirVersion } from './fhir-version';
 import {
   structureDefinitions,
   type ConstraintLite,
@@ -68,7 +68,7 @@ export class ElementTables {
   private readonly primitiveTypes: ReadonlySet<string>;
   private readonly tables = new Map<string, ElementTable>();
 
-  constructor(version: DefinedFhirVersion) {
+  constructor(version: FhirVersion) {
     this.definitions = structureDefinitions(version);
     this.primitiveTypes = new Set(
       [...this.definitions.byType.values()].filter((sd) => sd.kind === 'primitive-type').map((sd) => sd.name),
@@ -226,9 +226,9 @@ export class ElementTables {
   }
 }
 
-const tablesByVersion = new Map<DefinedFhirVersion, ElementTables>();
+const tablesByVersion = new Map<FhirVersion, ElementTables>();
 
-export function elementTables(version: DefinedFhirVersion): ElementTables {
+export function elementTables(version: FhirVersion): ElementTables {
   let tables = tablesByVersion.get(version);
   if (!tables) {
     tables = new ElementTables(version);

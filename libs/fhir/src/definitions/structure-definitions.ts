@@ -1,11 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { DefinedFhirVersion } from './fhir-version';
+import type { DefinedFhirVersion, FhirVersion } from './fhir-version';
+import dstu2Definitions from './dstu2-structure-definitions.json';
 
 /**
  * Compact form of the base StructureDefinitions of one FHIR version, read from the official HL7 npm
- * packages (see DESIGN §4). Only what structural validation needs is kept: element paths, cardinality,
- * type codes and the primitive regexes.
+ * packages (R4, STU3) or, for DSTU2, which has none on npm, from the HL7 1.0.2 definitions compacted
+ * by scripts/dstu2-definitions.js. Only what structural validation needs is kept: element paths,
+ * cardinality, type codes and the primitive regexes.
  */
 export interface ElementTypeRef {
   /** FHIR type code (`string`, `HumanName`, `Resource`, `BackboneElement` …). */
@@ -125,16 +127,41 @@ interface RawStructureDefinition {
   differential?: { element: RawElement[] };
 }
 
-const cache = new Map<DefinedFhirVersion, StructureDefinitionSet>();
+const cache = new Map<FhirVersion, StructureDefinitionSet>();
 
 /** Base StructureDefinitions of a version; the package files are read once, on first use, then cached. */
-export function structureDefinitions(version: DefinedFhirVersion): StructureDefinitionSet {
+export function structureDefinitions(version: FhirVersion): StructureDefinitionSet {
   let set = cache.get(version);
   if (!set) {
-    set = loadStructureDefinitions(packageDirectory(version));
+    set = version === 'dstu2' ? loadDstu2Definitions() : loadStructureDefinitions(packageDirectory(version));
     cache.set(version, set);
   }
   return set;
+}
+
+/** DSTU2 types `uri` as xs:anyURI with no regex (https://hl7.org/fhir/DSTU2/datatypes.html#uri). */
+const DSTU2_REGEX: Readonly<Record<string, string>> = { uri: '[\\s\\S]+' };
+
+/**
+ * DSTU2 StructureDefinitions carry no regex for primitive values. The data type formats did not
+ * change from DSTU2 to STU3 (https://hl7.org/fhir/DSTU2/datatypes.html#primitive), so the STU3
+ * package's regexes serve for both.
+ */
+function loadDstu2Definitions(): StructureDefinitionSet {
+  const stu3 = structureDefinitions('stu3').byType;
+  const byType = new Map<string, BaseStructureDefinition>();
+  for (const definition of dstu2Definitions.definitions as BaseStructureDefinition[]) {
+    const valueRegex =
+      definition.kind === 'primitive-type'
+        ? (DSTU2_REGEX[definition.name] ?? stu3.get(definition.name)?.valueRegex)
+        : undefined;
+    byType.set(definition.name, valueRegex ? { ...definition, valueRegex } : definition);
+  }
+  return {
+    byType,
+    typeAliases: new Map(Object.entries(dstu2Definitions.aliases)),
+    aliasConstraints: new Map(),
+  };
 }
 
 export function packageDirectory(version: DefinedFhirVersion): string {

@@ -1,1 +1,2 @@
 export * from './operation-outcome';
+export * from './issue-codes';

@@ -1,3 +1,5 @@
+import type { FhirVersion } from '../definitions/fhir-version';
+import { outcomeIn } from '../outcome/issue-codes';
 import type { OperationOutcome } from '../outcome/operation-outcome';
 
 /**
@@ -127,7 +129,12 @@ export interface TransactionResponseEntry {
   };
 }
 
+/**
+ * DSTU2 has no `entry.response.outcome` (https://hl7.org/fhir/DSTU2/bundle.html): there the status
+ * line alone says what happened. STU3 gets the issue codes it knows.
+ */
 export function transactionResponseJson(
+  version: FhirVersion,
   type: 'transaction-response' | 'batch-response',
   entries: TransactionResponseEntry[],
 ): string {
@@ -136,7 +143,10 @@ export function transactionResponseJson(
     if (entry.fullUrl) fields.push(`"fullUrl":${JSON.stringify(entry.fullUrl)}`);
     if (entry.resourceJson !== undefined) fields.push(`"resource":${entry.resourceJson}`);
     else if (entry.resource !== undefined) fields.push(`"resource":${JSON.stringify(entry.resource)}`);
-    fields.push(`"response":${JSON.stringify(entry.response)}`);
+    const { outcome, ...response } = entry.response;
+    if (outcome && version !== 'dstu2')
+      fields.push(`"response":${JSON.stringify({ ...response, outcome: outcomeIn(version, outcome) })}`);
+    else fields.push(`"response":${JSON.stringify(response)}`);
     return `{${fields.join(',')}}`;
   });
   return bundleJson(type, {}, parts);

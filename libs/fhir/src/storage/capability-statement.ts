@@ -1,4 +1,5 @@
 import type { FhirVersion } from '../definitions/fhir-version';
+import { fhirJsonType } from './content-negotiation';
 
 /**
  * The server's CapabilityStatement (R4/STU3, https://hl7.org/fhir/R4/capabilitystatement.html) or
@@ -25,7 +26,8 @@ export interface CapabilityOperation {
 
 export interface CapabilitySecurity {
   tokenUrl: string;
-  authorizeUrl?: string;
+  /** Where authorization codes come from: the `authorize` URI SMART's oauth-uris extension requires. */
+  authorizeUrl: string;
   description: string;
 }
 
@@ -116,8 +118,8 @@ export function buildCapabilityStatement(input: CapabilityInput): Record<string,
   });
   // DSTU2 and STU3 require acceptUnknown (removed in R4)
   if (version !== 'r4') statement.acceptUnknown = 'no';
-  // the one format served (DSTU2's application/json+fhir is accepted and answered as this)
-  statement.format = ['application/fhir+json'];
+  // the one format served, in the version's own spelling (content-negotiation.ts)
+  statement.format = [fhirJsonType(version)];
   if (patch) statement.patchFormat = [...input.patchFormats!];
   statement.rest = [rest];
   return statement;
@@ -128,8 +130,12 @@ export function buildCapabilityStatement(input: CapabilityInput): Record<string,
  * (https://hl7.org/fhir/smart-app-launch/1.0.0/conformance/index.html#declaring-support-for-oauth2-endpoints).
  */
 function securityEntry(version: FhirVersion, security: CapabilitySecurity): Record<string, unknown> {
-  const uris = [{ url: 'token', valueUri: security.tokenUrl }];
-  if (security.authorizeUrl) uris.unshift({ url: 'authorize', valueUri: security.authorizeUrl });
+  // authorize and token are both 1..1 in the extension's definition
+  // (http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris)
+  const uris = [
+    { url: 'authorize', valueUri: security.authorizeUrl },
+    { url: 'token', valueUri: security.tokenUrl },
+  ];
   const out: Record<string, unknown> = {
     extension: [{ url: SMART_OAUTH_URIS, extension: uris }],
     service: [

@@ -8,3 +8,4 @@ export * from './resource-stamping';
 export * from './content-negotiation';
 export * from './capability-statement';
 export * from './patch';
+export * from './fhirpath-sandbox';

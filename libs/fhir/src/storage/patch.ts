@@ -1,9 +1,8 @@
 import { applyPatch, JsonPatchError, validate, type Operation } from 'fast-json-patch';
-import { evaluate } from 'fhirpath';
 import { elementTables } from '../definitions/element-tables';
 import type { FhirVersion } from '../definitions/fhir-version';
 import { OperationOutcomeError } from '../outcome/operation-outcome';
-import { fhirpathModel } from '../search/fhirpath-expressions';
+import type { Selection } from './fhirpath-sandbox';
 
 /**
  * The two PATCH formats of https://hl7.org/fhir/R4/http.html#patch: JSON Patch (RFC 6902, with the
@@ -128,20 +127,34 @@ export function readFhirPathPatch(parameters: Json): PatchOperation[] {
   });
 }
 
-/** The JSON key path from the root to `target` (found by identity), or undefined. */
-function keyPath(root: unknown, target: unknown, path: string[] = []): string[] | undefined {
-  if (root === target) return path;
-  if (root === null || typeof root !== 'object') return undefined;
-  for (const [key, value] of Object.entries(root)) {
-    const found = keyPath(value, target, [...path, key]);
-    if (found) return found;
-  }
-  return undefined;
+/** A selected object of the resource and its key path from the root. */
+interface Selected {
+  node: Json;
+  path: string[];
 }
 
-function locateAt(root: Json, target: unknown): Location | undefined {
-  const path = keyPath(root, target);
-  if (!path || path.length === 0) return undefined;
+/**
+ * Evaluates a caller's FHIRPath on a resource (bounded, off the event loop: FhirPathSandbox) and
+ * answers the key paths of the objects it selected, null for anything else.
+ */
+export type FhirPathSelect = (version: FhirVersion, resource: Json, expression: string) => Promise<Selection>;
+
+/** The selected objects of `resource` (other items — primitives, computed values — as null). */
+async function run(select: FhirPathSelect, version: FhirVersion, resource: Json, path: string) {
+  const paths = await select(version, resource, path);
+  return paths.map((keys): Selected | null => {
+    if (keys === null) return null;
+    let node: unknown = resource;
+    for (const key of keys)
+      node = node === null || typeof node !== 'object' ? undefined : (node as Json)[key];
+    return node !== null && typeof node === 'object' ? { node: node as Json, path: keys } : null;
+  });
+}
+
+const objects = (selected: Array<Selected | null>): Selected[] => selected.filter((s) => s !== null);
+
+function locationOf(root: Json, path: string[]): Location | undefined {
+  if (path.length === 0) return undefined;
   let parent: unknown = root;
   for (const key of path.slice(0, -1)) parent = (parent as Json)[key];
   const last = path[path.length - 1];
@@ -157,39 +170,26 @@ function locateAt(root: Json, target: unknown): Location | undefined {
 /**
  * The elements a path selects. A path ending in `.name` (or `.name[n]`) is located through its
  * parent, so that primitives (which FHIRPath returns as copies) can be changed too; anything else
- * must select objects, found in the resource by identity.
+ * must select objects of the resource.
  */
-function locate(version: FhirVersion, resource: Json, path: string): Location[] {
+async function locate(select: FhirPathSelect, version: FhirVersion, resource: Json, path: string) {
   const tail = /^(.+)\.([A-Za-z][A-Za-z0-9]*)(?:\[(\d+)\])?$/.exec(path);
   if (tail) {
     const [, parentPath, name, index] = tail;
-    const parents = run(version, resource, parentPath);
-    return parents.flatMap((parent): Location[] => {
-      if (parent === null || typeof parent !== 'object') return [];
-      const value = (parent as Json)[name];
+    const parents = objects(await run(select, version, resource, parentPath));
+    return parents.flatMap(({ node: parent }): Location[] => {
+      const value = parent[name];
       if (value === undefined) return [];
-      if (!Array.isArray(value)) return index === undefined ? [{ parent: parent as Json, key: name }] : [];
+      if (!Array.isArray(value)) return index === undefined ? [{ parent, key: name }] : [];
       const indexes = index === undefined ? value.map((_, i) => i) : [Number(index)];
-      return indexes
-        .filter((i) => i < value.length)
-        .map((i) => ({ parent: parent as Json, key: name, index: i }));
+      return indexes.filter((i) => i < value.length).map((i) => ({ parent, key: name, index: i }));
     });
   }
-  return run(version, resource, path).map((target) => {
-    const location = typeof target === 'object' ? locateAt(resource, target) : undefined;
+  return (await run(select, version, resource, path)).map((target) => {
+    const location = target ? locationOf(resource, target.path) : undefined;
     if (!location) throw unprocessable(`the path ${path} does not select elements of the resource`);
     return location;
   });
-}
-
-function run(version: FhirVersion, resource: Json, path: string): unknown[] {
-  try {
-    return evaluate(resource, path, undefined, fhirpathModel(version)) as unknown[];
-  } catch (error) {
-    throw OperationOutcomeError.invalid(
-      `the path ${path} is not valid FHIRPath: ${(error as Error).message}`,
-    );
-  }
 }
 
 function one(locations: Location[], op: PatchOperation): Location {
@@ -201,7 +201,7 @@ function one(locations: Location[], op: PatchOperation): Location {
 
 /** True when the element `name` of the object at `path` (keys from the root) is a list. */
 function isListElement(version: FhirVersion, resource: Json, containerPath: string[], name: string): boolean {
-  const tables = elementTables(version as 'r4' | 'stu3');
+  const tables = elementTables(version);
   let table = tables.table(String(resource.resourceType));
   for (const key of containerPath) {
     if (/^\d+$/.test(key)) continue;
@@ -212,48 +212,54 @@ function isListElement(version: FhirVersion, resource: Json, containerPath: stri
 }
 
 /** The list a path ending in `.name` names (insert, move), through its one parent. */
-function listAt(version: FhirVersion, resource: Json, op: PatchOperation): unknown[] {
+async function listAt(select: FhirPathSelect, version: FhirVersion, resource: Json, op: PatchOperation) {
   const tail = /^(.+)\.([A-Za-z][A-Za-z0-9]*)$/.exec(op.path);
-  const parents = tail
-    ? run(version, resource, tail[1]).filter((p) => p !== null && typeof p === 'object')
-    : [];
-  const list = parents.length === 1 ? (parents[0] as Json)[tail![2]] : undefined;
+  const parents = tail ? objects(await run(select, version, resource, tail[1])) : [];
+  const list = parents.length === 1 ? parents[0].node[tail![2]] : undefined;
   if (!Array.isArray(list)) throw unprocessable(`${op.type} at ${op.path}: the path must name one list`);
-  return list;
+  return list as unknown[];
 }
 
-export function applyFhirPathPatch(version: FhirVersion, resource: Json, parameters: Json): Json {
+/**
+ * Applies a FHIRPath Patch on a copy of `resource`. Every caller expression goes through `select`
+ * (bounded in time, off the event loop), never through fhirpath.js on the calling thread.
+ */
+export async function applyFhirPathPatch(
+  select: FhirPathSelect,
+  version: FhirVersion,
+  resource: Json,
+  parameters: Json,
+): Promise<Json> {
   const operations = readFhirPathPatch(parameters);
   const out = structuredClone(resource);
   for (const op of operations) {
     switch (op.type) {
       case 'add': {
-        const containers = run(version, out, op.path).filter((c) => c !== null && typeof c === 'object');
+        const containers = objects(await run(select, version, out, op.path));
         if (containers.length !== 1)
           throw unprocessable(`add at ${op.path}: ${containers.length} containers`);
-        const container = containers[0] as Json;
+        const { node: container, path } = containers[0];
         const name = op.name!;
         const existing = container[name];
-        const path = keyPath(out, container) ?? [];
         if (Array.isArray(existing)) existing.push(op.value);
         else if (existing !== undefined) throw unprocessable(`add at ${op.path}: ${name} is already present`);
         else container[name] = isListElement(version, out, path, name) ? [op.value] : op.value;
         break;
       }
       case 'insert': {
-        const list = listAt(version, out, op);
+        const list = await listAt(select, version, out, op);
         if (op.index! < 0 || op.index! > list.length) throw unprocessable(`insert at ${op.path}: bad index`);
         list.splice(op.index!, 0, op.value);
         break;
       }
       case 'replace': {
-        const at = one(locate(version, out, op.path), op);
+        const at = one(await locate(select, version, out, op.path), op);
         if (at.index !== undefined) (at.parent[at.key] as unknown[])[at.index] = op.value;
         else at.parent[at.key] = op.value;
         break;
       }
       case 'delete': {
-        const found = locate(version, out, op.path);
+        const found = await locate(select, version, out, op.path);
         if (found.length === 0) break; // fhirpatch.html: deleting nothing is not an error
         const at = one(found, op);
         if (at.index === undefined) delete at.parent[at.key];
@@ -265,7 +271,7 @@ export function applyFhirPathPatch(version: FhirVersion, resource: Json, paramet
         break;
       }
       case 'move': {
-        const list = listAt(version, out, op);
+        const list = await listAt(select, version, out, op);
         const { source, destination } = op as Required<PatchOperation>;
         if (source < 0 || source >= list.length || destination < 0 || destination >= list.length)
           throw unprocessable(`move at ${op.path}: bad source or destination`);

@@ -7,7 +7,8 @@ import type { FhirVersion } from '../definitions/fhir-version';
  *   v3-DataOperation), `agent.who` (Reference).
  * - STU3 https://hl7.org/fhir/STU3/provenance.html: `activity` is a Coding, `agent.whoReference`.
  * - DSTU2 https://hl7.org/fhir/DSTU2/provenance.html: `activity` CodeableConcept, `agent.role`
- *   (required Coding) and `agent.actor`.
+ *   (required Coding), `agent.actor` and `agent.userId`: a DSTU2 Reference has no `identifier`, so the
+ *   client id goes into `userId`.
  */
 
 export type ProvenanceActivity = 'create' | 'update';
@@ -82,7 +83,11 @@ export function buildProvenance(input: ProvenanceInput): Record<string, unknown>
         ...base,
         activity: { coding: [coding] },
         agent: [
-          { role: { system: 'http://hl7.org/fhir/provenance-participant-role', code: 'author' }, actor: who },
+          {
+            role: { system: 'http://hl7.org/fhir/provenance-participant-role', code: 'author' },
+            actor: { display: input.clientId },
+            userId: who.identifier,
+          },
         ],
       };
   }

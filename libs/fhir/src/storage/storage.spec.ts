@@ -90,7 +90,7 @@ describe('response builders', () => {
       search: { mode: 'match' },
     });
     const response = JSON.parse(
-      transactionResponseJson('batch-response', [{ response: { status: '200 OK' } }]),
+      transactionResponseJson('r4', 'batch-response', [{ response: { status: '200 OK' } }]),
     );
     expect(response.type).toBe('batch-response');
   });
@@ -148,6 +148,28 @@ describe('content negotiation', () => {
     expect(isJsonContentType('application/fhir+json; charset=utf-8')).toBe(true);
     expect(isJsonContentType('application/xml')).toBe(false);
     expect(isJsonContentType(undefined)).toBe(false);
+  });
+
+  it('answers each version in its own FHIR JSON type, and the other spelling when asked by name', () => {
+    const type = (version: 'r4' | 'stu3' | 'dstu2', accept?: string, format?: string) => {
+      const result = negotiateResponseFormat(accept, format, version);
+      return result.ok ? result.contentType : 'refused';
+    };
+    expect(type('dstu2')).toBe('application/json+fhir');
+    expect(type('dstu2', '*/*')).toBe('application/json+fhir');
+    expect(type('dstu2', undefined, 'json')).toBe('application/json+fhir');
+    // HAPI's DSTU2 client
+    expect(type('dstu2', 'application/json+fhir;q=1.0, application/json;q=0.9')).toBe(
+      'application/json+fhir',
+    );
+    expect(type('dstu2', 'application/fhir+json')).toBe('application/fhir+json');
+    expect(type('stu3')).toBe('application/fhir+json');
+    expect(type('stu3', 'application/json+fhir')).toBe('application/json+fhir');
+    expect(type('stu3', undefined, 'application/json+fhir')).toBe('application/json+fhir');
+    expect(type('r4', 'application/json+fhir')).toBe('application/fhir+json');
+    expect(type('dstu2', 'application/xml+fhir')).toBe('refused');
+    expect(type('dstu2', undefined, 'xml')).toBe('refused');
+    expect(isJsonContentType('application/json+fhir;charset=UTF-8')).toBe(true);
   });
 });
 

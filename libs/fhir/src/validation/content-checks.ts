@@ -1,5 +1,5 @@
 import type { ElementRule, ElementTable } from '../definitions/element-tables';
-import type { DefinedFhirVersion } from '../definitions/fhir-version';
+import type { FhirVersion } from '../definitions/fhir-version';
 import { UCUM, isUcumCode } from '../terminology/external-systems';
 import { terminology, UNCHECKED_SYSTEMS, type Terminology } from '../terminology/terminology';
 import { checkBundle } from './bundle-rules';
@@ -27,14 +27,16 @@ const QUANTITY_TYPES = new Set([
  * UCUM units. Compiled per table or rule on first use and kept.
  */
 export class ContentChecks {
-  private readonly terminology: Terminology;
-  private readonly invariants: InvariantCompiler;
+  /** DSTU2 has neither: no terminology package here, and its definitions carry XPath invariants only. */
+  private readonly terminology?: Terminology;
+  private readonly invariants?: InvariantCompiler;
   private readonly byTable = new WeakMap<ElementTable, readonly CompiledInvariant[]>();
   private readonly byRule = new WeakMap<ElementRule, readonly CompiledInvariant[]>();
   /** External systems met during one top-level validation, reported once each as information. */
   readonly unchecked = new Set<string>();
 
-  constructor(version: DefinedFhirVersion) {
+  constructor(version: FhirVersion) {
+    if (version === 'dstu2') return;
     this.terminology = terminology(version);
     this.invariants = new InvariantCompiler(version);
   }
@@ -115,7 +117,7 @@ export class ContentChecks {
     constraints: readonly { key: string; human: string; expression: string }[],
     base: string,
   ) {
-    return constraints.flatMap((c) => this.invariants.compile(c, base) ?? []);
+    return constraints.flatMap((c) => this.invariants?.compile(c, base) ?? []);
   }
 
   private run(
@@ -138,7 +140,7 @@ export class ContentChecks {
 
   private coding(coding: JsonObject, path: string, issues: ValidationIssue[]): void {
     const { system, code } = coding;
-    if (typeof system !== 'string' || typeof code !== 'string') return;
+    if (typeof system !== 'string' || typeof code !== 'string' || !this.terminology) return;
     const problem = this.terminology.unknownCode(system, code);
     if (problem) issues.push(errorIssue('code-invalid', `${path}.code`, problem, system));
     else if (UNCHECKED_SYSTEMS.has(system)) this.unchecked.add(system);
@@ -146,7 +148,8 @@ export class ContentChecks {
 
   private quantity(quantity: JsonObject, path: string, issues: ValidationIssue[]): void {
     const { system, code } = quantity;
-    if (typeof system !== 'string' || typeof code !== 'string') return;
+    // DSTU2 is checked for structure only (no terminology), UCUM units included.
+    if (typeof system !== 'string' || typeof code !== 'string' || !this.terminology) return;
     if (system !== UCUM) {
       // A unit from a FHIR-defined system (v3-orderableDrugForm …) must be one of its codes.
       const problem = this.terminology.unknownCode(system, code);
@@ -165,7 +168,7 @@ export class ContentChecks {
     issues: ValidationIssue[],
     isMaximum: boolean,
   ): void {
-    const valueSet = this.terminology.valueSet(url);
+    const valueSet = this.terminology?.valueSet(url);
     if (!valueSet || value === null || value === undefined) return;
     const kind = isMaximum ? 'maximum value set' : 'value set';
     if (typeof value === 'string') {

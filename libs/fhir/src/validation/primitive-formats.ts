@@ -1,4 +1,4 @@
-import type { DefinedFhirVersion } from '../definitions/fhir-version';
+import type { FhirVersion } from '../definitions/fhir-version';
 import { structureDefinitions } from '../definitions/structure-definitions';
 import { checkNarrative } from './narrative';
 import type { ValidationIssueCode } from './validation-issue';
@@ -56,10 +56,10 @@ const INTEGER_MINIMUM: Readonly<Record<string, number>> = {
   positiveInt: 1,
 };
 
-const checksByVersion = new Map<DefinedFhirVersion, Map<string, PrimitiveCheck>>();
+const checksByVersion = new Map<FhirVersion, Map<string, PrimitiveCheck>>();
 
 /** The check for a primitive type code of a version, compiled once from its StructureDefinition. */
-export function primitiveCheck(version: DefinedFhirVersion, typeCode: string): PrimitiveCheck {
+export function primitiveCheck(version: FhirVersion, typeCode: string): PrimitiveCheck {
   let checks = checksByVersion.get(version);
   if (!checks) checksByVersion.set(version, (checks = new Map()));
   let check = checks.get(typeCode);

@@ -4,7 +4,7 @@ import {
   type ElementTable,
   type ElementTables,
 } from '../definitions/element-tables';
-import type { DefinedFhirVersion } from '../definitions/fhir-version';
+import type { FhirVersion } from '../definitions/fhir-version';
 import { isResourceType } from '../definitions/resource-types';
 import { ContentChecks } from './content-checks';
 import type { InvariantScope } from './hand-coded-invariants';
@@ -30,7 +30,7 @@ function jsonKind(value: unknown): string {
 }
 
 /**
- * Structural validation against the base StructureDefinitions of R4 or STU3 (DESIGN §4): unknown
+ * Structural validation against the base StructureDefinitions of R4, STU3 or DSTU2: unknown
  * elements, JSON types, cardinality, primitive formats, one choice per `[x]` element, nested resources.
  * JSON representation rules: https://hl7.org/fhir/R4/json.html. Every problem is collected.
  */
@@ -45,7 +45,7 @@ export class StructuralValidator {
   /** Engine time of the current top-level validation. */
   private budget = { spentMs: 0, skipped: 0 };
 
-  constructor(private readonly version: DefinedFhirVersion) {
+  constructor(private readonly version: FhirVersion) {
     this.tables = elementTables(version);
     this.checks = new ContentChecks(version);
   }

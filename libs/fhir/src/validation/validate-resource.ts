@@ -1,11 +1,10 @@
-import type { DefinedFhirVersion, FhirVersion } from '../definitions/fhir-version';
-import { validateDstu2Resource } from './dstu2-validator';
+import type { FhirVersion } from '../definitions/fhir-version';
 import { StructuralValidator } from './structural-validator';
 import type { ValidationIssue } from './validation-issue';
 
-const validators = new Map<DefinedFhirVersion, StructuralValidator>();
+const validators = new Map<FhirVersion, StructuralValidator>();
 
-function validatorFor(version: DefinedFhirVersion): StructuralValidator {
+function validatorFor(version: FhirVersion): StructuralValidator {
   let validator = validators.get(version);
   if (!validator) {
     validator = new StructuralValidator(version);
@@ -25,8 +24,7 @@ export function validateResource(
   expectedType?: string,
 ): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
-  if (version === 'dstu2') validateDstu2Resource(resource, issues, undefined, expectedType);
-  else validatorFor(version).validate(resource, issues, expectedType);
+  validatorFor(version).validate(resource, issues, expectedType);
   return issues;
 }
 

@@ -1,8 +1,14 @@
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { OperationOutcomeError, parseFhirVersion } from '@app/fhir';
-import { FHIR_JSON } from '../../../common/fhir-routes';
+import {
+  fhirJsonType,
+  OperationOutcomeError,
+  outcomeIn,
+  parseFhirVersion,
+  type FhirVersion,
+  type OperationOutcome,
+} from '@app/fhir';
 import { UseTenant } from '../../../tenancy';
 import { FhirOperation } from '../operation-registry';
 import { ValidateOperationService } from './validate-operation.service';
@@ -32,7 +38,7 @@ export class ValidateOperationController {
     @Body() body: unknown,
     @Res() res: Response,
   ) {
-    this.send(res, this.service.validate(this.version(v), type, body));
+    this.send(res, this.version(v), this.service.validate(this.version(v), type, body));
   }
 
   @Post(':version/:type/:id/$validate')
@@ -46,7 +52,7 @@ export class ValidateOperationController {
     @Body() body: unknown,
     @Res() res: Response,
   ) {
-    this.send(res, this.service.validate(this.version(v), type, body, id));
+    this.send(res, this.version(v), this.service.validate(this.version(v), type, body, id));
   }
 
   private version(segment: string) {
@@ -55,7 +61,10 @@ export class ValidateOperationController {
     return v;
   }
 
-  private send(res: Response, outcome: unknown): void {
-    res.status(200).type(`${FHIR_JSON}; charset=utf-8`).send(JSON.stringify(outcome));
+  private send(res: Response, version: FhirVersion, outcome: OperationOutcome): void {
+    res
+      .status(200)
+      .type(`${fhirJsonType(version)}; charset=utf-8`)
+      .send(JSON.stringify(outcomeIn(version, outcome)));
   }
 }

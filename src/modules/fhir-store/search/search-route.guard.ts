@@ -28,7 +28,7 @@ export class SearchRouteGuard implements CanActivate {
     if (params.type !== undefined) typeParam(version, params.type);
     if (params.id !== undefined) idParam(params.id);
     const format = typeof req.query._format === 'string' ? req.query._format : undefined;
-    const negotiated = negotiateResponseFormat(req.headers.accept, format);
+    const negotiated = negotiateResponseFormat(req.headers.accept, format, version);
     if (!negotiated.ok) throw new OperationOutcomeError('not-supported', negotiated.message, { status: 406 });
     const contentType = req.headers['content-type'];
     const hasBody =

@@ -63,9 +63,9 @@ describe('compartment search and Patient/$everything (e2e)', () => {
     const client = await createClient(t);
     [alice, bob] = await Promise.all([createUser(t, client), createUser(t, client)]);
     for (const version of VERSIONS) {
-      const ann = await create(version, { resourceType: 'Patient', name: [{ family: 'Ann' }] });
-      const ben = await create(version, { resourceType: 'Patient', name: [{ family: 'Ben' }] });
-      const bobs = await create(version, { resourceType: 'Patient', name: [{ family: 'Bob' }] }, bob);
+      const ann = await create(version, { resourceType: 'Patient', name: [{ given: ['Ann'] }] });
+      const ben = await create(version, { resourceType: 'Patient', name: [{ given: ['Ben'] }] });
+      const bobs = await create(version, { resourceType: 'Patient', name: [{ given: ['Bob'] }] }, bob);
       const annObservations = [
         await create(version, observation(ann, '1111-1')),
         await create(version, observation(ann, '1111-1')),

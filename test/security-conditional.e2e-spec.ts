@@ -6,8 +6,11 @@ import {
   createUser,
   IDENTITY_TEST_ENV,
   TestApp,
+  TestClient,
   TestUser,
 } from '@app/testing';
+import { conditionKey } from '../src/storage/conditional-keys.repository';
+import type { TenantContext } from '../src/tenancy/tenant-context';
 
 /**
  * Conditional interactions never widen (https://hl7.org/fhir/R4/http.html#cond-update): a condition
@@ -18,6 +21,7 @@ import {
 describe('security: conditional semantics and input that reaches the engine (e2e)', () => {
   let t: TestApp;
   let alice: TestUser;
+  let client: TestClient;
   const json = { 'Content-Type': 'application/fhir+json' };
   const patient = (value: string, extra: Record<string, unknown> = {}) => ({
     resourceType: 'Patient',
@@ -39,7 +43,8 @@ describe('security: conditional semantics and input that reaches the engine (e2e
 
   beforeAll(async () => {
     t = await createTestApp(IDENTITY_TEST_ENV);
-    alice = await createUser(t, await createClient(t));
+    client = await createClient(t);
+    alice = await createUser(t, client);
   });
   afterAll(async () => t?.close());
 
@@ -95,6 +100,67 @@ describe('security: conditional semantics and input that reaches the engine (e2e
         '400 Bad Request',
       ]);
       expect(await total('identifier=urn:test:cond|b-l')).toBe(0);
+    });
+  });
+
+  describe('race-free conditional create (a unique key per condition)', () => {
+    const ids = (responses: request.Response[]) => new Set(responses.map((r) => r.body.id as string));
+
+    it('20 identical POSTs with If-None-Exist at once → one resource, every answer names it', async () => {
+      const ifNoneExist = { 'If-None-Exist': 'identifier=urn:test:cond|race20' };
+      const responses = await Promise.all(
+        Array.from({ length: 20 }, () => send('post', '/r4/Patient', patient('race20'), ifNoneExist)),
+      );
+      expect(responses.map((r) => r.status).sort()).toEqual([...Array<number>(19).fill(200), 201]);
+      expect(ids(responses).size).toBe(1);
+      expect(await total('identifier=urn:test:cond|race20')).toBe(1);
+    });
+
+    it('10 identical conditional PUTs at once that match nothing → one resource', async () => {
+      const responses = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          send('put', '/r4/Patient?identifier=urn:test:cond|race-put', patient('race-put')),
+        ),
+      );
+      expect(responses.filter((r) => r.status === 201)).toHaveLength(1);
+      expect(responses.every((r) => r.status === 200 || r.status === 201)).toBe(true);
+      expect(ids(responses).size).toBe(1);
+      expect(await total('identifier=urn:test:cond|race-put')).toBe(1);
+    });
+
+    it('a key whose resource was deleted, or never written and stale, blocks nothing', async () => {
+      const condition = 'identifier=urn:test:cond|keys';
+      const first = await send('post', '/r4/Patient', patient('keys'), { 'If-None-Exist': condition }).expect(
+        201,
+      );
+      await request(t.server)
+        .delete(`/r4/Patient/${first.body.id}`)
+        .set(bearer(alice.access_token))
+        .expect(200);
+      const second = await send('post', '/r4/Patient', patient('keys'), {
+        'If-None-Exist': condition,
+      }).expect(201);
+      expect(second.body.id).not.toBe(first.body.id);
+      // a creator that died between claiming the key and writing its resource, 11 s ago
+      const ctx = { clientId: client.client_id, userId: alice.service_user_id } as TenantContext;
+      const orphan = 'identifier=urn:test:cond|orphan';
+      await t.connection.collection('conditional_keys').insertOne({
+        _id: conditionKey(ctx, 'r4', 'Patient', [['identifier', 'urn:test:cond|orphan']]) as never,
+        c: client.client_id,
+        u: alice.service_user_id,
+        rk: `r4|${client.client_id}|Patient|never-written`,
+        at: new Date(Date.now() - 11_000),
+      });
+      await send('post', '/r4/Patient', patient('orphan'), { 'If-None-Exist': orphan }).expect(201);
+      expect(await total('identifier=urn:test:cond|orphan')).toBe(1);
+    });
+
+    it('a create refused (invalid body) gives its key back: the next valid one is created', async () => {
+      const condition = { 'If-None-Exist': 'identifier=urn:test:cond|refused' };
+      await send('post', '/r4/Patient', patient('refused', { gender: 'no-such-code' }), condition).expect(
+        400,
+      );
+      await send('post', '/r4/Patient', patient('refused'), condition).expect(201);
     });
   });
 

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ConditionalKeysRepository } from './conditional-keys.repository';
 import { HistoryRepository } from './history.repository';
 import { StoreMaintenanceRepository } from './maintenance.repository';
 import { ReindexRepository } from './reindex.repository';
@@ -17,6 +18,7 @@ import { ResourceStorage } from './resource-storage';
     HistoryRepository,
     StoreMaintenanceRepository,
     ReindexRepository,
+    ConditionalKeysRepository,
   ],
   exports: [
     ResourceStorage,
@@ -24,6 +26,7 @@ import { ResourceStorage } from './resource-storage';
     HistoryRepository,
     StoreMaintenanceRepository,
     ReindexRepository,
+    ConditionalKeysRepository,
   ],
 })
 export class StorageModule {}

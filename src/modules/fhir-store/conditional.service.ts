@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
+import { newResourceId, OperationOutcomeError, type FhirVersion } from '@app/fhir';
+import { conditionKey, ConditionalKeysRepository } from '../../storage/conditional-keys.repository';
+import { ResourceRepository } from '../../storage/resource.repository';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
 import { FhirStoreService } from './fhir-store.service';
@@ -9,6 +11,17 @@ import { SearchService } from './search/search.service';
 import type { ResourceDoc } from '../../storage/documents';
 
 export type SearchPairs = Array<[string, string]>;
+
+/**
+ * A condition key older than this decides nothing: its creator died between claiming it and
+ * writing the resource (docs/storage.md "Conditional create"). Longer than any write takes.
+ */
+const KEY_STALE_MS = 10_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Claiming a condition's key for a create: the caller creates, or answers with the holder. */
+type Claim = { won: true; release: () => Promise<void> } | { won: false; holder: ResourceDoc };
 
 /** Parameters about the answer, not the match: never part of a condition. */
 const RESULT_PARAMS = new Set(['_format', '_pretty', '_summary', '_elements', '_count']);
@@ -29,8 +42,51 @@ export class ConditionalService {
   constructor(
     private readonly store: FhirStoreService,
     private readonly searches: SearchService,
+    private readonly resources: ResourceRepository,
+    private readonly keys: ConditionalKeysRepository,
     private readonly patches: PatchService,
   ) {}
+
+  /**
+   * Concurrent identical conditional creates all see "no match"; the unique condition key lets
+   * one create and makes the others answer with its resource (HAPI's search-URL table). A key whose
+   * resource was deleted, or whose creator never wrote it (older than KEY_STALE_MS), is taken over.
+   */
+  private async claim(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    pairs: SearchPairs,
+    id: string,
+  ): Promise<Claim> {
+    const key = conditionKey(ctx, version, type, pairs);
+    const rk = this.resources.key(ctx, version, type, id);
+    const won: Claim = { won: true, release: () => this.keys.release(ctx, key, rk) };
+    for (let attempt = 0; ; attempt++) {
+      if (await this.keys.claim(ctx, key, rk)) return won;
+      const held = await this.keys.find(ctx, key);
+      if (!held) continue; // given back meanwhile
+      const stale = Date.now() - held.at.getTime() > KEY_STALE_MS;
+      const doc = stale ? null : await this.resources.findCurrent(ctx, held.rk);
+      if (doc && !doc.del) return { won: false, holder: doc };
+      if (stale || doc?.del) {
+        if (await this.keys.takeOver(ctx, held, rk)) return won;
+        continue;
+      }
+      // the winner is writing its resource: it lands within moments (or the key goes stale)
+      await sleep(Math.min(10 + attempt * 10, 100));
+    }
+  }
+
+  /** Runs the create of a claimed key; a failed create gives the key back. */
+  private async createClaimed(claim: Claim & { won: true }, create: () => Promise<FhirReply>) {
+    try {
+      return await create();
+    } catch (error) {
+      await claim.release();
+      throw error;
+    }
+  }
 
   /** The one current resource matching, undefined for none; 412 for several; 400 without criteria. */
   async findOne(
@@ -68,9 +124,15 @@ export class ConditionalService {
     ifNoneExist: string,
     prefer?: string,
   ): Promise<FhirReply> {
+    const note = 'already exists: nothing was created';
     const existing = await this.findOne(ctx, version, type, ifNoneExist, prefer, 'create');
-    if (!existing) return this.store.create(ctx, version, type, resource, prefer);
-    return this.store.existingReply(version, existing, 'already exists: nothing was created', prefer);
+    if (existing) return this.store.existingReply(version, existing, note, prefer);
+    const id = typeof resource.id === 'string' ? resource.id : newResourceId();
+    const claim = await this.claim(ctx, version, type, conditionPairs(ifNoneExist), id);
+    if (!claim.won) return this.store.existingReply(version, claim.holder, note, prefer);
+    return this.createClaimed(claim, () =>
+      this.store.create(ctx, version, type, { ...resource, id }, prefer),
+    );
   }
 
   /**
@@ -86,19 +148,24 @@ export class ConditionalService {
     ifMatch: string | undefined,
     prefer?: string,
   ): Promise<FhirReply> {
-    const match = await this.findOne(ctx, version, type, query, prefer, 'update');
+    let match = await this.findOne(ctx, version, type, query, prefer, 'update');
     if (!match) {
       if (ifMatch !== undefined) {
         throw new OperationOutcomeError('conflict', `If-Match ${ifMatch}: no ${type} matches the criteria`, {
           status: 412,
         });
       }
+      const id = typeof resource.id === 'string' ? resource.id : newResourceId();
+      const claim = await this.claim(ctx, version, type, conditionPairs(query), id);
+      // a concurrent identical update created it first: this one updates that resource
+      if (!claim.won) match = claim.holder;
       // R4: no match and a body id that already exists → 409, never an overwrite of that resource
-      return typeof resource.id === 'string'
-        ? this.store.update(ctx, version, type, resource.id, resource, undefined, prefer, {
+      else
+        return this.createClaimed(claim, () =>
+          this.store.update(ctx, version, type, id, { ...resource, id }, undefined, prefer, {
             createOnly: true,
-          })
-        : this.store.create(ctx, version, type, resource, prefer);
+          }),
+        );
     }
     if (resource.id !== undefined && resource.id !== match.id) {
       throw OperationOutcomeError.invalid(

@@ -2,9 +2,14 @@
  * Tenant fairness (issue 16 item 3): does one tenant's heavy data and heavy queries move another
  * tenant's latency? A victim client searches its own small data set by name, first alone
  * (baseline), then while a heavy client stores large Patients (near MAX_RESOURCE_BYTES, up to
- * MAX_ARRAY_LENGTH names: heavier than the penetration test's three ~477 KB Patients) and searches
- * them from many concurrent connections (more than CLIENT_MAX_CONCURRENT_REQUESTS: the excess is
- * answered 429). Target: the victim's p99 moves by at most 2×.
+ * MAX_ARRAY_LENGTH names: heavier than the penetration test's three ~477 KB Patients) and attacks
+ * from many concurrent connections (more than CLIENT_MAX_CONCURRENT_REQUESTS), one attack kind per
+ * phase (FAIRNESS_ATTACKS, comma-separated; default all):
+ * - `search`: searches of the large Patients, honouring Retry-After;
+ * - `search-ignoring-retry-after`: the same, back 50 ms after a 429/503 whatever Retry-After says;
+ * - `wrong-secrets`: client_credentials with wrong secrets at a token endpoint (failure throttle);
+ * - `history`: `_history?_count=100` pages over versions of the large Patients, ignoring Retry-After.
+ * Target: the victim's p99 moves by at most 2× in each.
  *
  * The server runs in its own process (`node dist/src/main.js`, like `npm start`), so the bench's
  * own work (sending, receiving) never shares the server's event loop; the heavy tenant's answers
@@ -26,8 +31,11 @@ const VICTIM_PATIENTS = 50;
 const HEAVY_PATIENTS = Number(process.env.FAIRNESS_HEAVY_PATIENTS ?? 6);
 const HEAVY_CONNECTIONS = Number(process.env.FAIRNESS_HEAVY_CONNECTIONS ?? 32);
 const PHASE_MS = Number(process.env.FAIRNESS_PHASE_MS ?? 15_000);
-/** FAIRNESS_IGNORE_RETRY_AFTER=1: the heavy tenant comes back 50 ms after a 429/503 whatever Retry-After says. */
-const IGNORE_RETRY_AFTER = process.env.FAIRNESS_IGNORE_RETRY_AFTER === '1';
+const ATTACKS = ['search', 'search-ignoring-retry-after', 'wrong-secrets', 'history'] as const;
+type Attack = (typeof ATTACKS)[number];
+const SELECTED = (process.env.FAIRNESS_ATTACKS?.split(',') ?? [...ATTACKS]) as Attack[];
+/** Versions of each large Patient the history attack pages through. */
+const HEAVY_VERSIONS = 3;
 /** Settings of the server that may be varied from the environment (e.g. CLIENT_MAX_CONCURRENT_REQUESTS=4). */
 const PASSED_SETTINGS = [
   'CLIENT_MAX_CONCURRENT_REQUESTS',
@@ -51,13 +59,17 @@ function heavyPatient(i: number, bytes: number, names: number): Record<string, u
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: HEAVY_CONNECTIONS + 8 });
 
-/** GET read to the end without parsing (a heavy answer costs the bench as little as possible). */
-function drainGet(
+type Answer = { status: number; bytes: number; retryAfter?: string };
+
+/** A request read to the end without parsing (a heavy answer costs the bench as little as possible). */
+function drain(
   url: string,
   headers: Record<string, string>,
-): Promise<{ status: number; bytes: number; retryAfter?: string }> {
+  method: 'GET' | 'POST' = 'GET',
+  body?: string,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { agent, headers }, (res) => {
+    const req = http.request(url, { agent, headers, method }, (res) => {
       let bytes = 0;
       res.on('data', (c: Buffer) => (bytes += c.length));
       res.on('end', () =>
@@ -66,6 +78,7 @@ function drainGet(
       res.on('error', reject);
     });
     req.on('error', reject);
+    req.end(body);
   });
 }
 
@@ -77,21 +90,28 @@ interface LoopStats {
 
 const newStats = (): LoopStats => ({ latencies: [], statuses: new Map(), bytes: 0 });
 
-async function searchLoop(url: string, token: string, until: number, stats: LoopStats): Promise<void> {
-  const headers = { Authorization: `Bearer ${token}` };
+/**
+ * Sends `send()` in a loop until `until`. After a 429/503 an HTTP client waits as Retry-After says
+ * (RFC 9110 §10.2.3); a hostile one (`ignoreRetryAfter`) comes back after 50 ms.
+ */
+async function loop(
+  send: () => Promise<Answer>,
+  until: number,
+  stats: LoopStats,
+  ignoreRetryAfter = false,
+): Promise<void> {
   while (Date.now() < until) {
     const started = performance.now();
-    // a kept-alive socket the server closed while it was idle: an HTTP client sends a GET again
-    const res = await drainGet(url, headers).catch((error: NodeJS.ErrnoException) => {
+    // a kept-alive socket the server closed while it was idle: an HTTP client sends again
+    const res = await send().catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'ECONNRESET') throw error;
-      return drainGet(url, headers);
+      return send();
     });
     stats.latencies.push(performance.now() - started);
     stats.statuses.set(res.status, (stats.statuses.get(res.status) ?? 0) + 1);
     stats.bytes += res.bytes;
     if (res.status === 429 || res.status === 503) {
-      // an HTTP client waits as Retry-After says (RFC 9110 §10.2.3); a hostile one comes back at once
-      const waitMs = IGNORE_RETRY_AFTER ? 50 : Number(res.retryAfter ?? 1) * 1000;
+      const waitMs = ignoreRetryAfter ? 50 : Number(res.retryAfter ?? 1) * 1000;
       await new Promise((r) => setTimeout(r, Math.max(0, Math.min(waitMs, until - Date.now()))));
     }
   }
@@ -163,33 +183,58 @@ async function main(): Promise<void> {
       if (res.status !== 201)
         throw new Error(`heavy load: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
     }
+    if (SELECTED.includes('history')) {
+      for (let i = 0; i < HEAVY_PATIENTS; i++) {
+        for (let v = 1; v < HEAVY_VERSIONS; v++) {
+          const patient = { ...heavyPatient(i, heavyBytes, names), id: `heavy-${i}` };
+          const res = await httpJson(server.url, 'PUT', `/r4/Patient/heavy-${i}`, patient, auth(heavyToken));
+          if (res.status >= 300) throw new Error(`heavy versions: ${res.status}`);
+        }
+      }
+    }
     process.stderr.write(
       `loaded ${VICTIM_PATIENTS} small and ${HEAVY_PATIENTS} heavy Patients (${heavyBytes} bytes, ${names} names each)\n`,
     );
 
     const victimUrl = `${server.url}/r4/Patient?name=Victim1`;
     const heavyUrl = `${server.url}/r4/Patient?name=Heavy`;
+    const historyUrl = `${server.url}/r4/Patient/_history?_count=100`;
+    const tokenUrl = `${server.url}/auth/realms/epa-uat/protocol/openid-connect/token`;
+    const heavyClient = clients[1] as { client_id: string };
+    let guess = 0;
+    const attacks: Record<Attack, { send: () => Promise<Answer>; ignoreRetryAfter: boolean }> = {
+      search: { send: () => drain(heavyUrl, auth(heavyToken)), ignoreRetryAfter: false },
+      'search-ignoring-retry-after': {
+        send: () => drain(heavyUrl, auth(heavyToken)),
+        ignoreRetryAfter: true,
+      },
+      'wrong-secrets': {
+        send: () =>
+          drain(
+            tokenUrl,
+            { 'Content-Type': 'application/x-www-form-urlencoded' },
+            'POST',
+            new URLSearchParams({
+              grant_type: 'client_credentials',
+              client_id: heavyClient.client_id,
+              client_secret: `wrong-${guess++}`,
+            }).toString(),
+          ),
+        ignoreRetryAfter: true,
+      },
+      history: { send: () => drain(historyUrl, auth(heavyToken)), ignoreRetryAfter: true },
+    };
+    const victim = () => drain(victimUrl, auth(victimToken));
     const pid = server.child!.pid!;
     // warm-up: caches, token verification, query plans
-    await searchLoop(victimUrl, victimToken, Date.now() + 1000, newStats());
-    await searchLoop(heavyUrl, heavyToken, Date.now() + 1000, newStats());
+    await loop(victim, Date.now() + 1000, newStats());
+    await loop(attacks.search.send, Date.now() + 1000, newStats());
 
     const load: string[] = [loadAverage()];
     let cpu = cpuSeconds(pid);
     const baseline = newStats();
-    await searchLoop(victimUrl, victimToken, Date.now() + PHASE_MS, baseline);
+    await loop(victim, Date.now() + PHASE_MS, baseline);
     const baselineCpu = cpuSeconds(pid) - cpu;
-    load.push(loadAverage());
-
-    cpu = cpuSeconds(pid);
-    const contended = newStats();
-    const heavy = newStats();
-    const until = Date.now() + PHASE_MS;
-    await Promise.all([
-      searchLoop(victimUrl, victimToken, until, contended),
-      ...Array.from({ length: HEAVY_CONNECTIONS }, () => searchLoop(heavyUrl, heavyToken, until, heavy)),
-    ]);
-    const contendedCpu = cpuSeconds(pid) - cpu;
     load.push(loadAverage());
 
     const row = (phase: string, stats: LoopStats, cpuS: number) => {
@@ -204,16 +249,30 @@ async function main(): Promise<void> {
         serverCpuS: cpuS,
       };
     };
-    const rows = [
-      row('victim alone', baseline, baselineCpu),
-      row('victim while heavy tenant runs', contended, contendedCpu),
-      row(`heavy tenant (${HEAVY_CONNECTIONS} connections)`, heavy, contendedCpu),
-    ];
+    const rows = [row('victim alone', baseline, baselineCpu)];
+    const summary: Array<{ attack: Attack; ratio: number; loadAverage: string }> = [];
+    for (const attack of SELECTED) {
+      // a quiet second between phases: the previous attack's throttles and shares settle
+      await new Promise((r) => setTimeout(r, 1000));
+      cpu = cpuSeconds(pid);
+      const contended = newStats();
+      const heavy = newStats();
+      const until = Date.now() + PHASE_MS;
+      const { send, ignoreRetryAfter } = attacks[attack];
+      await Promise.all([
+        loop(victim, until, contended),
+        ...Array.from({ length: HEAVY_CONNECTIONS }, () => loop(send, until, heavy, ignoreRetryAfter)),
+      ]);
+      const contendedCpu = cpuSeconds(pid) - cpu;
+      load.push(loadAverage());
+      const victimRow = row(`victim during ${attack}`, contended, contendedCpu);
+      rows.push(victimRow, row(`  ${attack} (${HEAVY_CONNECTIONS} connections)`, heavy, contendedCpu));
+      summary.push({ attack, ratio: victimRow.p99Ms / rows[0].p99Ms, loadAverage: loadAverage() });
+    }
     printTable(rows);
-    const ratio = rows[1].p99Ms / rows[0].p99Ms;
-    console.log(
-      `victim p99 ratio (contended / alone): ${ratio.toFixed(2)} (target ≤ 2); load average ${load.join(' → ')}`,
-    );
+    for (const { attack, ratio } of summary)
+      console.log(`victim p99 ratio during ${attack} / alone: ${ratio.toFixed(2)} (target ≤ 2)`);
+    console.log(`load average ${load.join(' → ')}`);
     mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(
       join(__dirname, 'results', 'fairness.json'),
@@ -230,13 +289,15 @@ async function main(): Promise<void> {
           heavyPatients: HEAVY_PATIENTS,
           heavyPatientBytes: heavyBytes,
           heavyConnections: HEAVY_CONNECTIONS,
-          heavyHonoursRetryAfter: !IGNORE_RETRY_AFTER,
           phaseMs: PHASE_MS,
           loadAverage: load,
           rows,
-          summary: [
-            { figure: 'victim p99 ratio (heavy tenant running / alone)', value: ratio, target: '≤ 2' },
-          ],
+          summary: summary.map(({ attack, ratio, loadAverage: la }) => ({
+            figure: `victim p99 ratio (${attack} / alone)`,
+            value: ratio,
+            target: '≤ 2',
+            loadAverage: la,
+          })),
         },
         null,
         2,

@@ -4,6 +4,8 @@
  * bench/results/summary.json. Each scenario is a script `bench/<name>.ts` that prints its own
  * table and writes `bench/results/<name>.json`; where that JSON has
  * `summary: [{ figure, value, unit?, target? }]` and `engine`, those rows make the summary.
+ * A scenario may be a folder with an `index.ts` (bench/peer); options after one scenario's name
+ * go to it: `npm run bench -- peer --ours --base http://127.0.0.1:8080/fhir`.
  */
 import { spawnSync } from 'child_process';
 import { existsSync, readFileSync, writeFileSync } from 'fs';
@@ -62,20 +64,28 @@ function printTable(rows: SummaryRow[]): void {
   for (const r of rows) console.log(line(cols.map((c) => r[c])));
 }
 
+function scriptOf(scenario: string): string | undefined {
+  return [join(root, 'bench', `${scenario}.ts`), join(root, 'bench', scenario, 'index.ts')].find((f) =>
+    existsSync(f),
+  );
+}
+
 function main(): void {
   const asked = process.argv.slice(2);
-  const scenarios = asked.length ? asked : ORDER.filter((s) => existsSync(join(root, 'bench', `${s}.ts`)));
+  const withOptions = asked.slice(1).some((a) => a.startsWith('--'));
+  const scenarios = withOptions ? [asked[0]] : asked.length ? asked : ORDER.filter((s) => scriptOf(s));
+  const options = withOptions ? asked.slice(1) : [];
   const failed: string[] = [];
   for (const s of scenarios) {
-    const script = join(root, 'bench', `${s}.ts`);
-    if (!existsSync(script)) {
-      console.error(`unknown scenario "${s}" (known: ${ORDER.join(', ')})`);
+    const script = scriptOf(s);
+    if (!script) {
+      console.error(`unknown scenario "${s}" (known: ${[...ORDER, 'peer', 'soak'].join(', ')})`);
       process.exit(2);
     }
     console.log(`\n=== bench: ${s} ===`);
     const r = spawnSync(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', script],
+      ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', script, ...options],
       { cwd: root, stdio: 'inherit', env: { ...process.env, TS_NODE_TRANSPILE_ONLY: 'true' } },
     );
     if (r.status !== 0) failed.push(s);

@@ -1,3 +1,5 @@
+import { httpJson } from './bench-server';
+
 /**
  * Loading helpers for benchmarks: a JSON fetch, and resources stored through `POST /r4` as
  * transaction Bundles of at most 20 PUT entries (ids chosen client-side, SPEC §4.4), a few at a time.
@@ -38,4 +40,36 @@ export async function loadInBundles(
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   process.stderr.write('\n');
+}
+
+/** A transaction Bundle that PUTs each resource at its own id (an upsert: any split loads in any order). */
+export function putTransaction(resources: ReadonlyArray<Record<string, unknown>>): Record<string, unknown> {
+  return {
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: resources.map((resource) => ({
+      resource,
+      request: { method: 'PUT', url: `${String(resource.resourceType)}/${String(resource.id)}` },
+    })),
+  };
+}
+
+/**
+ * POSTs `putTransaction(resources)` to a FHIR base. PUT at a chosen id is idempotent, so a
+ * transaction the server gave up on (503: e.g. its database deadline on a loaded machine) is sent
+ * again, at most three times; `retries` says how often.
+ */
+export async function postPutTransaction(
+  base: string,
+  resources: ReadonlyArray<Record<string, unknown>>,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any; retries: number }> {
+  const bundle = putTransaction(resources);
+  let res = await httpJson(base, 'POST', '', bundle, headers);
+  let retries = 0;
+  for (; res.status === 503 && retries < 3; retries++) {
+    await new Promise((r) => setTimeout(r, 500));
+    res = await httpJson(base, 'POST', '', bundle, headers);
+  }
+  return { ...res, retries };
 }

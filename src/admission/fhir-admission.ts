@@ -18,10 +18,27 @@ export class FhirAdmission {
 
   async admit(clientId: string, req: Request, res: Response): Promise<void> {
     const slot = this.concurrency.acquire(clientId);
-    res.once('finish', slot.release);
+    // Every answer is charged to the client's share: by the reply path when it knows the size
+    // (chargeResponse), otherwise here once it is written (errors, manifests, streams, …).
+    let charged = false;
+    setResponseCharge(res, (bytes) => {
+      charged = true;
+      slot.charge(bytes);
+    });
+    const writtenBefore = res.socket?.bytesWritten ?? 0;
+    res.once('finish', () => {
+      if (!charged) slot.charge(answerBytes(res, writtenBefore));
+      slot.release();
+    });
     res.once('close', slot.release);
-    setResponseCharge(res, slot.charge);
     // then waits for its turn on the database (the client's slot is held while it waits)
     await this.lanes.admit(clientId, req, res);
   }
+}
+
+/** The body size an answer declared, or (streamed, no Content-Length) what its socket carried. */
+function answerBytes(res: Response, writtenBefore: number): number {
+  const declared = Number(res.getHeader('content-length'));
+  if (Number.isFinite(declared) && declared >= 0) return declared;
+  return Math.max(0, (res.socket?.bytesWritten ?? writtenBefore) - writtenBefore);
 }

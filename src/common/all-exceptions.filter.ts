@@ -2,10 +2,10 @@ import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { fhirJsonType, issue, operationOutcome, OperationOutcomeError, outcomeIn } from '@app/fhir';
 import { loggableError } from '../logging/loggable-error';
-import { requestVersion } from '../modules/fhir-store/fhir-reply';
 import { loggablePath } from '../logging/logging.module';
 import { mapError } from './error-mapping';
-import { isFhirRoute } from './fhir-routes';
+import { isFhirRequest } from '../fhir-http/fhir-route-state';
+import { requestVersion } from '../fhir-http/negotiation';
 
 const REASON: Record<number, string> = {
   400: 'bad_request',
@@ -25,7 +25,8 @@ const REASON: Record<number, string> = {
 };
 
 /**
- * One filter for every error: FHIR routes answer an OperationOutcome, the others
+ * One filter for every error: requests routed to a FHIR handler (its `@FhirRoute()` metadata) or
+ * under a FHIR base answer an OperationOutcome, the others
  * `{ error, message }` (DESIGN.md §4). No stack trace ever reaches a client.
  */
 @Catch()
@@ -48,7 +49,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     for (const [k, v] of Object.entries(mapped.headers)) res.setHeader(k, v);
     res.status(mapped.status);
-    if (req && isFhirRoute(req.path)) {
+    if (req && isFhirRequest(req)) {
       const outcome =
         exception instanceof OperationOutcomeError
           ? exception.outcome

@@ -1,8 +1,12 @@
-/** Routes whose errors answer a FHIR OperationOutcome rather than `{ error, message }`. */
-const FHIR_ROUTE = /^\/(?:(?:r4|stu3|dstu2)(?:\/|$|\?)|bulk-data\/|v1\/[^/]+\/bulk-export\/)/i;
+import { isFhirPath } from '../fhir-http/fhir-route-state';
 
+/**
+ * Whether a path lies under a FHIR base declared by a `@FhirRoute()` (src/fhir-http), for the
+ * middleware that runs before routing (CORS, Cache-Control, body limits). After routing, the
+ * route's own metadata decides (`isFhirRequest`).
+ */
 export function isFhirRoute(path: string): boolean {
-  return FHIR_ROUTE.test(path);
+  return isFhirPath(path);
 }
 
 export const FHIR_JSON = 'application/fhir+json';

@@ -4,6 +4,7 @@ import type { TenantContext } from '../tenancy/tenant-context';
 import type { HistoryDoc } from './documents';
 import { ResourceStorage } from './resource-storage';
 import type { Conditions } from './tenant-scope';
+import { findWithinBudget } from './page-budget';
 
 /** Which versions a history page holds (https://hl7.org/fhir/R4/http.html#history). */
 export interface HistoryWindow {
@@ -15,6 +16,13 @@ export interface HistoryWindow {
   fromVid?: number;
   /** Instance history: versions up to the current document's (claimed-but-unfinished ones are not served). */
   toVid?: number;
+}
+
+/** A history page: `limit` versions from `skip`, held to `maxBytes` of version JSON (page-budget.ts). */
+export interface HistoryPage {
+  skip: number;
+  limit: number;
+  maxBytes: number;
 }
 
 /**
@@ -48,12 +56,12 @@ export class HistoryRepository {
     ctx: TenantContext,
     key: string,
     window: HistoryWindow,
-    page: { skip: number; limit: number },
+    page: HistoryPage,
   ): Promise<{ rows: HistoryDoc[]; total: number }> {
     const history = this.storage.scoped(ctx).history;
     const filter = history.where({ rk: key }, this.windowFilter(window));
-    const [rows, total] = await Promise.all([
-      history.find(filter).sort({ vid: -1 }).skip(page.skip).limit(page.limit).toArray(),
+    const [{ docs: rows }, total] = await Promise.all([
+      findWithinBudget(history, filter, { ...page, sort: { vid: -1 } }),
       history.countDocuments(filter),
     ]);
     return { rows, total };
@@ -75,15 +83,15 @@ export class HistoryRepository {
     version: FhirVersion,
     type: string | undefined,
     window: HistoryWindow,
-    page: { skip: number; limit: number },
+    page: HistoryPage,
   ): Promise<{ rows: HistoryDoc[]; total: number }> {
     const history = this.storage.scoped(ctx).history;
     const filter = history.where(
       { v: version },
       { ...(type ? { t: type } : {}), ...this.windowFilter(window) },
     );
-    const [rows, total] = await Promise.all([
-      history.find(filter).sort({ lu: -1, _id: -1 }).skip(page.skip).limit(page.limit).toArray(),
+    const [{ docs: rows }, total] = await Promise.all([
+      findWithinBudget(history, filter, { ...page, sort: { lu: -1, _id: -1 } }),
       history.countDocuments(filter),
     ]);
     return { rows, total };

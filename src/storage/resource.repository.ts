@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { mongo } from 'mongoose';
 import { historyKey, resourceKey, type FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../tenancy/tenant-context';
+import { entriesWithinBudget } from './page-budget';
 import type { HistoryDoc, ResourceDoc } from './documents';
 import { ResourceStorage, type TenantStore } from './resource-storage';
 import {
@@ -212,13 +213,10 @@ export class ResourceRepository {
       { ...options, limit: page.size + 1, projection },
       { enableUtf8Validation: false },
     );
-    let bytes = 0;
-    let kept = 0;
-    while (
-      kept < Math.min(rows.length, page.size) &&
-      (kept === 0 || bytes + rows[kept].size <= page.maxBytes)
-    )
-      bytes += rows[kept++].size;
+    const kept = entriesWithinBudget(
+      rows.slice(0, page.size).map((row) => row.size),
+      page.maxBytes,
+    );
     const hasNext = rows.length > kept;
     const served = rows.slice(0, kept);
     const missing = served.filter((row) => typeof row.json !== 'string').map((row) => row._id);

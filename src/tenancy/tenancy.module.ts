@@ -1,18 +1,23 @@
-import { Global, Module } from '@nestjs/common';
-import { AuthModule } from '../modules/auth/auth.module';
-import { UsersModule } from '../modules/users/users.module';
+import { DynamicModule, Module, type Type } from '@nestjs/common';
 import { AdmissionModule } from '../admission/admission.module';
+import { IDENTITY_LOOKUP, type IdentityLookup } from './identity-lookup';
 import { TenantGuard } from './tenant.guard';
 import { TenantResolver } from './tenant-resolver';
 
 /**
- * Global: any module can put `@UseTenant()` on its routes without importing anything. Re-exports
- * AuthModule (ClientsService, TokenService) and UsersModule (UsersService) for the same reason.
+ * Global: any module can put `@UseTenant()` on its routes without importing anything. Tenancy
+ * knows clients, tokens and users only through the IdentityLookup the identity side provides
+ * (`register`), so no tenancy file imports a feature module.
  */
-@Global()
-@Module({
-  imports: [AuthModule, UsersModule, AdmissionModule],
-  providers: [TenantResolver, TenantGuard],
-  exports: [TenantResolver, TenantGuard, AdmissionModule, AuthModule, UsersModule],
-})
-export class TenancyModule {}
+@Module({})
+export class TenancyModule {
+  static register(identity: { imports: Type[]; lookup: Type<IdentityLookup> }): DynamicModule {
+    return {
+      module: TenancyModule,
+      global: true,
+      imports: [...identity.imports, AdmissionModule],
+      providers: [{ provide: IDENTITY_LOOKUP, useClass: identity.lookup }, TenantResolver, TenantGuard],
+      exports: [TenantResolver, TenantGuard, AdmissionModule],
+    };
+  }
+}

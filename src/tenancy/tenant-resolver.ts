@@ -1,29 +1,12 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { OperationOutcomeError } from '@app/fhir';
-import { ClientRecord } from '../modules/auth/clients/client.schema';
 import { sourceAddress } from '../modules/auth/clients/client-credentials';
-import { ClientsService } from '../modules/auth/clients/clients.service';
-import { ClientAuthenticator } from '../modules/auth/rate-limit/client-authenticator';
-import { GrantService } from '../modules/auth/tokens/grant.service';
-import { TokenService } from '../modules/auth/tokens/token.service';
-import { UsersService } from '../modules/users/users.service';
+import { IDENTITY_LOOKUP, type IdentityLookup, type TenantClient } from './identity-lookup';
 import { isReadOnly, TenantContext } from './tenant-context';
+import type { TenantOptions } from './tenant-options';
 
-/** What a route asks of the tenant guard (see `UseTenant`). */
-export interface TenantOptions {
-  /** Client-wide contexts (`x-service-user-id: client`, client-level token without a user):
-   * 'get-only' (default) allows them on reads only; 'never' refuses them on this route. */
-  clientWide?: 'get-only' | 'never';
-  /** A POST that only reads (e.g. `_search`): treated as a read for scope and client-wide checks. */
-  readRoute?: boolean;
-  /** Only `Authorization: Bearer` is accepted. */
-  bearerOnly?: boolean;
-  /** The route acts on one user: client-wide contexts are refused (400). */
-  userRequired?: boolean;
-  /** Client headers without a user header mean the whole client (user-management list). */
-  userHeaderOptional?: boolean;
-}
+export type { TenantOptions } from './tenant-options';
 
 /** SPEC §4.3 form 1/2/3: full access to the one user or, on reads, to the client's users. */
 const CLIENT_HEADER_SCOPES = ['user/*.*'] as const;
@@ -36,13 +19,7 @@ const READ_METHODS = new Set(['GET', 'HEAD']);
  */
 @Injectable()
 export class TenantResolver {
-  constructor(
-    private readonly clients: ClientsService,
-    private readonly clientAuth: ClientAuthenticator,
-    private readonly tokens: TokenService,
-    private readonly users: UsersService,
-    private readonly grants: GrantService,
-  ) {}
+  constructor(@Inject(IDENTITY_LOOKUP) private readonly identity: IdentityLookup) {}
 
   async resolve(req: Request, opts: TenantOptions = {}): Promise<TenantContext> {
     const isWrite = !READ_METHODS.has(req.method.toUpperCase()) && !opts.readRoute;
@@ -86,11 +63,14 @@ export class TenantResolver {
     const match = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(authorization);
     if (!match)
       throw unauthorized('the Authorization header must be "Bearer <access token>"', 'invalid_request');
-    const claims = this.tokens.verifyAccessToken(match[1]);
+    const claims = this.identity.verifyAccessToken(match[1]);
     if (!claims) throw unauthorized('the access token is invalid or expired', 'invalid_token');
-    const client = await this.clients.findActive(claims.clientId);
+    const client = await this.identity.findActiveClient(claims.clientId);
     if (!client) throw unauthorized('the client of this token is unknown or disabled', 'invalid_token');
-    if (claims.family !== undefined && (await this.grants.isFamilyRevoked(client.clientId, claims.family))) {
+    if (
+      claims.family !== undefined &&
+      (await this.identity.isFamilyRevoked(client.clientId, claims.family))
+    ) {
       throw unauthorized('the access token was revoked (its refresh token was reused)', 'invalid_token');
     }
     if (claims.userId !== null) {
@@ -123,7 +103,7 @@ export class TenantResolver {
       );
     }
     if (opts.bearerOnly) throw unauthorized('this request takes Authorization: Bearer <token>');
-    const client = await this.clientAuth.authenticate(clientId, secret, sourceAddress(req));
+    const client = await this.identity.authenticateClient(clientId, secret, sourceAddress(req));
     if (!client) throw unauthorized('unknown client, wrong secret, or disabled client');
     const userId = await this.userFromHeaders(req, client, opts.userHeaderOptional === true);
     return {
@@ -138,7 +118,7 @@ export class TenantResolver {
   /** `x-service-user-id` (numeric or `client`) or `x-app-user-id`; a user of another client → 404. */
   private async userFromHeaders(
     req: Request,
-    client: ClientRecord,
+    client: TenantClient,
     optional: boolean,
   ): Promise<number | null> {
     const serviceUserId = header(req, 'x-service-user-id');
@@ -150,14 +130,14 @@ export class TenantResolver {
           'x-service-user-id must be a numeric service_user_id or "client"',
         );
       }
-      const user = await this.users.findUser(client.clientId, Number(serviceUserId));
-      if (!user) throw OperationOutcomeError.notFound(`no user ${serviceUserId}`);
-      return user.service_user_id;
+      const user = await this.identity.findUserId(client.clientId, Number(serviceUserId));
+      if (user === null) throw OperationOutcomeError.notFound(`no user ${serviceUserId}`);
+      return user;
     }
     if (appUserId !== undefined) {
-      const user = await this.users.findUserByAppUserId(client.clientId, appUserId);
-      if (!user) throw OperationOutcomeError.notFound(`no user "${appUserId}"`);
-      return user.service_user_id;
+      const user = await this.identity.findUserIdByAppUserId(client.clientId, appUserId);
+      if (user === null) throw OperationOutcomeError.notFound(`no user "${appUserId}"`);
+      return user;
     }
     if (optional) return null;
     throw OperationOutcomeError.invalid('the header x-service-user-id or x-app-user-id is required');

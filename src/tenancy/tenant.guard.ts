@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import { FhirAdmission } from '../admission/fhir-admission';
-import { isFhirRoute } from '../common/fhir-routes';
+import type { FhirRequest } from '../fhir-http/fhir-route-state';
 import { TenantContext } from './tenant-context';
 import { TenantOptions, TenantResolver } from './tenant-resolver';
 
@@ -28,7 +28,9 @@ export class TenantGuard implements CanActivate {
         context.getClass(),
       ]) ?? {};
     req.tenant = await this.resolver.resolve(req, opts);
-    if (isFhirRoute(req.path)) {
+    // FHIR routes (`@FhirRoute()`, checked before this guard) take a client slot and admission
+    const route = (req as FhirRequest).fhir;
+    if (route && route.options.admitted !== false) {
       const res = context.switchToHttp().getResponse<Response>();
       await this.admission.admit(req.tenant.clientId, req, res);
     }

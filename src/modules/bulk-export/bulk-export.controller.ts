@@ -1,4 +1,4 @@
-import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, Inject, Param, Req, Res } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiHeader,
@@ -7,110 +7,79 @@ import {
   ApiParam,
   ApiProduces,
   ApiQuery,
-  ApiTags,
 } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { issue, operationOutcome, type FhirVersion } from '@app/fhir';
+import { FhirOperation, FhirRoute, FhirVersionParam, type FhirReply } from '../../fhir-http';
+import type { FhirOperationDefinition } from '../../fhir-http/fhir-operation.decorator';
+import { FhirIdParam, FhirTypeParam } from '../../fhir-http/fhir-params';
 import { MetricsService } from '../../metrics/metrics.service';
-import { Tenant, TenantContext, UseTenant } from '../../tenancy';
+import { Tenant } from '../../tenancy/use-tenant.decorator';
+import type { TenantContext } from '../../tenancy/tenant-context';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
-import {
-  BulkExportService,
-  ExportManifest,
-  ExportRoute,
-  KickOffRequest,
-  KickOffResult,
-} from './bulk-export.service';
+import { BulkExportService, ExportManifest, ExportRoute, KickOffResult } from './bulk-export.service';
 import { parametersToQuery, type RawQuery } from './export-parameters';
 import { streamNdjson } from './ndjson-response';
 
-type RouteParams = { version?: string; customer?: string; groupId?: string };
-
-/** Which host a matched route belongs to; the gateway routes are R4 only (SPEC §9.5). */
-function exportRoute(req: Request, params: RouteParams): ExportRoute {
-  if (params.customer !== undefined) return { host: 'gateway', version: 'r4', customer: params.customer };
-  return { host: req.path.startsWith('/bulk-data/') ? 'analytics' : 'base', version: params.version ?? '' };
-}
-
-function kickOffRequest(req: Request, params: RouteParams, kind: KickOffRequest['kind']): KickOffRequest {
-  // POST kick-off: the Parameters body carries the parameters (export.html#post-body)
-  const query = req.method === 'POST' ? parametersToQuery(req.body) : (req.query as RawQuery);
-  return {
-    ...exportRoute(req, params),
-    kind,
-    groupId: params.groupId,
-    query,
-    originalUrl: req.originalUrl,
-    prefer: req.get('prefer'),
-    userHeaders: req.get('x-service-user-id') !== undefined || req.get('x-app-user-id') !== undefined,
-  };
-}
+const BULK_DATA = 'http://hl7.org/fhir/uv/bulkdata/OperationDefinition';
 
 /**
- * 200 with the manifest (SPEC §4.8), or 202 + Content-Location with `Prefer: respond-async` and an
- * OperationOutcome body as application/fhir+json (https://hl7.org/fhir/uv/bulkdata/export.html#response---success).
+ * `$export` (https://hl7.org/fhir/uv/bulkdata/export.html) at system, Patient and Group level, on
+ * the store's base, the analytics base and (system and Group) the population gateway.
  */
-function answerKickOff(res: Response, result: KickOffResult, linkTtlSeconds: number): unknown {
-  if ('statusUrl' in result) {
-    res.status(202).setHeader('Content-Location', result.statusUrl);
-    res.setHeader('Content-Type', 'application/fhir+json; charset=utf-8');
-    return {
-      resourceType: 'OperationOutcome',
-      issue: [
-        {
-          severity: 'information',
-          code: 'informational',
-          diagnostics: `export accepted: poll ${result.statusUrl}`,
-        },
-      ],
-    };
-  }
-  return answerManifest(res, result.manifest, linkTtlSeconds);
+const EXPORT: FhirOperationDefinition = {
+  name: 'export',
+  levels: ['system', 'type', 'instance'],
+  definition: `${BULK_DATA}/export`,
+  at: {
+    type: { types: ['Patient'], definition: `${BULK_DATA}/patient-export`, bases: ['store', 'bulk-data'] },
+    instance: { types: ['Group'], definition: `${BULK_DATA}/group-export` },
+  },
+  bases: ['store', 'bulk-data', 'gateway'],
+  description:
+    'Bulk Data export of the tenant (system), of the Patient compartments, or of a Group: a manifest ' +
+    'of NDJSON files, at once or with Prefer: respond-async',
+};
+
+const BASES = ['store', 'bulk-data', 'gateway'] as const;
+
+/** Which host a matched route belongs to; the gateway routes are R4 only. */
+function exportRoute(req: Request, version: FhirVersion): ExportRoute {
+  const customer = (req.params as Record<string, string | undefined>).customer;
+  if (customer !== undefined) return { host: 'gateway', version: 'r4', customer };
+  return { host: req.path.startsWith('/bulk-data/') ? 'analytics' : 'base', version };
 }
 
 /** The complete-status manifest: application/json (export.html#response---complete-status); Expires = when its links expire. */
-function answerManifest(res: Response, manifest: ExportManifest, linkTtlSeconds: number): unknown {
-  res.status(200).setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Expires', new Date(Date.now() + linkTtlSeconds * 1000).toUTCString());
-  return manifest;
-}
-
-const EXPORT_QUERY = [
-  ApiQuery({
-    name: '_type',
-    required: false,
-    description: 'comma-separated resource types; an unknown one → 400',
-  }),
-  ApiQuery({
-    name: '_since',
-    required: false,
-    description: 'YYYY-MM-DD or an instant; lastUpdated later than it',
-  }),
-  ApiQuery({
-    name: '_outputFormat',
-    required: false,
-    description: 'application/fhir+ndjson (the only format)',
-  }),
-  ApiHeader({
-    name: 'Prefer',
-    required: false,
-    description: '`respond-async` for the Bulk Data IG async flow',
-  }),
-  ApiOkResponse({
-    description: 'the manifest: transactionTime, request, requiresAccessToken, output[{type,url,count}]',
-  }),
-  ApiAcceptedResponse({ description: 'async kick-off accepted; Content-Location = status URL' }),
-];
-function exportDocs(summary: string): MethodDecorator {
-  return (target, key, descriptor) => {
-    for (const d of [ApiOperation({ summary }), ...EXPORT_QUERY]) d(target, key, descriptor);
+function manifestReply(manifest: ExportManifest, linkTtlSeconds: number): FhirReply {
+  return {
+    status: 200,
+    body: manifest,
+    mediaType: 'application/json',
+    headers: { Expires: new Date(Date.now() + linkTtlSeconds * 1000).toUTCString() },
   };
 }
 
 /**
- * Bulk export (SPEC §4.8, issue 6; https://hl7.org/fhir/uv/bulkdata/export.html) on all its hosts:
- * `{analytics_url}/bulk-data/{v}`, `{gateway_url}/v1/{customer}/bulk-export/bulk-data/r4` and
- * `{base_url}/{v}`. Registered before the FHIR store, whose generic routes would swallow these.
+ * 200 with the manifest, or 202 + Content-Location with `Prefer: respond-async` and an
+ * OperationOutcome body (https://hl7.org/fhir/uv/bulkdata/export.html#response---success).
+ */
+function kickOffReply(result: KickOffResult, linkTtlSeconds: number): FhirReply {
+  if (!('statusUrl' in result)) return manifestReply(result.manifest, linkTtlSeconds);
+  return {
+    status: 202,
+    headers: { 'Content-Location': result.statusUrl },
+    body: operationOutcome([
+      issue('informational', `export accepted: poll ${result.statusUrl}`, { severity: 'information' }),
+    ]),
+  };
+}
+
+/**
+ * Bulk export on all its hosts: `{analytics_url}/bulk-data/{v}`,
+ * `{gateway_url}/v1/{customer}/bulk-export/bulk-data/r4` and `{base_url}/{v}`.
  */
 @ApiTags('Bulk export')
 @Controller()
@@ -125,121 +94,58 @@ export class BulkExportController {
     return this.settings.exportLinkTtlSeconds;
   }
 
-  @UseTenant({ readRoute: true })
-  @Post(['bulk-data/:version/$export', ':version/$export', 'v1/:customer/bulk-export/bulk-data/r4/$export'])
-  @exportDocs('System-level export kicked off with a Parameters body (_type, _since, _outputFormat)')
-  async systemExportPost(
+  @FhirOperation(EXPORT)
+  @ApiQuery({
+    name: '_type',
+    required: false,
+    description: 'comma-separated resource types; an unknown one → 400',
+  })
+  @ApiQuery({
+    name: '_since',
+    required: false,
+    description: 'YYYY-MM-DD or an instant; lastUpdated later than it',
+  })
+  @ApiQuery({
+    name: '_outputFormat',
+    required: false,
+    description: 'application/fhir+ndjson (the only format)',
+  })
+  @ApiHeader({
+    name: 'Prefer',
+    required: false,
+    description: '`respond-async` for the Bulk Data IG async flow',
+  })
+  @ApiOkResponse({
+    description: 'the manifest: transactionTime, request, requiresAccessToken, output[{type,url,count}]',
+  })
+  @ApiAcceptedResponse({ description: 'async kick-off accepted; Content-Location = status URL' })
+  async kickOff(
     @Tenant() ctx: TenantContext,
-    @Param() params: RouteParams,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam('optional') type: string | undefined,
+    @FhirIdParam('optional') groupId: string | undefined,
     @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const body = answerKickOff(
-      res,
-      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'system')),
-      this.ttl,
-    );
-    res.send(JSON.stringify(body));
+  ): Promise<FhirReply> {
+    // POST kick-off: the Parameters body carries the parameters (export.html#post-body)
+    const query = req.method === 'POST' ? parametersToQuery(req.body) : (req.query as RawQuery);
+    const result = await this.exports.kickOff(ctx, {
+      ...exportRoute(req, version),
+      kind: type === 'Patient' ? 'patient' : type === 'Group' ? 'group' : 'system',
+      groupId,
+      query,
+      originalUrl: req.originalUrl,
+      prefer: req.get('prefer'),
+      userHeaders: req.get('x-service-user-id') !== undefined || req.get('x-app-user-id') !== undefined,
+    });
+    return kickOffReply(result, this.ttl);
   }
 
-  @UseTenant({ readRoute: true })
-  @Post(['bulk-data/:version/Patient/$export', ':version/Patient/$export'])
-  @exportDocs('Patient-level export kicked off with a Parameters body (_type, _since, patient …)')
-  async patientExportPost(
-    @Tenant() ctx: TenantContext,
-    @Param() params: RouteParams,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const body = answerKickOff(
-      res,
-      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'patient')),
-      this.ttl,
-    );
-    res.send(JSON.stringify(body));
-  }
-
-  @UseTenant({ readRoute: true })
-  @Post([
-    'bulk-data/:version/Group/:groupId/$export',
-    ':version/Group/:groupId/$export',
-    'v1/:customer/bulk-export/bulk-data/r4/Group/:groupId/$export',
-  ])
-  @exportDocs('Group export kicked off with a Parameters body (_type, _since, patient …)')
-  @ApiParam({ name: 'groupId', description: 'logical id of a Group of the tenant' })
-  async groupExportPost(
-    @Tenant() ctx: TenantContext,
-    @Param() params: RouteParams,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const body = answerKickOff(
-      res,
-      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'group')),
-      this.ttl,
-    );
-    res.send(JSON.stringify(body));
-  }
-
-  @UseTenant()
-  @Get(['bulk-data/:version/$export', ':version/$export', 'v1/:customer/bulk-export/bulk-data/r4/$export'])
-  @exportDocs('System-level export: every resource of the tenant (the user, or every user of the client)')
-  async systemExport(
-    @Tenant() ctx: TenantContext,
-    @Param() params: RouteParams,
-    @Req() req: Request,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<unknown> {
-    return answerKickOff(
-      res,
-      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'system')),
-      this.ttl,
-    );
-  }
-
-  @UseTenant()
-  @Get(['bulk-data/:version/Patient/$export', ':version/Patient/$export'])
-  @exportDocs('Patient-level export: resources of the types in the Patient compartment')
-  async patientExport(
-    @Tenant() ctx: TenantContext,
-    @Param() params: RouteParams,
-    @Req() req: Request,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<unknown> {
-    return answerKickOff(
-      res,
-      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'patient')),
-      this.ttl,
-    );
-  }
-
-  @UseTenant()
-  @Get([
-    'bulk-data/:version/Group/:groupId/$export',
-    ':version/Group/:groupId/$export',
-    'v1/:customer/bulk-export/bulk-data/r4/Group/:groupId/$export',
-  ])
-  @exportDocs("Group export: the compartments of the Group's Patient members (at most 10,000)")
-  @ApiParam({ name: 'groupId', description: 'logical id of a Group of the tenant' })
-  async groupExport(
-    @Tenant() ctx: TenantContext,
-    @Param() params: RouteParams,
-    @Req() req: Request,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<unknown> {
-    return answerKickOff(
-      res,
-      await this.exports.kickOff(ctx, kickOffRequest(req, params, 'group')),
-      this.ttl,
-    );
-  }
-
-  @UseTenant()
   @Get([
     'bulk-data/:version/$export-status/:jobId',
     ':version/$export-status/:jobId',
     'v1/:customer/bulk-export/bulk-data/r4/$export-status/:jobId',
   ])
+  @FhirRoute({ bases: BASES })
   @ApiOperation({
     summary: 'Async export status: 202 with X-Progress until ready, then 200 with the manifest',
   })
@@ -247,36 +153,37 @@ export class BulkExportController {
   @ApiAcceptedResponse({ description: 'still in progress (X-Progress, Retry-After)' })
   async jobStatus(
     @Tenant() ctx: TenantContext,
-    @Param() params: RouteParams & { jobId: string },
+    @FhirVersionParam() version: FhirVersion,
+    @Param('jobId') jobId: string,
     @Req() req: Request,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<unknown> {
-    const status = await this.exports.status(ctx, exportRoute(req, params), params.jobId);
-    if ('manifest' in status) return answerManifest(res, status.manifest, this.settings.exportLinkTtlSeconds);
-    res.status(202).setHeader('X-Progress', status.progress);
-    res.setHeader('Retry-After', String(status.retryAfterSeconds));
-    return undefined;
+  ): Promise<FhirReply> {
+    const status = await this.exports.status(ctx, exportRoute(req, version), jobId);
+    if ('manifest' in status) return manifestReply(status.manifest, this.ttl);
+    return {
+      status: 202,
+      body: '',
+      headers: { 'X-Progress': status.progress, 'Retry-After': String(status.retryAfterSeconds) },
+    };
   }
 
   // Cancelling a job changes no FHIR data: allowed to read-only and client-wide credentials.
-  @UseTenant({ readRoute: true })
   @Delete([
     'bulk-data/:version/$export-status/:jobId',
     ':version/$export-status/:jobId',
     'v1/:customer/bulk-export/bulk-data/r4/$export-status/:jobId',
   ])
-  @HttpCode(202)
+  @FhirRoute({ bases: BASES, kind: 'read', status: 202 })
   @ApiOperation({ summary: 'Cancel an async export (later status requests → 404)' })
   @ApiAcceptedResponse({ description: 'cancelled' })
   async cancelJob(
     @Tenant() ctx: TenantContext,
-    @Param() params: RouteParams & { jobId: string },
+    @FhirVersionParam() version: FhirVersion,
+    @Param('jobId') jobId: string,
     @Req() req: Request,
   ): Promise<void> {
-    await this.exports.cancel(ctx, exportRoute(req, params), params.jobId);
+    await this.exports.cancel(ctx, exportRoute(req, version), jobId);
   }
 
-  @UseTenant()
   @Get([
     'bulk-data/:version/$export/:type/:token.ndjson',
     'bulk-data/:version/Patient/$export/:type/:token.ndjson',
@@ -287,19 +194,23 @@ export class BulkExportController {
     'v1/:customer/bulk-export/bulk-data/r4/$export/:type/:token.ndjson',
     'v1/:customer/bulk-export/bulk-data/r4/Group/:groupId/$export/:type/:token.ndjson',
   ])
+  @FhirRoute({ bases: BASES, negotiate: false })
   @ApiOperation({
     summary: 'Download one NDJSON file of a manifest (same tenant; the link is signed and expires)',
   })
   @ApiProduces('application/fhir+ndjson')
+  @ApiParam({ name: 'type', description: 'resource type of the file' })
   @ApiOkResponse({ description: 'one resource per line, streamed' })
   async downloadFile(
     @Tenant() ctx: TenantContext,
-    @Param() params: RouteParams & { type: string; token: string },
-    @Query() _query: unknown,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @Param('token') token: string,
     @Req() req: Request,
+    // a stream is written as it is read: the one handler that writes its own answer
     @Res() res: Response,
   ): Promise<void> {
-    const source = await this.exports.openFile(ctx, exportRoute(req, params), params.type, params.token);
+    const source = await this.exports.openFile(ctx, exportRoute(req, version), type, token);
     const { bytes } = await streamNdjson(res, source);
     this.metrics.addExportBytes(bytes);
   }

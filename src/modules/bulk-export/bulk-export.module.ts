@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
 import { SETTINGS } from '../../config/config.module';
 import { Settings } from '../../config/settings';
-import { BulkExportController } from './bulk-export.controller';
 import { BulkExportService } from './bulk-export.service';
 import { EXPORT_JOB_MODEL, ExportJobSchema, ExportJobsRepository } from './export-jobs.repository';
 import { ExportPlanner } from './export-planner';
@@ -10,10 +9,9 @@ import { ExportResourcesRepository } from './export-resources.repository';
 import { StorageModule } from '../../storage/storage.module';
 import { EXPORT_SIGNING_KEY, exportSigningKey } from './export-signing-key';
 
-/** Bulk export (issue 6): sync manifests, async jobs, signed NDJSON file links. */
+/** Bulk export: sync manifests, async jobs, signed NDJSON file links (routes: fhir-routes.module.ts). */
 @Module({
   imports: [StorageModule, MongooseModule.forFeature([{ name: EXPORT_JOB_MODEL, schema: ExportJobSchema }])],
-  controllers: [BulkExportController],
   providers: [
     {
       provide: EXPORT_SIGNING_KEY,
@@ -25,5 +23,6 @@ import { EXPORT_SIGNING_KEY, exportSigningKey } from './export-signing-key';
     ExportPlanner,
     BulkExportService,
   ],
+  exports: [BulkExportService],
 })
 export class BulkExportModule {}

@@ -1,4 +1,4 @@
-import { FhirVersion, isResourceType, OperationOutcomeError } from '@app/fhir';
+import { FhirVersion, isResourceType, OperationOutcomeError, plusForSpace } from '@app/fhir';
 
 /** Parsed kick-off parameters (https://hl7.org/fhir/uv/bulkdata/export.html#query-parameters). */
 export interface ExportParameters {
@@ -38,7 +38,9 @@ function validCalendarDate(y: number, m: number, d: number): boolean {
  * `_since` as a date (`YYYY-MM-DD`, SPEC §4.8: start of that day, UTC) or a full FHIR instant
  * (the Bulk Data IG's form). Anything else, including impossible dates, is a 400.
  */
-export function parseSince(raw: string): Date {
+export function parseSince(sent: string): Date {
+  // an unescaped `+` of the offset arrives as a space
+  const raw = plusForSpace(sent);
   const date = DATE.exec(raw);
   const instant = date ? undefined : INSTANT.exec(raw);
   const parts = date ?? instant;

@@ -1,50 +1,21 @@
-import {
-  ArgumentsHost,
-  Catch,
-  Controller,
-  ExceptionFilter,
-  Get,
-  Header,
-  Param,
-  Query,
-  UseFilters,
-} from '@nestjs/common';
+import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
-import { issue, operationOutcome, OperationOutcomeError } from '@app/fhir';
-import { UseTenant } from '../../tenancy';
-import { mapError } from '../../common/error-mapping';
-import { FHIR_JSON } from '../../common/fhir-routes';
+import { FhirRoute } from '../../fhir-http';
 import { DirectoryFhirService } from './directory-fhir.service';
 
 /**
- * `/directory/r4` is outside the paths the global filter treats as FHIR, so this controller's
- * errors are turned into OperationOutcomes here, with the same status mapping as everywhere.
+ * The directory as FHIR R4 (read-only): public directory data, for any bearer token. Its requests
+ * take no client slot or admission lane (they read the directory's in-memory index).
  */
-@Catch()
-export class DirectoryFhirExceptionFilter implements ExceptionFilter {
-  catch(exception: unknown, host: ArgumentsHost): void {
-    const res = host.switchToHttp().getResponse<Response>();
-    const mapped = mapError(exception);
-    const outcome =
-      exception instanceof OperationOutcomeError
-        ? exception.outcome
-        : operationOutcome([issue(mapped.code, mapped.message)]);
-    for (const [k, v] of Object.entries(mapped.headers)) res.setHeader(k, v);
-    res.status(mapped.status).setHeader('Content-Type', `${FHIR_JSON}; charset=utf-8`);
-    res.send(JSON.stringify(outcome));
-  }
-}
+const DIRECTORY_ROUTE = { bases: ['directory'], tenant: { bearerOnly: true }, admitted: false } as const;
 
 @ApiTags('directory')
 @Controller('directory/r4')
-@UseTenant({ bearerOnly: true })
-@UseFilters(DirectoryFhirExceptionFilter)
 export class DirectoryFhirController {
   constructor(private readonly fhir: DirectoryFhirService) {}
 
   @Get('Organization')
-  @Header('Content-Type', `${FHIR_JSON}; charset=utf-8`)
+  @FhirRoute(DIRECTORY_ROUTE)
   @ApiOperation({
     summary: 'Directory as FHIR R4 Organizations (read-only searchset)',
     description:
@@ -63,7 +34,7 @@ export class DirectoryFhirController {
   }
 
   @Get('Organization/:id')
-  @Header('Content-Type', `${FHIR_JSON}; charset=utf-8`)
+  @FhirRoute(DIRECTORY_ROUTE)
   @ApiOperation({ summary: 'One directory entry as a FHIR R4 Organization' })
   @ApiParam({ name: 'id' })
   @ApiOkResponse({ description: 'Organization' })
@@ -73,7 +44,7 @@ export class DirectoryFhirController {
   }
 
   @Get('Endpoint/:id')
-  @Header('Content-Type', `${FHIR_JSON}; charset=utf-8`)
+  @FhirRoute(DIRECTORY_ROUTE)
   @ApiOperation({ summary: 'The FHIR endpoint of a directory entry (same id as its Organization)' })
   @ApiParam({ name: 'id' })
   @ApiOkResponse({ description: 'Endpoint (connectionType hl7-fhir-rest, address = fhir_base_url)' })

@@ -8,7 +8,7 @@ import {
   ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
-import { UseTenant } from '../../tenancy';
+import { UseTenant } from '../../tenancy/use-tenant.decorator';
 import { SYSTEM_TYPES } from './directory-entry';
 import { DirectorySearchBodyDto, DirectorySearchResponseDto, ErrorBodyDto } from './directory.dto';
 import { DirectoryService, SearchInput, SearchResult } from './directory.service';

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
+import { AuthModule } from '../auth/auth.module';
 import { ClinicalSystemsController } from './clinical-systems.controller';
 import { ClinicalSystemsService } from './clinical-systems.service';
 import { DIRECTORY_ENTRY_MODEL, DirectoryEntrySchema } from './directory-entry.schema';
@@ -12,7 +13,10 @@ import { DirectoryService } from './directory.service';
 
 /** Provider/health-system directory: /api/search, /connect/system/clinical, /directory/r4, import, seed. */
 @Module({
-  imports: [MongooseModule.forFeature([{ name: DIRECTORY_ENTRY_MODEL, schema: DirectoryEntrySchema }])],
+  imports: [
+    AuthModule,
+    MongooseModule.forFeature([{ name: DIRECTORY_ENTRY_MODEL, schema: DirectoryEntrySchema }]),
+  ],
   controllers: [DirectorySearchController, ClinicalSystemsController, DirectoryFhirController],
   providers: [
     DirectoryRepository,

@@ -1,6 +1,12 @@
 import { Module } from '@nestjs/common';
-import { OPERATION_MODULES } from './operation-modules';
+import { ValidateOperationModule } from './validate/validate-operation.module';
 
-/** Groups the FHIR operation modules; registered before the FHIR store (route order). */
-@Module({ imports: OPERATION_MODULES })
+/**
+ * The FHIR operation modules, one import each; `nest g module modules/fhir-operations/<name>`
+ * adds a new one here (docs/extending.md). Loaded before the FHIR store's routes: an operation's
+ * fixed `$name` segment would otherwise be taken for an id.
+ */
+@Module({
+  imports: [ValidateOperationModule],
+})
 export class FhirOperationsModule {}

@@ -1,12 +1,11 @@
-import { Controller, Get, Inject, Param, Req, Res, UseGuards } from '@nestjs/common';
-import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import { Controller, Get, Inject, Param } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import type { FhirVersion } from '@app/fhir';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
+import { FhirRoute, FhirVersionParam } from '../../fhir-http';
 import { smartConfiguration } from '../auth/oauth/smart-configuration';
 import { CapabilityService } from './capability.service';
-import { sendReply, versionParam } from './fhir-reply';
-import { FhirRouteGuard } from './fhir-route.guard';
 
 const VERSION = { name: 'version', example: 'r4' };
 
@@ -17,7 +16,6 @@ const VERSION = { name: 'version', example: 'r4' };
  * they authenticate.
  */
 @ApiTags('FHIR')
-@UseGuards(FhirRouteGuard)
 @Controller()
 export class CapabilityController {
   constructor(
@@ -29,10 +27,9 @@ export class CapabilityController {
   @ApiOperation({ summary: 'CapabilityStatement (Conformance in DSTU2) of what this server implements' })
   @ApiParam(VERSION)
   @ApiOkResponse({ description: 'CapabilityStatement' })
-  @ApiNotFoundResponse({ description: 'unknown FHIR version' })
-  metadata(@Param('version') version: string, @Req() req: Request, @Res() res: Response): void {
-    const v = versionParam(version);
-    this.send(req, res, v, `${this.settings.urls.base}/${v}`);
+  @FhirRoute({ tenant: false })
+  metadata(@FhirVersionParam() version: FhirVersion) {
+    return this.capabilities.statementJson(version, `${this.settings.urls.base}/${version}`);
   }
 
   @Get('bulk-data/:version/metadata')
@@ -41,18 +38,19 @@ export class CapabilityController {
   })
   @ApiParam(VERSION)
   @ApiOkResponse({ description: 'CapabilityStatement' })
-  bulkMetadata(@Param('version') version: string, @Req() req: Request, @Res() res: Response): void {
-    const v = versionParam(version);
-    this.send(req, res, v, `${this.settings.urls.analytics}/bulk-data/${v}`);
+  @FhirRoute({ tenant: false, bases: ['bulk-data'] })
+  bulkMetadata(@FhirVersionParam() version: FhirVersion) {
+    return this.capabilities.statementJson(version, `${this.settings.urls.analytics}/bulk-data/${version}`);
   }
 
   @Get('v1/:customer/bulk-export/bulk-data/r4/metadata')
   @ApiOperation({ summary: 'CapabilityStatement of the population-level bulk data base (R4)' })
   @ApiParam({ name: 'customer', example: 'acme' })
   @ApiOkResponse({ description: 'CapabilityStatement' })
-  gatewayMetadata(@Param('customer') customer: string, @Req() req: Request, @Res() res: Response): void {
+  @FhirRoute({ tenant: false, bases: ['gateway'] })
+  gatewayMetadata(@Param('customer') customer: string) {
     const base = `${this.settings.urls.gateway}/v1/${encodeURIComponent(customer)}/bulk-export/bulk-data/r4`;
-    this.send(req, res, 'r4', base);
+    return this.capabilities.statementJson('r4', base);
   }
 
   @Get([
@@ -62,14 +60,8 @@ export class CapabilityController {
   ])
   @ApiOperation({ summary: 'SMART configuration relative to the FHIR base (SMART App Launch §2.1)' })
   @ApiOkResponse({ description: 'token_endpoint, grant types, auth methods, scopes …' })
-  smart(@Res() res: Response): void {
-    res
-      .status(200)
-      .type('application/json')
-      .send(JSON.stringify(smartConfiguration(this.settings)));
-  }
-
-  private send(req: Request, res: Response, version: 'r4' | 'stu3' | 'dstu2', baseUrl: string): void {
-    sendReply(req, res, { status: 200, body: this.capabilities.statementJson(version, baseUrl) });
+  @FhirRoute({ tenant: false, bases: ['store', 'bulk-data', 'gateway'], mediaType: 'application/json' })
+  smart() {
+    return smartConfiguration(this.settings);
   }
 }

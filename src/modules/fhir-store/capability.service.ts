@@ -10,7 +10,7 @@ import {
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import { tokenEndpoint } from '../auth/oauth/smart-configuration';
-import { registeredOperations } from '../fhir-operations/operation-registry';
+import { OperationRegistry, type RegisteredOperation } from '../../fhir-http/operation-registry';
 
 /** Interactions of the store, history and conditional routes (https://hl7.org/fhir/R4/http.html). */
 const TYPE_INTERACTIONS = [
@@ -35,39 +35,24 @@ const BULK_DATA_IG = 'http://hl7.org/fhir/uv/bulkdata/CapabilityStatement/bulk-d
 const STARTED = new Date().toISOString();
 
 /**
- * Operations: those recorded by `@FhirOperation` (fhir-operations, e.g. `$validate`), and the ones
- * of other modules: `$everything` (search), `$export` (bulk-export), `purge` (purge).
+ * The operations registered with `@FhirOperation()` (src/fhir-http), one entry per level and
+ * definition, as the CapabilityStatement lists them.
  */
-function operationsOf(version: FhirVersion, baseUrl: string): CapabilityOperation[] {
+function operationsOf(
+  registered: readonly RegisteredOperation[],
+  version: FhirVersion,
+  baseUrl: string,
+): CapabilityOperation[] {
   const everyType = resourceTypes(version);
-  const recorded = registeredOperations().flatMap((op): CapabilityOperation[] => {
+  const seen = new Set<string>();
+  return registered.flatMap((op): CapabilityOperation[] => {
     const definition = op.definition ?? `${baseUrl}/OperationDefinition/${op.name}`;
-    const onTypes = op.levels.some((level) => level !== 'system');
-    return [
-      ...(op.levels.includes('system') ? [{ name: op.name, definition, types: [] }] : []),
-      ...(onTypes ? [{ name: op.name, definition, types: op.resourceTypes ?? everyType }] : []),
-    ];
+    const types = op.level === 'system' ? [] : [...(op.types ?? everyType)];
+    const key = `${op.name} ${definition} ${types.join(',')}`;
+    if (seen.has(key)) return [];
+    seen.add(key);
+    return [{ name: op.name, definition, types }];
   });
-  return [
-    ...recorded,
-    {
-      name: 'everything',
-      definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything',
-      types: ['Patient'],
-    },
-    { name: 'export', definition: 'http://hl7.org/fhir/uv/bulkdata/OperationDefinition/export', types: [] },
-    {
-      name: 'export',
-      definition: 'http://hl7.org/fhir/uv/bulkdata/OperationDefinition/patient-export',
-      types: ['Patient'],
-    },
-    {
-      name: 'export',
-      definition: 'http://hl7.org/fhir/uv/bulkdata/OperationDefinition/group-export',
-      types: ['Group'],
-    },
-    { name: 'purge', definition: `${baseUrl}/OperationDefinition/purge`, types: [] },
-  ];
 }
 
 /** Search result parameters every search takes (https://hl7.org/fhir/R4/search.html). */
@@ -101,7 +86,10 @@ function referenceParams(
 export class CapabilityService {
   private readonly cache = new Map<string, string>();
 
-  constructor(@Inject(SETTINGS) private readonly settings: Settings) {}
+  constructor(
+    @Inject(SETTINGS) private readonly settings: Settings,
+    private readonly operations: OperationRegistry,
+  ) {}
 
   statementJson(version: FhirVersion, baseUrl: string): string {
     const key = `${version} ${baseUrl}`;
@@ -142,7 +130,7 @@ export class CapabilityService {
       searchInclude: includes ? includeOf : undefined,
       searchRevInclude: includes ? revIncludeOf : undefined,
       commonSearchParams: RESULT_PARAMS,
-      operations: operationsOf(version, baseUrl),
+      operations: operationsOf(this.operations.list(), version, baseUrl),
       instantiates: [BULK_DATA_IG],
       security: {
         tokenUrl: tokenEndpoint(this.settings),

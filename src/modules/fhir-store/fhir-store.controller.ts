@@ -1,23 +1,9 @@
-import {
-  Body,
-  Controller,
-  Delete,
-  Get,
-  Headers,
-  Param,
-  Patch,
-  Post,
-  Put,
-  Req,
-  Res,
-  UseGuards,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, Param, Patch, Post, Put } from '@nestjs/common';
 import {
   ApiBody,
   ApiConflictResponse,
   ApiGoneResponse,
   ApiHeader,
-  ApiNotAcceptableResponse,
   ApiOkResponse,
   ApiOperation,
   ApiParam,
@@ -26,13 +12,20 @@ import {
   ApiTags,
   ApiUnsupportedMediaTypeResponse,
 } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
-import { Tenant, UseTenant, type TenantContext } from '../../tenancy';
+import type { FhirVersion } from '@app/fhir';
+import {
+  FhirIdParam,
+  FhirResourceBody,
+  FhirRoute,
+  FhirSearchParams,
+  FhirTypeParam,
+  FhirVersionParam,
+} from '../../fhir-http';
+import type { SearchPairs } from '../../fhir-http/search-pairs';
+import { Tenant } from '../../tenancy/use-tenant.decorator';
+import type { TenantContext } from '../../tenancy/tenant-context';
 import { BundleService } from './bundle.service';
 import { ConditionalService } from './conditional.service';
-import { queryPairs } from './search/search-request';
-import { resourceBody, sendReply, versionParam } from './fhir-reply';
-import { FhirRouteGuard } from './fhir-route.guard';
 import { FhirStoreService } from './fhir-store.service';
 import { patchDocument, PatchService } from './patch.service';
 
@@ -57,14 +50,11 @@ const RESOURCE_BODY = {
 };
 
 /**
- * FHIR REST interactions of SPEC §4.4–4.6 (https://hl7.org/fhir/R4/http.html). Registered last
- * (src/modules/feature-modules.ts): its generic paths must not shadow specific ones.
+ * FHIR REST interactions (https://hl7.org/fhir/R4/http.html). Its generic paths come after every
+ * specific FHIR path (src/modules/fhir-store/fhir-controllers.ts).
  */
 @ApiTags('FHIR')
-@UseTenant()
-@UseGuards(FhirRouteGuard)
 @ApiParam(VERSION)
-@ApiNotAcceptableResponse({ description: 'XML or another non-JSON format asked for (OperationOutcome)' })
 @Controller()
 export class FhirStoreController {
   constructor(
@@ -81,18 +71,14 @@ export class FhirStoreController {
   @ApiBody({ description: 'a Bundle of type transaction or batch', schema: { type: 'object' } })
   @ApiOkResponse({ description: 'transaction-response / batch-response Bundle, one entry per request entry' })
   @ApiUnsupportedMediaTypeResponse({ description: 'body is not JSON' })
-  async transaction(
+  @FhirRoute({ body: 'resource' })
+  transaction(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Body() body: unknown,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(
-      req,
-      res,
-      await this.bundles.process(ctx, versionParam(version), resourceBody(body), req.get('prefer')),
-    );
+    @FhirVersionParam() version: FhirVersion,
+    @FhirResourceBody() bundle: Record<string, unknown>,
+    @Headers('prefer') prefer: string | undefined,
+  ) {
+    return this.bundles.process(ctx, version, bundle, prefer);
   }
 
   @Post(':version/:type')
@@ -108,25 +94,18 @@ export class FhirStoreController {
   @ApiUnsupportedMediaTypeResponse({ description: 'body is not JSON' })
   @ApiHeader(IF_NONE_EXIST)
   @ApiHeader(PREFER)
-  async create(
+  @FhirRoute({ body: 'resource' })
+  create(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Body() body: unknown,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirResourceBody() resource: Record<string, unknown>,
     @Headers('if-none-exist') ifNoneExist: string | undefined,
     @Headers('prefer') prefer: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const v = versionParam(version);
-    const resource = resourceBody(body);
-    sendReply(
-      req,
-      res,
-      ifNoneExist === undefined
-        ? await this.store.create(ctx, v, type, resource, prefer)
-        : await this.conditional.create(ctx, v, type, resource, ifNoneExist, prefer),
-    );
+  ) {
+    return ifNoneExist === undefined
+      ? this.store.create(ctx, version, type, resource, prefer)
+      : this.conditional.create(ctx, version, type, resource, ifNoneExist, prefer);
   }
 
   @Put(':version/:type')
@@ -137,27 +116,17 @@ export class FhirStoreController {
   @ApiOkResponse({ description: 'the new version of the matching resource' })
   @ApiResponse({ status: 201, description: 'no match: created' })
   @ApiPreconditionFailedResponse({ description: 'several resources match, or If-Match differs' })
-  async conditionalUpdate(
+  @FhirRoute({ body: 'resource' })
+  conditionalUpdate(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Body() body: unknown,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirSearchParams() query: SearchPairs,
+    @FhirResourceBody() resource: Record<string, unknown>,
     @Headers('if-match') ifMatch: string | undefined,
     @Headers('prefer') prefer: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const v = versionParam(version);
-    const reply = await this.conditional.update(
-      ctx,
-      v,
-      type,
-      queryPairs(req),
-      resourceBody(body),
-      ifMatch,
-      prefer,
-    );
-    sendReply(req, res, reply);
+  ) {
+    return this.conditional.update(ctx, version, type, query, resource, ifMatch, prefer);
   }
 
   @Delete(':version/:type')
@@ -165,19 +134,15 @@ export class FhirStoreController {
   @ApiParam(TYPE)
   @ApiOkResponse({ description: 'OperationOutcome naming id and version' })
   @ApiPreconditionFailedResponse({ description: 'several resources match' })
-  async conditionalDelete(
+  @FhirRoute()
+  conditionalDelete(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirSearchParams() query: SearchPairs,
     @Headers('prefer') prefer: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(
-      req,
-      res,
-      await this.conditional.delete(ctx, versionParam(version), type, queryPairs(req), prefer),
-    );
+  ) {
+    return this.conditional.delete(ctx, version, type, query, prefer);
   }
 
   @Patch(':version/:type')
@@ -190,23 +155,19 @@ export class FhirStoreController {
   @ApiOkResponse({ description: 'the new version of the matching resource' })
   @ApiPreconditionFailedResponse({ description: 'several resources match, or If-Match differs' })
   @ApiResponse({ status: 422, description: 'the patched resource is not valid: nothing stored' })
-  async conditionalPatch(
+  @FhirRoute()
+  conditionalPatch(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirSearchParams() query: SearchPairs,
     @Body() body: unknown,
+    @Headers('content-type') contentType: string | undefined,
     @Headers('if-match') ifMatch: string | undefined,
     @Headers('prefer') prefer: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const v = versionParam(version);
-    const document = patchDocument(req.get('content-type'), body);
-    sendReply(
-      req,
-      res,
-      await this.conditional.patch(ctx, v, type, queryPairs(req), document, ifMatch, prefer),
-    );
+  ) {
+    const document = patchDocument(contentType, body);
+    return this.conditional.patch(ctx, version, type, query, document, ifMatch, prefer);
   }
 
   @Get(':version/:type/:id')
@@ -215,15 +176,14 @@ export class FhirStoreController {
   @ApiParam(ID)
   @ApiOkResponse({ description: 'the resource, with ETag and Last-Modified' })
   @ApiGoneResponse({ description: 'deleted: OperationOutcome' })
-  async read(
+  @FhirRoute({ shape: true })
+  read(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Param('id') id: string,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.store.read(ctx, versionParam(version), type, id));
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirIdParam() id: string,
+  ) {
+    return this.store.read(ctx, version, type, id);
   }
 
   @Put(':version/:type/:id')
@@ -236,22 +196,17 @@ export class FhirStoreController {
   @ApiResponse({ status: 201, description: 'created with this id' })
   @ApiPreconditionFailedResponse({ description: 'If-Match does not name the current version' })
   @ApiConflictResponse({ description: 'the id belongs to another user of the client' })
-  async update(
+  @FhirRoute({ body: 'resource' })
+  update(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Param('id') id: string,
-    @Body() body: unknown,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirIdParam() id: string,
+    @FhirResourceBody() resource: Record<string, unknown>,
     @Headers('if-match') ifMatch: string | undefined,
     @Headers('prefer') prefer: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(
-      req,
-      res,
-      await this.store.update(ctx, versionParam(version), type, id, resourceBody(body), ifMatch, prefer),
-    );
+  ) {
+    return this.store.update(ctx, version, type, id, resource, ifMatch, prefer);
   }
 
   @Patch(':version/:type/:id')
@@ -265,23 +220,18 @@ export class FhirStoreController {
   @ApiOkResponse({ description: 'the new version' })
   @ApiPreconditionFailedResponse({ description: 'If-Match does not name the current version' })
   @ApiResponse({ status: 422, description: 'the patched resource is not valid: nothing stored' })
-  async patch(
+  @FhirRoute()
+  patch(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Param('id') id: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirIdParam() id: string,
     @Body() body: unknown,
+    @Headers('content-type') contentType: string | undefined,
     @Headers('if-match') ifMatch: string | undefined,
     @Headers('prefer') prefer: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const document = patchDocument(req.get('content-type'), body);
-    sendReply(
-      req,
-      res,
-      await this.patches.patch(ctx, versionParam(version), type, id, document, ifMatch, prefer),
-    );
+  ) {
+    return this.patches.patch(ctx, version, type, id, patchDocument(contentType, body), ifMatch, prefer);
   }
 
   @Delete(':version/:type/:id')
@@ -289,15 +239,14 @@ export class FhirStoreController {
   @ApiParam(TYPE)
   @ApiParam(ID)
   @ApiOkResponse({ description: 'OperationOutcome (information, value) naming id and version' })
-  async delete(
+  @FhirRoute()
+  delete(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Param('id') id: string,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.store.delete(ctx, versionParam(version), type, id));
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirIdParam() id: string,
+  ) {
+    return this.store.delete(ctx, version, type, id);
   }
 
   @Get(':version/:type/:id/_history/:vid')
@@ -307,16 +256,15 @@ export class FhirStoreController {
   @ApiParam(VID)
   @ApiOkResponse({ description: 'that version' })
   @ApiGoneResponse({ description: 'that version is a delete marker' })
-  async vread(
+  @FhirRoute({ shape: true })
+  vread(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Param('id') id: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirIdParam() id: string,
     @Param('vid') vid: string,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.store.vread(ctx, versionParam(version), type, id, vid));
+  ) {
+    return this.store.vread(ctx, version, type, id, vid);
   }
 
   @Delete(':version/:type/:id/_history/:vid')
@@ -326,15 +274,14 @@ export class FhirStoreController {
   @ApiParam(VID)
   @ApiOkResponse({ description: 'OperationOutcome naming id and version' })
   @ApiConflictResponse({ description: 'the version is the current one of a resource not deleted' })
-  async deleteVersion(
+  @FhirRoute()
+  deleteVersion(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Param('id') id: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirIdParam() id: string,
     @Param('vid') vid: string,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.store.deleteVersion(ctx, versionParam(version), type, id, vid));
+  ) {
+    return this.store.deleteVersion(ctx, version, type, id, vid);
   }
 }

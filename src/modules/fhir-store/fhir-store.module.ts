@@ -4,8 +4,6 @@ import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import { BundleService } from './bundle.service';
 import { ConditionalService } from './conditional.service';
-import { FhirRouteGuard } from './fhir-route.guard';
-import { FhirStoreController } from './fhir-store.controller';
 import { FhirStoreService } from './fhir-store.service';
 import { HistoryService } from './history.service';
 import { PatchService } from './patch.service';
@@ -19,16 +17,15 @@ import { StorageModule } from '../../storage/storage.module';
 /**
  * The FHIR store: versions, CRUD, history, deletes, transaction/batch bundles, and the execution
  * of searches (SearchService), which conditional interactions and batch entries call like the
- * search routes do. Exports what the search, export and purge modules build on.
+ * search routes do. Exports what the search, export and purge modules build on. Its routes are
+ * declared with the other FHIR controllers, in one order (src/modules/fhir-routes.module.ts).
  */
 @Module({
   imports: [StorageModule],
-  controllers: [FhirStoreController],
   providers: [
     ResourceWriter,
     FhirStoreService,
     BundleService,
-    FhirRouteGuard,
     StoreCheckService,
     HistoryService,
     ConditionalService,
@@ -50,11 +47,11 @@ import { StorageModule } from '../../storage/storage.module';
     IncludeResolver,
   ],
   exports: [
+    BundleService,
     StorageModule,
     ResourceWriter,
     FhirStoreService,
     HistoryService,
-    FhirRouteGuard,
     ConditionalService,
     PatchService,
     SearchService,

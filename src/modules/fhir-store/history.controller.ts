@@ -1,16 +1,9 @@
-import { Controller, Get, Param, Query, Req, Res, UseGuards } from '@nestjs/common';
-import {
-  ApiNotAcceptableResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiParam,
-  ApiQuery,
-  ApiTags,
-} from '@nestjs/swagger';
-import type { Request, Response } from 'express';
-import { Tenant, UseTenant, type TenantContext } from '../../tenancy';
-import { sendReply, versionParam } from './fhir-reply';
-import { FhirRouteGuard } from './fhir-route.guard';
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { FhirVersion } from '@app/fhir';
+import { FhirIdParam, FhirRoute, FhirTypeParam, FhirVersionParam } from '../../fhir-http';
+import { Tenant } from '../../tenancy/use-tenant.decorator';
+import type { TenantContext } from '../../tenancy/tenant-context';
 import type { QueryParams } from './fhir-store.service';
 import { HistoryService } from './history.service';
 
@@ -36,15 +29,12 @@ function HistoryQueryDocs(): MethodDecorator & ClassDecorator {
 }
 
 /**
- * History at instance, type and system level (https://hl7.org/fhir/R4/http.html#history).
- * Its module is registered before the search and store modules (feature-modules.ts): `/{v}/_history`
- * would be a type search there, and `/{v}/{type}/_history` a read of the id `_history`.
+ * History at instance, type and system level (https://hl7.org/fhir/R4/http.html#history). Comes
+ * before search and the store (fhir-controllers.ts): `/{v}/_history` would be a type search there,
+ * and `/{v}/{type}/_history` a read of the id `_history`.
  */
 @ApiTags('FHIR')
-@UseTenant()
-@UseGuards(FhirRouteGuard)
 @ApiParam(VERSION)
-@ApiNotAcceptableResponse({ description: 'XML or another non-JSON format asked for (OperationOutcome)' })
 @Controller()
 export class HistoryController {
   constructor(private readonly history: HistoryService) {}
@@ -53,14 +43,13 @@ export class HistoryController {
   @ApiOperation({ summary: 'system history: every version of every resource in the caller scope' })
   @HistoryQueryDocs()
   @ApiOkResponse(HISTORY_BUNDLE)
-  async system(
+  @FhirRoute()
+  system(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
+    @FhirVersionParam() version: FhirVersion,
     @Query() query: QueryParams,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.history.list(ctx, versionParam(version), undefined, query));
+  ) {
+    return this.history.list(ctx, version, undefined, query);
   }
 
   @Get(':version/:type/_history')
@@ -68,15 +57,14 @@ export class HistoryController {
   @ApiParam(TYPE)
   @HistoryQueryDocs()
   @ApiOkResponse(HISTORY_BUNDLE)
-  async type(
+  @FhirRoute()
+  type(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
     @Query() query: QueryParams,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.history.list(ctx, versionParam(version), type, query));
+  ) {
+    return this.history.list(ctx, version, type, query);
   }
 
   @Get(':version/:type/:id/_history')
@@ -85,15 +73,14 @@ export class HistoryController {
   @ApiParam({ name: 'id', description: 'logical id', example: 'example' })
   @HistoryQueryDocs()
   @ApiOkResponse(HISTORY_BUNDLE)
-  async instance(
+  @FhirRoute()
+  instance(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
-    @Param('id') id: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirIdParam() id: string,
     @Query() query: QueryParams,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.history.instance(ctx, versionParam(version), type, id, query));
+  ) {
+    return this.history.instance(ctx, version, type, id, query);
   }
 }

@@ -14,7 +14,7 @@ import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
 import { FhirStoreService, type QueryParams } from './fhir-store.service';
-import { HistoryRepository, type HistoryWindow } from '../../storage/history.repository';
+import { HistoryRepository, type HistoryPage, type HistoryWindow } from '../../storage/history.repository';
 import { historyOf, type HistoryDoc } from '../../storage/documents';
 import { ResourceRepository } from '../../storage/resource.repository';
 
@@ -83,8 +83,9 @@ export class HistoryService {
       window.until = at.hi;
       window.fromVid = (await this.history.versionAt(ctx, key, at.lo)) ?? 1;
     }
-    const page = await this.history.instancePage(ctx, key, window, { skip, limit: count });
+    const page = await this.history.instancePage(ctx, key, window, this.pageOf(skip, count));
     const { rows } = page;
+    const served = rows.length;
     let total = page.total;
     // The current version's row may be missing after a crash (write protocol step 3): it stands in.
     if (skip === 0 && rows[0]?.vid !== current.vid && inWindow(current.lu, window)) {
@@ -93,7 +94,7 @@ export class HistoryService {
       if (rows.length > count) rows.pop();
     }
     const url = `${this.baseUrl(version)}/${type}/${id}/_history`;
-    return this.bundle(version, rows, url, query, { skip, count, total });
+    return this.bundle(version, rows, url, query, { skip, count, total, served });
   }
 
   /** `GET /{v}/{type}/_history` and `GET /{v}/_history` (`type` undefined). */
@@ -108,10 +109,10 @@ export class HistoryService {
     // `_at` over many resources: the versions written during the period.
     const window: HistoryWindow = { since, until: at?.hi };
     if (at && (!since || at.lo > since)) window.since = at.lo;
-    const { rows, total } = await this.history.page(ctx, version, type, window, { skip, limit: count });
+    const { rows, total } = await this.history.page(ctx, version, type, window, this.pageOf(skip, count));
     const visible = await this.visibleRows(ctx, rows);
     const url = `${this.baseUrl(version)}${type ? `/${type}` : ''}/_history`;
-    return this.bundle(version, visible, url, query, { skip, count, total });
+    return this.bundle(version, visible, url, query, { skip, count, total, served: rows.length });
   }
 
   /**
@@ -127,6 +128,11 @@ export class HistoryService {
     });
   }
 
+  /** `count` versions from `skip`, as many as fit SEARCH_PAGE_MAX_BYTES (at least one). */
+  private pageOf(skip: number, count: number): HistoryPage {
+    return { skip, limit: count, maxBytes: this.settings.searchPageMaxBytes };
+  }
+
   private baseUrl(version: FhirVersion): string {
     return `${this.settings.urls.base}/${version}`;
   }
@@ -136,7 +142,7 @@ export class HistoryService {
     rows: readonly HistoryDoc[],
     url: string,
     query: QueryParams,
-    page: { skip: number; count: number; total: number },
+    page: { skip: number; count: number; total: number; served: number },
   ): FhirReply {
     const kept: Array<[string, string]> = [];
     for (const name of ['_since', '_at']) {

@@ -1,16 +1,17 @@
-import { Controller, Delete, Header, HttpCode, Param, Query, Res } from '@nestjs/common';
+import { Controller, Query, Req } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiGatewayTimeoutResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiParam,
   ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
-import type { Response } from 'express';
-import type { OperationOutcome } from '@app/fhir';
-import { Tenant, TenantContext, UseTenant } from '../../tenancy';
+import type { Request, Response } from 'express';
+import type { FhirVersion, OperationOutcome } from '@app/fhir';
+import { FhirOperation, FhirVersionParam } from '../../fhir-http';
+import { Tenant } from '../../tenancy/use-tenant.decorator';
+import type { TenantContext } from '../../tenancy/tenant-context';
 import { parsePurgeRequest, PURGE_MODES, RawQuery } from './purge-request';
 import { PurgeService } from './purge.service';
 
@@ -22,16 +23,21 @@ const OUTCOME_SCHEMA = {
   },
 };
 
-/** SPEC §4.7. Registered before the FHIR store, whose `DELETE /:version/:type` would match too. */
+/** Purge: removal of a user's resources for good. Comes before the store's `DELETE /:version/:type`. */
 @ApiTags('purge')
 @Controller()
 export class PurgeController {
   constructor(private readonly purgeService: PurgeService) {}
 
-  @Delete(':version/purge')
-  @HttpCode(200)
-  @Header('Content-Type', 'application/fhir+json; charset=utf-8')
-  @UseTenant({ clientWide: 'never' })
+  @FhirOperation({
+    name: 'purge',
+    segment: 'purge',
+    levels: ['system'],
+    methods: ['DELETE'],
+    affectsState: true,
+    description: 'removes resources of one user, all their versions included, for good',
+    route: { tenant: { clientWide: 'never' } },
+  })
   @ApiOperation({
     summary: 'Purge all or filtered resources of one user in one FHIR version',
     description:
@@ -43,7 +49,6 @@ export class PurgeController {
       'removed stays removed and the answer is 504 with an OperationOutcome (issue code `timeout`, counts so ' +
       'far, an estimate of what remains); repeat the same request until it answers 200.',
   })
-  @ApiParam({ name: 'version', description: 'FHIR version in any case: R4, STU3, DSTU2', example: 'R4' })
   @ApiQuery({
     name: '_type',
     required: false,
@@ -80,11 +85,11 @@ export class PurgeController {
   })
   purge(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
+    @FhirVersionParam() version: FhirVersion,
     @Query() query: RawQuery,
-    @Res({ passthrough: true }) res: Response,
+    @Req() req: Request,
   ): Promise<OperationOutcome> {
-    return this.purgeService.purge(ctx, parsePurgeRequest(version, query), abortOnDisconnect(res));
+    return this.purgeService.purge(ctx, parsePurgeRequest(version, query), abortOnDisconnect(req.res!));
   }
 }
 

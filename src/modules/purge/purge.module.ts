@@ -1,13 +1,12 @@
 import { Module } from '@nestjs/common';
-import { PurgeController } from './purge.controller';
 import { PurgeRepository } from './purge.repository';
 import { PurgeService } from './purge.service';
 import { StorageModule } from '../../storage/storage.module';
 
-/** `DELETE /{v}/purge` (SPEC §4.7). Must come before FhirStoreModule in FEATURE_MODULES. */
+/** `DELETE /{v}/purge`: removal of a user's resources for good (routes: fhir-routes.module.ts). */
 @Module({
   imports: [StorageModule],
-  controllers: [PurgeController],
   providers: [PurgeService, PurgeRepository],
+  exports: [PurgeService],
 })
 export class PurgeModule {}

@@ -14,8 +14,8 @@ import {
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import { SECURITY } from '../../configure-app';
-import { Tenant, UseTenant } from '../../tenancy';
-import type { TenantContext } from '../../tenancy';
+import { Tenant, UseTenant } from '../../tenancy/use-tenant.decorator';
+import type { TenantContext } from '../../tenancy/tenant-context';
 import { ClientCredentials } from '../auth/clients/client-credentials';
 import type { PresentedClientCredentials } from '../auth/clients/client-credentials';
 import {

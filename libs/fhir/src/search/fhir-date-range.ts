@@ -35,9 +35,22 @@ function offsetMillis(zone: string | undefined): number {
 export const MIN_DATE = new Date(utc(1, 1, 1));
 export const MAX_DATE = new Date(utc(9999, 12, 31, 23, 59, 59, 999));
 
+/** A time followed by a space and `hh:mm`: the space can only be a time-zone offset's `+`. */
+const SPACE_FOR_PLUS = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:\d{2})$/;
+
+/**
+ * A `+` sent unescaped in a query string arrives as a space (`application/x-www-form-urlencoded`
+ * decoding): HAPI's client sends `_since=2024-01-01T00:00:00+00:00` so. Where a space can only be
+ * the `+` of a time-zone offset, it is read as one; any other text is returned as it is.
+ */
+export function plusForSpace(text: string): string {
+  const match = SPACE_FOR_PLUS.exec(text.trim());
+  return match ? `${match[1]}+${match[2]}` : text;
+}
+
 /** Parses a FHIR date, dateTime or instant; returns undefined when the text is not one. */
 export function parseFhirDateRange(text: string): DateRange | undefined {
-  const match = FHIR_DATE_TIME.exec(text.trim());
+  const match = FHIR_DATE_TIME.exec(plusForSpace(text).trim());
   if (!match) return undefined;
   const [, y, mo, d, h, mi, s, fraction, zone] = match;
   const year = Number(y);

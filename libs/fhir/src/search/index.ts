@@ -10,4 +10,4 @@ export {
 } from './search-parameter-registry';
 export { parseSearch, type SearchQueryInput } from './search-parser';
 export { normalizeText } from './text-normalization';
-export { parseFhirDateRange, type DateRange } from './fhir-date-range';
+export { parseFhirDateRange, plusForSpace, type DateRange } from './fhir-date-range';

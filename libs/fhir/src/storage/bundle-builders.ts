@@ -97,7 +97,8 @@ export function historyBundleJson(input: {
 export function pagingLinks(
   baseUrl: string,
   query: ReadonlyArray<[string, string]>,
-  page: { skip: number; count: number; total: number },
+  /** `served`: entries on this page when fewer than `count` (a byte budget cut it); next follows them. */
+  page: { skip: number; count: number; total: number; served?: number },
 ): BundleLink[] {
   const url = (skip: number): string => {
     const params = new URLSearchParams([...query, ['_count', String(page.count)], ['_skip', String(skip)]]);
@@ -110,7 +111,8 @@ export function pagingLinks(
     { relation: 'first', url: url(0) },
   ];
   if (skip > 0 && count > 0) links.push({ relation: 'previous', url: url(Math.max(0, skip - count)) });
-  if (count > 0 && skip + count < total) links.push({ relation: 'next', url: url(skip + count) });
+  const next = skip + Math.min(count, page.served || count);
+  if (count > 0 && next < total) links.push({ relation: 'next', url: url(next) });
   links.push({ relation: 'last', url: url(lastSkip) });
   return links;
 }

@@ -1,6 +1,5 @@
 import { OperationOutcomeError } from '@app/fhir';
 import { anyPatientCompartmentFilter, compartmentSearchFilter } from './patient-compartment';
-import { operationPairs } from './search-request';
 
 const BASE = 'http://fhir.test';
 
@@ -61,38 +60,5 @@ describe('compartment search', () => {
     expect(pattern.test('subject|Patient/p1/_history/2')).toBe(false);
     expect(filter.$or[1].t.$in).toContain('Observation');
     expect(filter.$or[1].t.$in).not.toContain('Practitioner');
-  });
-});
-
-describe('operationPairs (POST body of an operation)', () => {
-  it('reads the primitive values of a Parameters resource, a form, or nothing', () => {
-    expect(operationPairs(undefined)).toEqual([]);
-    expect(operationPairs({})).toEqual([]);
-    expect(operationPairs({ _count: '2' })).toEqual([['_count', '2']]);
-    expect(operationPairs({ resourceType: 'Parameters' })).toEqual([]);
-    expect(
-      operationPairs({
-        resourceType: 'Parameters',
-        parameter: [
-          { name: '_count', valueInteger: 5 },
-          { name: '_since', valueInstant: '2020-01-01T00:00:00Z' },
-        ],
-      }),
-    ).toEqual([
-      ['_count', '5'],
-      ['_since', '2020-01-01T00:00:00Z'],
-    ]);
-  });
-
-  it('refuses another resource, complex values, two values, no name', () => {
-    const bad = [
-      { resourceType: 'Patient' },
-      { resourceType: 'Parameters', parameter: {} },
-      { resourceType: 'Parameters', parameter: [{ name: '_count', valueQuantity: { value: 1 } }] },
-      { resourceType: 'Parameters', parameter: [{ name: '_count', valueInteger: 1, valueString: '1' }] },
-      { resourceType: 'Parameters', parameter: [{ valueInteger: 1 }] },
-      { resourceType: 'Parameters', parameter: [null] },
-    ];
-    for (const body of bad) expect(refused(() => operationPairs(body)).status).toBe(400);
   });
 });

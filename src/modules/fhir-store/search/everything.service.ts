@@ -15,6 +15,7 @@ import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
+import { entriesWithinBudget } from '../../../storage/page-budget';
 import { compareKeys, compartmentBefore, everythingPageLayout } from './everything-page';
 import {
   anyPatientCompartmentFilter,
@@ -124,8 +125,18 @@ export class EverythingService {
           });
     let taken = 0;
     const page = layout.slots.map((slot) => (slot === 'compartment' ? docs[taken++] : singles[slot]));
+    // The page byte budget: the slots in order while their JSON fits (at least one); next follows them.
+    const inBudget = page.slice(
+      0,
+      entriesWithinBudget(
+        page.map((doc) => doc?.json?.length ?? 0),
+        this.settings.searchPageMaxBytes,
+      ),
+    );
     // A resource removed between the count and the page query leaves its slot empty.
-    const entries = page.filter((doc) => doc !== undefined).map((doc) => resourceEntry(base, doc, 'match'));
+    const entries = inBudget
+      .filter((doc) => doc !== undefined)
+      .map((doc) => resourceEntry(base, doc, 'match'));
     const warnings = unknownParamsEntry(window.unknown);
     if (warnings) entries.push(warnings);
     const total = layout.total;
@@ -134,7 +145,13 @@ export class EverythingService {
         ? `${base}/${version}/Patient/$everything`
         : `${base}/${version}/Patient/${patientId}/$everything`,
       pairs.filter(([name]) => name !== '_count' && name !== '_skip'),
-      { skip: window.skip, count: window.count, total, hasNext: window.skip + window.count < total },
+      {
+        skip: window.skip,
+        count: window.count,
+        total,
+        hasNext: window.skip + Math.min(window.count, inBudget.length || window.count) < total,
+        served: inBudget.length < window.count ? inBudget.length : undefined,
+      },
     );
     return { status: 200, body: searchsetBundleJson({ total, links, entries }) };
   }

@@ -1,4 +1,5 @@
 import {
+  isResourceType,
   OperationOutcomeError,
   parseFhirDateRange,
   patientCompartmentParams,
@@ -71,6 +72,11 @@ export function compartmentSearchFilter(
   type: string,
   serviceBase: string,
 ): Filter {
+  if (!isResourceType(version, compartment)) {
+    throw OperationOutcomeError.notFound(
+      `unknown resource type "${compartment}" in ${version.toUpperCase()}`,
+    );
+  }
   if (compartment !== 'Patient') {
     throw new OperationOutcomeError(
       'not-supported',

@@ -46,37 +46,6 @@ export function formPairs(body: unknown): SearchPairs {
   return pairs;
 }
 
-/**
- * The body of an operation invoked with POST (https://hl7.org/fhir/R4/operations.html#request): a
- * form, or a Parameters resource whose parameters hold primitive `value[x]` (no body, no parameters).
- */
-export function operationPairs(body: unknown): SearchPairs {
-  if (body === undefined || body === null) return [];
-  if (typeof body !== 'object' || Array.isArray(body)) return formPairs(body);
-  const resource = body as Record<string, unknown>;
-  if (resource.resourceType === undefined) return formPairs(body);
-  if (resource.resourceType !== 'Parameters') {
-    throw OperationOutcomeError.invalid(
-      `the body must be a Parameters resource, not ${String(resource.resourceType)}`,
-    );
-  }
-  const parameters = resource.parameter ?? [];
-  if (!Array.isArray(parameters))
-    throw OperationOutcomeError.invalid('Parameters.parameter must be an array');
-  return parameters.map((parameter: unknown, index): [string, string] => {
-    const { name, ...rest } = (parameter ?? {}) as Record<string, unknown>;
-    const values = Object.entries(rest).filter(([key]) => key.startsWith('value'));
-    const value = values.length === 1 ? values[0][1] : undefined;
-    if (typeof name !== 'string' || !['string', 'number', 'boolean'].includes(typeof value)) {
-      throw OperationOutcomeError.invalid(
-        `Parameters.parameter[${index}] must have a name and one primitive value[x]`,
-        `Parameters.parameter[${index}]`,
-      );
-    }
-    return [name, String(value)];
-  });
-}
-
 /** `Prefer: handling=strict` turns unknown parameters into a 400 (search.html#errors). */
 export function isStrictHandling(prefer: string | undefined): boolean {
   return /(^|[,;\s])handling\s*=\s*strict\b/i.test(prefer ?? '');

@@ -1,20 +1,7 @@
-import {
-  applyDecorators,
-  Body,
-  Controller,
-  Delete,
-  Get,
-  Headers,
-  Param,
-  Post,
-  Req,
-  Res,
-  UseGuards,
-} from '@nestjs/common';
+import { applyDecorators, Controller, Delete, Get, Headers, Param, Post } from '@nestjs/common';
 import {
   ApiBody,
   ApiConsumes,
-  ApiNotAcceptableResponse,
   ApiOkResponse,
   ApiOperation,
   ApiParam,
@@ -23,12 +10,19 @@ import {
   ApiTags,
   ApiUnsupportedMediaTypeResponse,
 } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
-import { Tenant, UseTenant, type TenantContext } from '../../../tenancy';
-import { sendReply, versionParam } from '../fhir-reply';
+import type { FhirVersion } from '@app/fhir';
+import {
+  FhirIdParam,
+  FhirOperation,
+  FhirRoute,
+  FhirSearchParams,
+  FhirTypeParam,
+  FhirVersionParam,
+} from '../../../fhir-http';
+import type { SearchPairs } from '../../../fhir-http/search-pairs';
+import { Tenant } from '../../../tenancy/use-tenant.decorator';
+import type { TenantContext } from '../../../tenancy/tenant-context';
 import { EverythingService } from './everything.service';
-import { formPairs, operationPairs, queryPairs } from './search-request';
-import { SearchRouteGuard, TakesParameters } from './search-route.guard';
 import { SearchService } from './search.service';
 
 const VERSION = { name: 'version', description: 'FHIR version: r4, stu3 or dstu2 (any case)', example: 'r4' };
@@ -43,17 +37,20 @@ const SEARCHSET = {
     'searchset Bundle: total, paging links (self/first/previous/next/last), entries with search.mode',
 };
 
-/** Route checks first (404/406/415 before credentials), then the tenant (SPEC §4.3). */
-function SearchRoute(options: { readRoute?: boolean } = {}): MethodDecorator {
-  return applyDecorators(UseGuards(SearchRouteGuard), UseTenant(options), ApiParam(VERSION), BadSearch());
+/** A search route: FHIR route checks (404/406/415 before credentials), then the tenant. */
+function SearchRoute(options: { kind?: 'read' } = {}): MethodDecorator {
+  return applyDecorators(FhirRoute({ ...options, body: 'form' }), ApiParam(VERSION), ApiResponse(BAD_SEARCH));
 }
 
-function BadSearch(): MethodDecorator {
-  return applyDecorators(
-    ApiResponse(BAD_SEARCH),
-    ApiNotAcceptableResponse({ description: 'XML or another non-JSON format asked for (OperationOutcome)' }),
-  );
-}
+/** `Patient/$everything` (https://hl7.org/fhir/R4/patient-operation-everything.html). */
+const EVERYTHING = {
+  name: 'everything',
+  // type level: every Patient of the caller; GET and POST (HAPI's and fhir-kit-client's default)
+  levels: ['type', 'instance'],
+  types: ['Patient'],
+  definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything',
+  description: 'the patient, its compartment and what they reference, by type, paged',
+} as const;
 
 const COMMON_QUERY = [
   { name: '_count', required: false, description: 'page size (default 10, at most 100)' },
@@ -69,101 +66,31 @@ function SearchQueryDocs(): MethodDecorator {
   return applyDecorators(...COMMON_QUERY.map((query) => ApiQuery(query)));
 }
 
-/** The parameters of `Patient/$everything` (https://hl7.org/fhir/R4/patient-operation-everything.html). */
-function EverythingDocs(summary: string): MethodDecorator {
-  return applyDecorators(
-    ApiOperation({ summary }),
-    ApiQuery({ name: '_type', required: false, description: 'only these resource types (comma-separated)' }),
-    ApiQuery({ name: '_since', required: false, description: 'only resources updated since this instant' }),
-    ApiQuery({
-      name: 'start',
-      required: false,
-      description: 'care dates from (resources without dates stay)',
-    }),
-    ApiQuery({ name: 'end', required: false, description: 'care dates until' }),
-    ApiQuery({ name: '_count', required: false, description: 'page size (default 10, at most 100)' }),
-    ApiOkResponse(SEARCHSET),
-  );
-}
-
-/**
- * FHIR search (issue 5, SPEC §4.5). Registered before the store's controller (its module comes
- * first in feature-modules.ts) so that `/{v}/Patient/{id}/$everything` wins over `/{v}/{type}/{id}/…`.
- */
+/** FHIR search (https://hl7.org/fhir/R4/search.html) and `Patient/$everything`. */
 @ApiTags('FHIR search')
 @Controller()
 export class SearchController {
   constructor(
     private readonly searches: SearchService,
-    private readonly everything: EverythingService,
+    private readonly everythings: EverythingService,
   ) {}
 
-  @Get(':version/Patient/$everything')
-  @SearchRoute()
-  @EverythingDocs(
-    'Patient/$everything over every Patient of the caller: the patients, their compartments and what they reference, paged',
-  )
-  async getAllEverything(
-    @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(
-      req,
-      res,
-      await this.everything.everything(ctx, versionParam(version), undefined, queryPairs(req)),
-    );
-  }
-
-  @Post(':version/Patient/$everything')
-  @SearchRoute({ readRoute: true })
-  @TakesParameters()
-  @EverythingDocs('Patient/$everything over every Patient of the caller, invoked with POST (Parameters body)')
-  async postAllEverything(
-    @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Body() body: unknown,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const pairs = [...queryPairs(req), ...operationPairs(body)];
-    sendReply(req, res, await this.everything.everything(ctx, versionParam(version), undefined, pairs));
-  }
-
-  @Get(':version/Patient/:id/$everything')
-  @SearchRoute()
+  @FhirOperation(EVERYTHING)
   @ApiParam(PATIENT_ID)
-  @EverythingDocs('Patient/$everything: the patient, its compartment and what they reference, by type, paged')
+  @ApiQuery({ name: '_type', required: false, description: 'only these resource types (comma-separated)' })
+  @ApiQuery({ name: '_since', required: false, description: 'only resources updated since this instant' })
+  @ApiQuery({ name: 'start', required: false, description: 'care dates from (resources without dates stay)' })
+  @ApiQuery({ name: 'end', required: false, description: 'care dates until' })
+  @ApiQuery({ name: '_count', required: false, description: 'page size (default 10, at most 100)' })
+  @ApiOkResponse(SEARCHSET)
   @ApiResponse({ status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' })
-  async getEverything(
+  everything(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('id') id: string,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.everything.everything(ctx, versionParam(version), id, queryPairs(req)));
-  }
-
-  @Post(':version/Patient/:id/$everything')
-  @SearchRoute({ readRoute: true })
-  @TakesParameters()
-  @ApiParam(PATIENT_ID)
-  @EverythingDocs(
-    'Patient/$everything invoked with POST (the default of HAPI and fhir-kit-client): a Parameters body',
-  )
-  @ApiResponse({ status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' })
-  async postEverything(
-    @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('id') id: string,
-    @Body() body: unknown,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const pairs = [...queryPairs(req), ...operationPairs(body)];
-    sendReply(req, res, await this.everything.everything(ctx, versionParam(version), id, pairs));
+    @FhirVersionParam() version: FhirVersion,
+    @FhirIdParam('optional') id: string | undefined,
+    @FhirSearchParams() params: SearchPairs,
+  ) {
+    return this.everythings.everything(ctx, version, id, params);
   }
 
   @Delete(':version/Patient/:id/$everything')
@@ -174,47 +101,37 @@ export class SearchController {
   })
   @ApiOkResponse({ description: 'OperationOutcome with the number of resources removed per type' })
   @ApiResponse({ status: 404, description: 'no such Patient for this user (OperationOutcome)' })
-  async deleteEverything(
+  deleteEverything(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('id') id: string,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(req, res, await this.everything.removeEverything(ctx, versionParam(version), id));
+    @FhirVersionParam() version: FhirVersion,
+    @FhirIdParam() id: string,
+  ) {
+    return this.everythings.removeEverything(ctx, version, id);
   }
 
   @Get(':version/:compartment/:id/:type')
   @SearchRoute()
   @ApiParam({
     name: 'compartment',
-    description: 'the compartment type: only Patient is served',
+    description: 'the compartment: only Patient is served',
     example: 'Patient',
   })
   @ApiParam(PATIENT_ID)
   @ApiParam(TYPE)
-  @ApiOperation({
-    summary: 'compartment search: the type-level search restricted to the Patient compartment',
-  })
+  @ApiOperation({ summary: 'compartment search: the type-level search within the Patient compartment' })
   @SearchQueryDocs()
   @ApiOkResponse(SEARCHSET)
   @ApiResponse({ status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' })
-  async searchCompartment(
+  searchCompartment(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
+    @FhirVersionParam() version: FhirVersion,
     @Param('compartment') compartment: string,
-    @Param('id') id: string,
-    @Param('type') type: string,
+    @FhirIdParam() id: string,
+    @FhirTypeParam() type: string,
+    @FhirSearchParams() params: SearchPairs,
     @Headers('prefer') prefer: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const v = versionParam(version);
-    sendReply(
-      req,
-      res,
-      await this.searches.compartmentSearch(ctx, v, compartment, id, type, queryPairs(req), prefer),
-    );
+  ) {
+    return this.searches.compartmentSearch(ctx, version, compartment, id, type, params, prefer);
   }
 
   @Get(':version')
@@ -223,18 +140,13 @@ export class SearchController {
   @ApiQuery({ name: '_type', required: false, description: 'resource types to search (comma-separated)' })
   @SearchQueryDocs()
   @ApiOkResponse(SEARCHSET)
-  async searchSystem(
+  searchSystem(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirSearchParams() params: SearchPairs,
     @Headers('prefer') prefer: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(
-      req,
-      res,
-      await this.searches.search(ctx, versionParam(version), undefined, queryPairs(req), prefer),
-    );
+  ) {
+    return this.searches.search(ctx, version, undefined, params, prefer);
   }
 
   @Get(':version/:type')
@@ -246,23 +158,18 @@ export class SearchController {
   })
   @SearchQueryDocs()
   @ApiOkResponse(SEARCHSET)
-  async searchType(
+  searchType(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirSearchParams() params: SearchPairs,
     @Headers('prefer') prefer: string | undefined,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    sendReply(
-      req,
-      res,
-      await this.searches.search(ctx, versionParam(version), type, queryPairs(req), prefer),
-    );
+  ) {
+    return this.searches.search(ctx, version, type, params, prefer);
   }
 
   @Post(':version/:type/_search')
-  @SearchRoute({ readRoute: true })
+  @SearchRoute({ kind: 'read' })
   @ApiParam(TYPE)
   @ApiOperation({ summary: 'search with the parameters in a form body (merged after the query string)' })
   @ApiConsumes('application/x-www-form-urlencoded')
@@ -272,16 +179,13 @@ export class SearchController {
   })
   @ApiOkResponse(SEARCHSET)
   @ApiUnsupportedMediaTypeResponse({ description: 'the body is not application/x-www-form-urlencoded' })
-  async searchPost(
+  searchPost(
     @Tenant() ctx: TenantContext,
-    @Param('version') version: string,
-    @Param('type') type: string,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirSearchParams() params: SearchPairs,
     @Headers('prefer') prefer: string | undefined,
-    @Body() body: unknown,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    const pairs = [...queryPairs(req), ...formPairs(body)];
-    sendReply(req, res, await this.searches.search(ctx, versionParam(version), type, pairs, prefer));
+  ) {
+    return this.searches.search(ctx, version, type, params, prefer);
   }
 }

@@ -2,17 +2,14 @@ import { Module } from '@nestjs/common';
 import { FhirStoreModule } from '../fhir-store.module';
 import { EverythingService } from './everything.service';
 import { ReindexService } from './reindex.service';
-import { SearchRouteGuard } from './search-route.guard';
-import { SearchController } from './search.controller';
 
 /**
- * FHIR search (issue 5): type and system search, `_search`, includes, chains, `Patient/$everything`
- * and `store reindex`. Listed before FhirStoreModule in feature-modules.ts: Express matches routes in
- * registration order, and the store's generic `/{v}/{type}/{id}` routes must not shadow these.
+ * FHIR search: type and system search, `_search`, includes, chains, `Patient/$everything` and
+ * `store reindex`. Its routes are declared in src/modules/fhir-routes.module.ts.
  */
 @Module({
   imports: [FhirStoreModule],
-  controllers: [SearchController],
-  providers: [EverythingService, SearchRouteGuard, ReindexService],
+  providers: [EverythingService, ReindexService],
+  exports: [EverythingService],
 })
 export class FhirSearchModule {}

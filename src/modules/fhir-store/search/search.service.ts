@@ -15,6 +15,7 @@ import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
+import { entriesWithinBudget } from '../../../storage/page-budget';
 import { IncludeResolver } from './include-resolver';
 import { compartmentSearchFilter } from './patient-compartment';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
@@ -131,12 +132,12 @@ export class SearchService {
     } finally {
       counter?.stopIfNotStarted();
     }
-    const { docs: matches, hasNext } = page;
     // A page that reaches the end tells the total (most patient-scoped searches fit one page).
-    const lastPage = !hasNext && (matches.length > 0 || parsed.skip === 0);
+    const lastPage = !page.hasNext && (page.docs.length > 0 || parsed.skip === 0);
     const total =
-      counter === undefined ? undefined : lastPage ? parsed.skip + matches.length : await counter.count();
-    const included = await this.includes.resolve(ctx, version, parsed, matches, base);
+      counter === undefined ? undefined : lastPage ? parsed.skip + page.docs.length : await counter.count();
+    const { matches, included, cut } = await this.withIncludes(ctx, version, parsed, page.docs, base);
+    const hasNext = page.hasNext || cut;
     const entries: SearchsetEntry[] = [
       ...matches.map((doc) =>
         resourceEntry(base, doc, 'match', shapedResourceJson(version, doc.json ?? '{}', parsed)),
@@ -152,6 +153,41 @@ export class SearchService {
       served: matches.length,
     });
     return this.bundle({ total, links, entries });
+  }
+
+  /**
+   * The page's `_include` / `_revinclude` additions, held to the same byte budget as the matches
+   * (SEARCH_PAGE_MAX_BYTES for matches and additions together): when they do not fit, the page
+   * keeps fewer matches (halved, at least one) and so fewer additions; `next` continues after the
+   * last match kept. Additions of a single match that still do not fit are served while they fit.
+   */
+  private async withIncludes(
+    ctx: TenantContext,
+    version: FhirVersion,
+    parsed: ParsedSearch,
+    docs: ResourceDoc[],
+    base: string,
+  ): Promise<{ matches: ResourceDoc[]; included: ResourceDoc[]; cut: boolean }> {
+    const budget = this.settings.searchPageMaxBytes;
+    const bytes = (list: readonly ResourceDoc[]) =>
+      list.reduce((sum, doc) => sum + (doc.json?.length ?? 0), 0);
+    let matches = docs;
+    for (;;) {
+      const included = await this.includes.resolve(ctx, version, parsed, matches, base);
+      const room = budget - bytes(matches);
+      if (bytes(included) <= room) return { matches, included, cut: matches.length < docs.length };
+      if (matches.length === 1) {
+        const fits = entriesWithinBudget(
+          included.map((doc) => doc.json?.length ?? 0),
+          Math.max(0, room),
+        );
+        // entriesWithinBudget serves one entry however large: none when even that does not fit
+        const first = included[0]?.json?.length ?? 0;
+        const kept = fits === 1 && first > room ? 0 : fits;
+        return { matches, included: included.slice(0, kept), cut: matches.length < docs.length };
+      }
+      matches = matches.slice(0, Math.ceil(matches.length / 2));
+    }
   }
 
   /** The store filter of a parsed search: reference values normalised, chains and `_has` resolved. */

@@ -1,0 +1,470 @@
+/**
+ * Soak: a mixed workload over many tenants for a long time (default 30 minutes), so drift in
+ * speed or memory shows. Reads, typical searches, creates, 20-entry transaction bundles, history,
+ * `$everything` and, every `--export-every` seconds, a small bulk export, from `--connections`
+ * closed-loop workers, each request for a random tenant (a user of one of several clients).
+ * Every `--sample` seconds (default 60) a sample: throughput and p50/p99 per kind; the server's
+ * RSS, V8 heap and event-loop delay (bench/lib/server-stats-preload.js, preloaded into the server
+ * process); the embedded database's total RSS and PSS over all its processes (smaps_rollup), its
+ * client backends and the driver's TCP connections to it; CPU seconds of server and database.
+ * Prints a table, writes bench/results/soak.json and bench/results/soak.svg (throughput and
+ * memory over time).
+ *
+ * Run: npm run bench -- soak --minutes 30   (options: see USAGE below)
+ */
+import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { httpJson, inParallel, printTable, type BenchUser } from './lib/bench-server';
+import { lineChartsSvg } from './lib/line-chart';
+import { startOwnServer, type OwnServer } from './lib/own-server';
+import { percentile } from './lib/percentile';
+import { cpuSeconds, memoryOf, postgresBackends, tcpConnectionsTo } from './lib/process-stats';
+import { syntheaR4Batches } from './lib/synthea-load';
+import { postPutTransaction } from './lib/fhir-load';
+
+type Resource = Record<string, unknown>;
+
+const USAGE = `npm run bench -- soak [--minutes 30] [--sample 60] [--clients 4] [--users 5]
+  [--patients 20] [--connections 16] [--export-every 30]`;
+
+interface Options {
+  minutes: number;
+  sample: number;
+  clients: number;
+  users: number;
+  patients: number;
+  connections: number;
+  exportEvery: number;
+}
+
+function parseOptions(argv: string[]): Options {
+  const o: Options = {
+    minutes: 30,
+    sample: 60,
+    clients: 4,
+    users: 5,
+    patients: 20,
+    connections: 16,
+    exportEvery: 30,
+  };
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i]?.replace(/^--/, '').replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+    const value = Number(argv[i + 1]);
+    if (!argv[i].startsWith('--') || !(key in o) || !Number.isFinite(value) || value <= 0)
+      throw new Error(`bad option ${argv[i]} ${argv[i + 1] ?? ''}\n${USAGE}`);
+    o[key as keyof Options] = value;
+  }
+  return o;
+}
+
+const KINDS = ['read', 'search', 'create', 'bundle', 'history', 'everything', 'export'] as const;
+type Kind = (typeof KINDS)[number];
+/** Relative frequency of each kind in a worker's loop (export runs on a timer of its own). */
+const WEIGHTS: Array<[Exclude<Kind, 'export'>, number]> = [
+  ['read', 40],
+  ['search', 35],
+  ['create', 10],
+  ['bundle', 2],
+  ['history', 8],
+  ['everything', 5],
+];
+
+interface Tenant {
+  user: BenchUser;
+  patients: Array<{ id: string; family: string }>;
+  observations: string[];
+  encounters: string[];
+}
+
+const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)];
+const LOINC = 'http://loinc.org';
+
+function newObservation(patient: string): Resource {
+  return {
+    resourceType: 'Observation',
+    status: 'final',
+    code: { coding: [{ system: LOINC, code: '8302-2', display: 'Body Height' }] },
+    subject: { reference: `Patient/${patient}` },
+    effectiveDateTime: new Date().toISOString(),
+    valueQuantity: {
+      value: 150 + Math.round(Math.random() * 400) / 10,
+      unit: 'cm',
+      system: 'http://unitsofmeasure.org',
+      code: 'cm',
+    },
+  };
+}
+
+/** One request of the kind for the tenant: method, path below the server and body. */
+function request(kind: Exclude<Kind, 'export'>, t: Tenant): [string, string, unknown?] {
+  const p = pick(t.patients);
+  switch (kind) {
+    case 'read':
+      return Math.random() < 0.8
+        ? ['GET', `/r4/Observation/${pick(t.observations)}`]
+        : ['GET', `/r4/Patient/${p.id}`];
+    case 'search':
+      return [
+        'GET',
+        pick([
+          `/r4/Observation?patient=${p.id}&code=${encodeURIComponent(`${LOINC}|8302-2`)}`,
+          `/r4/Observation?patient=${p.id}&_sort=-date`,
+          `/r4/Observation?patient=${p.id}`,
+          `/r4/Condition?patient=${p.id}`,
+          `/r4/Encounter?patient=${p.id}&date=ge2015-01-01`,
+          `/r4/Patient?name=${encodeURIComponent(p.family)}`,
+          `/r4/Observation?code=${encodeURIComponent(`${LOINC}|8302-2`)}&date=ge2019-01-01`,
+        ]),
+      ];
+    case 'create':
+      return ['POST', '/r4/Observation', newObservation(p.id)];
+    case 'bundle':
+      return [
+        'POST',
+        '/r4',
+        {
+          resourceType: 'Bundle',
+          type: 'transaction',
+          entry: Array.from({ length: 20 }, () => ({
+            resource: newObservation(p.id),
+            request: { method: 'POST', url: 'Observation' },
+          })),
+        },
+      ];
+    case 'history':
+      return [
+        'GET',
+        Math.random() < 0.5 ? `/r4/Patient/${p.id}/_history` : `/r4/Encounter/${pick(t.encounters)}/_history`,
+      ];
+    case 'everything':
+      return ['GET', `/r4/Patient/${p.id}/$everything`];
+  }
+}
+
+interface Outcome {
+  ok: boolean;
+  /** Refused by admission (429 with Retry-After): load shed, not served and not an error. */
+  shed?: boolean;
+  detail?: string;
+}
+
+/** Latencies of served requests, failures and shed requests of one sampling window, per kind. */
+class Window {
+  latencies = new Map<Kind, number[]>(KINDS.map((k) => [k, []]));
+  errors = new Map<Kind, number>(KINDS.map((k) => [k, 0]));
+  shed = new Map<Kind, number>(KINDS.map((k) => [k, 0]));
+  firstError?: string;
+  record(kind: Kind, ms: number, outcome: Outcome): void {
+    if (outcome.shed) this.shed.set(kind, this.shed.get(kind)! + 1);
+    else this.latencies.get(kind)!.push(ms);
+    if (!outcome.ok && !outcome.shed) {
+      this.errors.set(kind, this.errors.get(kind)! + 1);
+      this.firstError ??= `${kind}: ${outcome.detail}`;
+    }
+  }
+}
+
+async function timed(window: () => Window, kind: Kind, run: () => Promise<Outcome>) {
+  const start = process.hrtime.bigint();
+  let outcome: Outcome;
+  try {
+    outcome = await run();
+  } catch (error) {
+    outcome = { ok: false, detail: (error as Error).message };
+  }
+  window().record(kind, Number(process.hrtime.bigint() - start) / 1e6, outcome);
+}
+
+/**
+ * A small bulk export of one tenant: the manifest (answered at once: the files are streamed when
+ * downloaded), then every file downloaded.
+ */
+async function smallExport(url: string, t: Tenant): Promise<Outcome> {
+  const auth = { Authorization: `Bearer ${t.user.accessToken}` };
+  const kick = await httpJson(url, 'GET', '/r4/$export?_type=Patient,Condition,Encounter', undefined, auth);
+  if (kick.status !== 200)
+    return { ok: false, detail: `manifest ${kick.status} ${JSON.stringify(kick.body).slice(0, 200)}` };
+  for (const file of kick.body.output ?? []) {
+    const link = new URL(String(file.url));
+    const res = await httpJson(url, 'GET', link.pathname + link.search, undefined, auth).catch((e: Error) => {
+      throw new Error(`download ${url}${link.pathname.slice(0, 40)}…: ${e.message}`);
+    });
+    if (res.status !== 200) return { ok: false, detail: `download ${res.status}` };
+  }
+  return { ok: true };
+}
+
+/** Loads `patients` Synthea R4 records spread round-robin over the tenants, PUT at their own ids. */
+async function loadTenants(own: OwnServer, patients: number): Promise<Tenant[]> {
+  const tenants: Tenant[] = own.users.map((user) => ({
+    user,
+    patients: [],
+    observations: [],
+    encounters: [],
+  }));
+  const { batches } = syntheaR4Batches(own.users.length, 20, patients);
+  for (const b of batches)
+    for (const r of b.resources) {
+      const t = tenants[b.user];
+      if (r.resourceType === 'Patient')
+        t.patients.push({ id: String(r.id), family: String((r.name as any)?.[0]?.family) });
+      if (r.resourceType === 'Observation') t.observations.push(String(r.id));
+      if (r.resourceType === 'Encounter') t.encounters.push(String(r.id));
+    }
+  let done = 0;
+  await inParallel(batches.length, 4, async (i) => {
+    const b = batches[i];
+    const res = await postPutTransaction(`${own.url}/r4`, b.resources, {
+      Authorization: `Bearer ${tenants[b.user].user.accessToken}`,
+    });
+    if (res.status !== 200) throw new Error(`load: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    if (++done % 50 === 0) process.stderr.write(`\rloading: ${done}/${batches.length} bundles`);
+  });
+  process.stderr.write('\n');
+  return tenants.filter((t) => t.patients.length > 0 && t.observations.length > 0 && t.encounters.length > 0);
+}
+
+interface ServerStats {
+  heapUsed: number;
+  heapTotal: number;
+  eventLoopDelayP50Ms: number;
+  eventLoopDelayP99Ms: number;
+  eventLoopDelayMaxMs: number;
+}
+
+/** Asks the preloaded hook in the server for its heap and event-loop delay (SIGWINCH, then a file). */
+async function serverStats(pid: number, file: string): Promise<ServerStats | undefined> {
+  const asked = Date.now();
+  process.kill(pid, 'SIGWINCH');
+  for (let i = 0; i < 50; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    try {
+      const stats = JSON.parse(readFileSync(file, 'utf8'));
+      if (stats.at >= asked) return stats;
+    } catch {
+      // not written yet
+    }
+  }
+  return undefined;
+}
+
+const MB = 1024 * 1024;
+const round1 = (n: number) => Math.round(n * 10) / 10;
+
+async function main(): Promise<void> {
+  const o = parseOptions(process.argv.slice(2));
+  const statsFile = join(tmpdir(), `soak-server-stats-${process.pid}.json`);
+  process.env.PROCESS_STATS_FILE = statsFile;
+  process.env.SERVER_NODE_ARGS = `${process.env.SERVER_NODE_ARGS ?? ''} --require ${resolve(__dirname, 'lib', 'server-stats-preload.js')}`;
+  // Tokens outlive the run (2 h by default).
+  const own = await startOwnServer(o.clients, o.users, {
+    ACCESS_TOKEN_TTL: String(Math.ceil(o.minutes * 60 + 3600)),
+  });
+  const samples: Array<Record<string, any>> = [];
+  try {
+    const gatewayPort = Number(new URL(own.bench.database.uri).port);
+    process.stderr.write(
+      `engine ${own.engine}; ${own.users.length} tenants; loading ${o.patients} patients\n`,
+    );
+    const tenants = await loadTenants(own, o.patients);
+    const loadedAt = loadavg();
+    let window = new Window();
+    const end = Date.now() + o.minutes * 60_000;
+    const workers = Array.from({ length: o.connections }, async () => {
+      while (Date.now() < end) {
+        const t = pick(tenants);
+        let r = Math.random() * WEIGHTS.reduce((n, [, w]) => n + w, 0);
+        const kind = WEIGHTS.find(([, w]) => (r -= w) < 0)![0];
+        const [method, path, body] = request(kind, t);
+        await timed(
+          () => window,
+          kind,
+          async () => {
+            const res = await httpJson(own.url, method, path, body, {
+              Authorization: `Bearer ${t.user.accessToken}`,
+            });
+            return {
+              ok: res.status < 400,
+              shed: res.status === 429,
+              detail: `${res.status} ${method} ${path}`,
+            };
+          },
+        );
+      }
+    });
+    const exporter = (async () => {
+      while (Date.now() < end) {
+        await timed(
+          () => window,
+          'export',
+          () => smallExport(own.url, pick(tenants)),
+        );
+        await new Promise((r) => setTimeout(r, o.exportEvery * 1000));
+      }
+    })();
+    const startedAt = Date.now();
+    let cpuBefore = { server: cpuSeconds([own.serverPid]), db: cpuSeconds(own.databasePids()) };
+    let last = startedAt;
+    const sampler = (async () => {
+      while (Date.now() < end) {
+        await new Promise((r) => setTimeout(r, Math.min(o.sample * 1000, Math.max(0, end - Date.now()))));
+        const w = window;
+        window = new Window();
+        const now = Date.now();
+        const seconds = (now - last) / 1000;
+        last = now;
+        const dbPids = own.databasePids();
+        const cpuNow = { server: cpuSeconds([own.serverPid]), db: cpuSeconds(dbPids) };
+        const db = memoryOf(dbPids);
+        const stats = await serverStats(own.serverPid, statsFile);
+        const all = KINDS.flatMap((k) => w.latencies.get(k)!);
+        const sample: Record<string, any> = {
+          minute: round1((now - startedAt) / 60_000),
+          'req/s': Math.round(all.length / seconds),
+          errors: KINDS.reduce((n, k) => n + w.errors.get(k)!, 0),
+          'shed 429': KINDS.reduce((n, k) => n + w.shed.get(k)!, 0),
+          'p50 ms': round1(percentile(all, 50)),
+          'p99 ms': round1(percentile(all, 99)),
+          'server RSS MB': Math.round(memoryOf([own.serverPid]).rssMb),
+          'heap MB': stats ? Math.round(stats.heapUsed / MB) : NaN,
+          'db RSS MB': Math.round(db.rssMb),
+          'db PSS MB': Math.round(db.pssMb),
+          'db procs': db.processes,
+          'db backends': postgresBackends(dbPids),
+          'driver conns': tcpConnectionsTo(gatewayPort),
+          'EL p99 ms': stats?.eventLoopDelayP99Ms ?? NaN,
+          'cpu% server': Math.round(((cpuNow.server - cpuBefore.server) / seconds) * 100),
+          'cpu% db': Math.round(((cpuNow.db - cpuBefore.db) / seconds) * 100),
+          load1: round1(loadavg()[0]),
+        };
+        cpuBefore = cpuNow;
+        const kinds: Record<string, any> = {};
+        for (const k of KINDS) {
+          const l = w.latencies.get(k)!;
+          kinds[k] = {
+            perSecond: Math.round((l.length / seconds) * 100) / 100,
+            p50: round1(percentile(l, 50)),
+            p99: round1(percentile(l, 99)),
+            errors: w.errors.get(k),
+            shed: w.shed.get(k),
+          };
+        }
+        samples.push({ ...sample, kinds, serverStats: stats, firstError: w.firstError });
+        process.stderr.write(
+          `min ${sample.minute}: ${sample['req/s']} req/s p99 ${sample['p99 ms']} ms, server ${sample['server RSS MB']} MB ` +
+            `(heap ${sample['heap MB']}), db PSS ${sample['db PSS MB']} MB, errors ${sample.errors}${w.firstError ? ` (${w.firstError})` : ''}\n`,
+        );
+      }
+    })();
+    await Promise.all([...workers, exporter, sampler]);
+    if (samples.some((x) => x.errors > 0)) console.error(`server output: ${own.process.output.slice(-3000)}`);
+    report(o, own, tenants.length, loadedAt, samples);
+  } catch (error) {
+    if (own.process.child?.exitCode !== null)
+      console.error(`the server exited (${own.process.child?.exitCode}): ${own.process.output.slice(-3000)}`);
+    throw error;
+  } finally {
+    await own.stop();
+  }
+}
+
+/** Relative change of the mean of the last third of samples against the first third (after the first). */
+function drift(samples: Array<Record<string, any>>, value: (s: Record<string, any>) => number): number {
+  const steady = samples.slice(1);
+  const n = Math.max(1, Math.floor(steady.length / 3));
+  const mean = (xs: Array<Record<string, any>>) => xs.reduce((a, s) => a + value(s), 0) / xs.length;
+  return Math.round((mean(steady.slice(-n)) / mean(steady.slice(0, n)) - 1) * 1000) / 10;
+}
+
+function report(
+  o: Options,
+  own: OwnServer,
+  tenants: number,
+  loadedAt: number[],
+  samples: Array<Record<string, any>>,
+): void {
+  console.log(
+    `\nsoak — ${own.engine}; ${o.minutes} min, ${o.connections} connections, ${tenants} tenants, ` +
+      `${o.patients} Synthea patients; ${cpus().length} cores, load average ${loadedAt.map((l) => l.toFixed(2)).join(' ')} at start`,
+  );
+  printTable(samples.map(({ kinds: _k, serverStats: _s, firstError: _e, ...row }) => row));
+  console.log('\nper kind (req/s, p50/p99 ms) in the first and the last sample:');
+  const [first, lastSample] = [samples[Math.min(1, samples.length - 1)], samples[samples.length - 1]];
+  printTable(
+    KINDS.map((k) => ({
+      kind: k,
+      'first req/s': first.kinds[k].perSecond,
+      'first p50/p99': `${first.kinds[k].p50}/${first.kinds[k].p99}`,
+      'last req/s': lastSample.kinds[k].perSecond,
+      'last p50/p99': `${lastSample.kinds[k].p50}/${lastSample.kinds[k].p99}`,
+      errors: samples.reduce((n, s) => n + s.kinds[k].errors, 0),
+      'shed 429': samples.reduce((n, s) => n + s.kinds[k].shed, 0),
+    })),
+  );
+  const drifts = {
+    'throughput %': drift(samples, (s) => s['req/s']),
+    'p99 %': drift(samples, (s) => s['p99 ms']),
+    'server RSS %': drift(samples, (s) => s['server RSS MB']),
+    'heap %': drift(samples, (s) => s['heap MB']),
+    'db PSS %': drift(samples, (s) => s['db PSS MB']),
+  };
+  console.log('\nlast third against the first third (first sample left out as warm-up):');
+  printTable([drifts]);
+  mkdirSync(join(__dirname, 'results'), { recursive: true });
+  writeFileSync(
+    join(__dirname, 'results', 'soak.json'),
+    JSON.stringify(
+      {
+        at: new Date().toISOString(),
+        engine: own.engine,
+        options: o,
+        tenants,
+        cores: cpus().length,
+        loadAverageAtStart: loadedAt,
+        samples,
+        drift: drifts,
+        summary: Object.entries(drifts).map(([figure, value]) => ({
+          figure: `drift ${figure}`,
+          value,
+          unit: '%',
+        })),
+      },
+      null,
+      2,
+    ),
+  );
+  const series = (name: string, key: string) => ({
+    name,
+    points: samples.map((s) => [s.minute, s[key]] as [number, number]),
+  });
+  writeFileSync(
+    join(__dirname, 'results', 'soak.svg'),
+    lineChartsSvg(
+      [
+        {
+          title: 'throughput and latency',
+          yName: 'req/s, ms',
+          series: [series('req/s', 'req/s'), series('p99 ms', 'p99 ms')],
+        },
+        {
+          title: 'memory',
+          yName: 'MB',
+          series: [
+            series('server RSS', 'server RSS MB'),
+            series('server heap used', 'heap MB'),
+            series('database RSS', 'db RSS MB'),
+            series('database PSS', 'db PSS MB'),
+          ],
+        },
+      ],
+      'minutes',
+    ),
+  );
+  console.log(`\nwrote bench/results/soak.json and bench/results/soak.svg`);
+}
+
+main().catch((error) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,61 @@
+import { createParamDecorator, ExecutionContext } from '@nestjs/common';
+import type { Request } from 'express';
+import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
+import { routeState } from './fhir-route-state';
+import { parametersPairs, queryPairs, type SearchPairs } from './search-pairs';
+
+function request(context: ExecutionContext): Request {
+  return context.switchToHttp().getRequest<Request>();
+}
+
+/** The FHIR version of the route, checked once by the route guard. */
+export const FhirVersionParam = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): FhirVersion => routeState(request(context)).version,
+);
+
+/**
+ * The resource type of the route (its `:type`, or the fixed type of its path), checked by the
+ * guard. `@FhirTypeParam('optional')` on a handler that also serves a level without a type.
+ */
+export const FhirTypeParam = createParamDecorator(
+  (data: 'optional' | undefined, context: ExecutionContext): string | undefined => {
+    const type = routeState(request(context)).type;
+    if (type === undefined && data !== 'optional')
+      throw new Error('@FhirTypeParam() on a route without a resource type');
+    return type;
+  },
+);
+
+/**
+ * The logical id of the route, checked by the guard. `@FhirIdParam('optional')` on a handler that
+ * also serves a level without an id (an operation at type and instance level).
+ */
+export const FhirIdParam = createParamDecorator(
+  (data: 'optional' | undefined, context: ExecutionContext): string | undefined => {
+    const id = routeState(request(context)).id;
+    if (id === undefined && data !== 'optional') throw new Error('@FhirIdParam() on a route without :id');
+    return id;
+  },
+);
+
+/**
+ * The search parameters, in the order sent: the query string, then a `_search` form body or an
+ * operation's Parameters body (https://hl7.org/fhir/R4/operations.html#request).
+ */
+export const FhirSearchParams = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): SearchPairs => {
+    const req = request(context);
+    return [...queryPairs(req), ...(req.method === 'POST' ? parametersPairs(req.body) : [])];
+  },
+);
+
+/** The JSON body of a POST/PUT: one JSON object (a FHIR resource), or 400. */
+export const FhirResourceBody = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): Record<string, unknown> => {
+    const body: unknown = request(context).body;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw OperationOutcomeError.invalid('the request body must be a JSON object (a FHIR resource)');
+    }
+    return body as Record<string, unknown>;
+  },
+);

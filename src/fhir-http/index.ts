@@ -1,0 +1,14 @@
+export * from './fhir-route-state';
+export * from './fhir-reply';
+export { FhirRoute } from './fhir-route.decorator';
+export { FhirOperation } from './fhir-operation.decorator';
+export type { FhirOperationDefinition, OperationLevel, OperationMethod } from './fhir-operation.decorator';
+export {
+  FhirVersionParam,
+  FhirTypeParam,
+  FhirIdParam,
+  FhirSearchParams,
+  FhirResourceBody,
+} from './fhir-params';
+export { OperationRegistry, type RegisteredOperation } from './operation-registry';
+export { FhirHttpModule } from './fhir-http.module';

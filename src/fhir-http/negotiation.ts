@@ -1,0 +1,61 @@
+import type { Request } from 'express';
+import {
+  fhirJsonType,
+  isJsonContentType,
+  negotiateResponseFormat,
+  parseFhirVersion,
+  OperationOutcomeError,
+  type FhirVersion,
+  type ResponseFormat,
+} from '@app/fhir';
+import type { FhirBodyKind, FhirRequest } from './fhir-route-state';
+
+const FORM = /^application\/x-www-form-urlencoded\s*(;|$)/i;
+
+function formatParam(req: Request): string | undefined {
+  return typeof req.query._format === 'string' ? req.query._format : undefined;
+}
+
+/**
+ * The media type of the answer for `Accept` and `_format` (`_format` wins), or 406 before any
+ * work when the server cannot speak what is asked (https://hl7.org/fhir/R4/http.html#mime-type).
+ */
+export function responseContentType(req: Request, version: FhirVersion): ResponseFormat {
+  const negotiated = negotiateResponseFormat(req.headers.accept, formatParam(req), version);
+  if (!negotiated.ok) throw new OperationOutcomeError('not-supported', negotiated.message, { status: 406 });
+  return negotiated.contentType;
+}
+
+/** 415 for a body the route cannot read. */
+export function checkRequestBody(req: Request, kind: FhirBodyKind, version: FhirVersion): void {
+  const contentType = req.headers['content-type'];
+  if (kind === 'resource' && !isJsonContentType(contentType)) {
+    throw new OperationOutcomeError(
+      'not-supported',
+      `Content-Type ${contentType ?? '(none)'} is not supported: send ${fhirJsonType(version)} or application/json`,
+      { status: 415 },
+    );
+  }
+  if (kind === 'form') {
+    const hasBody =
+      Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (hasBody && !FORM.test(contentType ?? '')) {
+      throw new OperationOutcomeError(
+        'not-supported',
+        `Content-Type ${contentType ?? '(none)'} is not supported on _search: send application/x-www-form-urlencoded`,
+        { status: 415 },
+      );
+    }
+  }
+}
+
+/**
+ * The FHIR version of a request: the one its route checked, else the first path segment (an
+ * error before routing), else R4. Errors are answered in that version's media type and codes.
+ */
+export function requestVersion(req: Request): FhirVersion {
+  const routed = (req as FhirRequest).fhir?.version;
+  if (routed) return routed;
+  const param = (req.params as Record<string, string | undefined> | undefined)?.version;
+  return parseFhirVersion(param ?? '') ?? parseFhirVersion(req.path.split('/')[1] ?? '') ?? 'r4';
+}

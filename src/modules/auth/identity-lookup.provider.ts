@@ -1,0 +1,43 @@
+import { Injectable } from '@nestjs/common';
+import type { AccessTokenClaims, IdentityLookup, TenantClient } from '../../tenancy/identity-lookup';
+import { UsersService } from '../users/users.service';
+import { ClientsService } from './clients/clients.service';
+import { ClientAuthenticator } from './rate-limit/client-authenticator';
+import { GrantService } from './tokens/grant.service';
+import { TokenService } from './tokens/token.service';
+
+/** The identity side of the tenant guard: clients, tokens and users as tenancy sees them. */
+@Injectable()
+export class AuthIdentityLookup implements IdentityLookup {
+  constructor(
+    private readonly clients: ClientsService,
+    private readonly clientAuth: ClientAuthenticator,
+    private readonly tokens: TokenService,
+    private readonly grants: GrantService,
+    private readonly users: UsersService,
+  ) {}
+
+  verifyAccessToken(token: string): AccessTokenClaims | null {
+    return this.tokens.verifyAccessToken(token);
+  }
+
+  findActiveClient(clientId: string): Promise<TenantClient | null> {
+    return this.clients.findActive(clientId);
+  }
+
+  authenticateClient(clientId: string, secret: string, sourceAddress: string): Promise<TenantClient | null> {
+    return this.clientAuth.authenticate(clientId, secret, sourceAddress);
+  }
+
+  isFamilyRevoked(clientId: string, family: string): Promise<boolean> {
+    return this.grants.isFamilyRevoked(clientId, family);
+  }
+
+  async findUserId(clientId: string, serviceUserId: number): Promise<number | null> {
+    return (await this.users.findUser(clientId, serviceUserId))?.service_user_id ?? null;
+  }
+
+  async findUserIdByAppUserId(clientId: string, appUserId: string): Promise<number | null> {
+    return (await this.users.findUserByAppUserId(clientId, appUserId))?.service_user_id ?? null;
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * What the tenant guard needs to know about clients, tokens and users, and no more. The identity
+ * side (the auth and users modules) provides it (src/modules/auth/identity-lookup.provider.ts);
+ * tenancy imports neither module, so feature modules can use `@UseTenant()` without a cycle.
+ */
+export interface TenantClient {
+  clientId: string;
+  customer?: string;
+}
+
+export interface AccessTokenClaims {
+  clientId: string;
+  /** service_user_id, or null for a client-level (program realm) token. */
+  userId: number | null;
+  scopes: readonly string[];
+  /** Refresh-token family the token was issued from, if any. */
+  family?: string;
+}
+
+export interface IdentityLookup {
+  /** The claims of a valid, unexpired access token; null otherwise. */
+  verifyAccessToken(token: string): AccessTokenClaims | null;
+  findActiveClient(clientId: string): Promise<TenantClient | null>;
+  /** Client credentials checked (with the failed-attempt limits of the source address). */
+  authenticateClient(clientId: string, secret: string, sourceAddress: string): Promise<TenantClient | null>;
+  isFamilyRevoked(clientId: string, family: string): Promise<boolean>;
+  /** The service_user_id of a user of the client, by its id or its app_user_id; null if none. */
+  findUserId(clientId: string, serviceUserId: number): Promise<number | null>;
+  findUserIdByAppUserId(clientId: string, appUserId: string): Promise<number | null>;
+}
+
+export const IDENTITY_LOOKUP = Symbol('IdentityLookup');

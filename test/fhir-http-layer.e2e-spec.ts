@@ -1,0 +1,133 @@
+import request from 'supertest';
+import { createTestApp, TestApp } from '@app/testing';
+import { bearer, createClient, createUser, TestUser } from '@app/testing/factories';
+
+/** The one FHIR HTTP layer (src/fhir-http): errors by route, reply shaping, operations by metadata. */
+describe('FHIR HTTP layer (e2e)', () => {
+  let t: TestApp;
+  let user: TestUser;
+  let patientId: string;
+  beforeAll(async () => {
+    t = await createTestApp({ USER_MGMT_RATE_LIMIT: '100000' });
+    user = await createUser(t, await createClient(t));
+    const created = await request(t.server)
+      .post('/r4/Patient')
+      .set(bearer(user.access_token))
+      .set('Content-Type', 'application/fhir+json')
+      .send(
+        JSON.stringify({
+          resourceType: 'Patient',
+          gender: 'female',
+          birthDate: '1970-01-01',
+          name: [{ family: 'Shape' }],
+          text: { status: 'generated', div: '<div xmlns="http://www.w3.org/1999/xhtml">x</div>' },
+        }),
+      )
+      .expect(201);
+    patientId = created.body.id;
+  });
+  afterAll(async () => t?.close());
+
+  const get = (path: string) => request(t.server).get(path).set(bearer(user.access_token));
+
+  describe('errors of routes that matched answer OperationOutcomes, whatever the version segment', () => {
+    it('POST /r9/Patient/$validate → 404 OperationOutcome', async () => {
+      const res = await request(t.server)
+        .post('/r9/Patient/$validate')
+        .set(bearer(user.access_token))
+        .send({ resourceType: 'Patient' })
+        .expect(404);
+      expect(res.headers['content-type']).toMatch(/^application\/fhir\+json/);
+      expect(res.body.resourceType).toBe('OperationOutcome');
+      expect(res.body.issue[0].diagnostics).toMatch(/r9/);
+    });
+
+    it('an unknown type at an operation → 404, an unsupported Accept → 406, both before credentials', async () => {
+      const unknown = await request(t.server).post('/r4/Nope/$validate').send({}).expect(404);
+      expect(unknown.body.resourceType).toBe('OperationOutcome');
+      const xml = await request(t.server)
+        .post('/r4/Patient/$validate')
+        .set('Accept', 'application/fhir+xml')
+        .send({})
+        .expect(406);
+      expect(xml.body.resourceType).toBe('OperationOutcome');
+    });
+
+    it('a path that only a generic route matches, outside any FHIR version, stays a plain 404', async () => {
+      const res = await request(t.server).get('/no/such/route').expect(404);
+      expect(res.body).toEqual({ error: 'not_found', message: expect.any(String) });
+    });
+  });
+
+  describe('_elements and _summary on a read', () => {
+    it('_elements keeps the listed elements (and id, meta), tagged SUBSETTED', async () => {
+      const res = await get(`/r4/Patient/${patientId}?_elements=gender`).expect(200);
+      expect(Object.keys(res.body).sort()).toEqual(['gender', 'id', 'meta', 'resourceType']);
+      expect(res.body.meta.tag).toEqual([expect.objectContaining({ code: 'SUBSETTED' })]);
+      expect(res.headers.etag).toBe('W/"1"');
+    });
+
+    it('_summary=true keeps the summary elements; text keeps the narrative only; false the whole', async () => {
+      const summary = await get(`/r4/Patient/${patientId}?_summary=true`).expect(200);
+      expect(summary.body.name).toBeDefined();
+      expect(summary.body.text).toBeUndefined();
+      const text = await get(`/r4/Patient/${patientId}?_summary=text`).expect(200);
+      expect(text.body.text).toBeDefined();
+      expect(text.body.gender).toBeUndefined();
+      const whole = await get(`/r4/Patient/${patientId}?_summary=false`).expect(200);
+      expect(whole.body.gender).toBe('female');
+      expect(whole.body.meta.tag).toBeUndefined();
+    });
+
+    it('also on a versioned read; a bad value → 400', async () => {
+      const vread = await get(`/r4/Patient/${patientId}/_history/1?_elements=birthDate`).expect(200);
+      expect(vread.body.birthDate).toBe('1970-01-01');
+      expect(vread.body.gender).toBeUndefined();
+      const bad = await get(`/r4/Patient/${patientId}?_summary=maybe`).expect(400);
+      expect(bad.body.resourceType).toBe('OperationOutcome');
+      await get(`/r4/Patient/${patientId}?_elements=no%20such`).expect(400);
+    });
+  });
+
+  it('history _since whose + arrived unescaped (a space) is read as the offset', async () => {
+    const res = await get('/r4/Patient/_history?_since=2000-01-01T00:00:00+00:00').expect(200);
+    expect(res.body.total).toBeGreaterThanOrEqual(1);
+    const instance = await get(`/r4/Patient/${patientId}/_history?_since=2000-01-01T00:00:00+01:00`).expect(
+      200,
+    );
+    expect(instance.body.entry).toHaveLength(1);
+  });
+
+  describe('operations by metadata', () => {
+    it('Patient/$everything answers POST as GET (a Parameters body or none)', async () => {
+      const viaGet = await get(`/r4/Patient/${patientId}/$everything`).expect(200);
+      const viaPost = await request(t.server)
+        .post(`/r4/Patient/${patientId}/$everything`)
+        .set(bearer(user.access_token))
+        .set('Content-Type', 'application/fhir+json')
+        .send(
+          JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: '_count', valueInteger: 5 }] }),
+        )
+        .expect(200);
+      expect(viaPost.headers['content-type']).toMatch(/^application\/fhir\+json/);
+      expect(viaPost.body.type).toBe('searchset');
+      const ids = (b: any) => b.entry.map((e: any) => e.fullUrl);
+      expect(ids(viaPost.body)).toEqual(ids(viaGet.body));
+      await request(t.server)
+        .post(`/r4/Observation/${patientId}/$everything`)
+        .set(bearer(user.access_token))
+        .expect(404);
+    });
+
+    it('the CapabilityStatement lists every registered operation at its levels', async () => {
+      const res = await request(t.server).get('/r4/metadata').expect(200);
+      const rest = res.body.rest[0];
+      const typeOps = (type: string) =>
+        (rest.resource.find((r: any) => r.type === type).operation ?? []).map((o: any) => o.name);
+      expect(typeOps('Patient')).toEqual(expect.arrayContaining(['everything', 'validate', 'export']));
+      expect(typeOps('Group')).toEqual(expect.arrayContaining(['export', 'validate']));
+      expect(typeOps('Observation')).toEqual(['validate']);
+      expect(rest.operation.map((o: any) => o.name)).toEqual(expect.arrayContaining(['export', 'purge']));
+    });
+  });
+});

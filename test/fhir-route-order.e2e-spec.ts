@@ -1,0 +1,51 @@
+import { createTestApp, TestApp } from '@app/testing';
+
+/** Sample values for the path parameters of the app's routes. */
+const SAMPLE: Record<string, string> = {
+  version: 'r4',
+  type: 'Observation',
+  id: 'id1',
+  vid: '2',
+  customer: 'acme',
+  groupId: 'g1',
+  jobId: 'job1',
+  token: 'tok',
+};
+
+interface RouteLayer {
+  route?: { path: string; methods: Record<string, boolean> };
+  match(path: string): boolean;
+}
+
+/**
+ * Express tries routes in the order they were registered; a generic path (`/:version/:type/:id`)
+ * registered before a fixed one (`/:version/Patient/$everything`) would take its requests. For each
+ * route, a request built from its own path must reach that route first.
+ */
+describe('FHIR route order (e2e)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => t?.close());
+
+  it('no route is shadowed by one registered before it', () => {
+    const express = t.app.getHttpAdapter().getInstance() as { router: { stack: RouteLayer[] } };
+    // middleware mounted for every path (`/{*path}`) and the Swagger UI pass requests on
+    const routes = express.router.stack.filter(
+      (layer) => layer.route && !layer.route.path.includes('{*') && !layer.route.path.startsWith('/docs'),
+    );
+    expect(routes.length).toBeGreaterThan(40);
+    const shadowed: string[] = [];
+    routes.forEach((layer, index) => {
+      const route = layer.route!;
+      const path = route.path.replace(/:(\w+)/g, (_m, name: string) => SAMPLE[name] ?? `p-${name}`);
+      for (const method of Object.keys(route.methods)) {
+        const first = routes.findIndex((other) => other.route!.methods[method] && other.match(path));
+        if (first !== index)
+          shadowed.push(`${method.toUpperCase()} ${route.path} ← ${routes[first]?.route?.path}`);
+      }
+    });
+    expect(shadowed).toEqual([]);
+  });
+});

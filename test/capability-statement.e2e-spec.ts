@@ -42,7 +42,12 @@ describe('CapabilityStatement (e2e)', () => {
       conditionalUpdate: true,
       conditionalDelete: 'single',
     });
-    expect(patient.operation.map((o: any) => o.name).sort()).toEqual(['everything', 'export', 'validate']);
+    expect(patient.operation.map((o: any) => o.name).sort()).toEqual([
+      'everything',
+      'export',
+      'meta',
+      'validate',
+    ]);
     const observation = rest.resource.find((r: any) => r.type === 'Observation');
     expect(observation.searchInclude).toEqual(expect.arrayContaining(['*', 'Observation:subject']));
     expect(patient.searchRevInclude).toEqual(expect.arrayContaining(['Observation:subject']));

@@ -126,7 +126,7 @@ describe('FHIR HTTP layer (e2e)', () => {
         (rest.resource.find((r: any) => r.type === type).operation ?? []).map((o: any) => o.name);
       expect(typeOps('Patient')).toEqual(expect.arrayContaining(['everything', 'validate', 'export']));
       expect(typeOps('Group')).toEqual(expect.arrayContaining(['export', 'validate']));
-      expect(typeOps('Observation')).toEqual(['validate']);
+      expect(typeOps('Observation')).toEqual(expect.arrayContaining(['validate', 'meta']));
       expect(rest.operation.map((o: any) => o.name)).toEqual(expect.arrayContaining(['export', 'purge']));
     });
   });

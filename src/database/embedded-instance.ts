@@ -61,7 +61,10 @@ export async function openDocumentDb(
     const owned = await startOwned(paths, real, opts, report);
     if (owned) return owned;
     const owner = await connectToOwner(real, opts.role);
-    if (!owner) continue; // let go meanwhile: try the lock again
+    if (!owner) {
+      await sleep(100); // let go meanwhile: try the lock again
+      continue;
+    }
     const r = owner.record;
     const who = `pid ${r.ownerPid} (${r.ownerRole === 'server' ? 'a server' : 'a tool'}, since ${r.startedAt})`;
     if (opts.role === 'server' && r.ownerRole === 'server') {

@@ -9,7 +9,7 @@ export class HealthController {
   constructor(private readonly database: DatabaseReadCheck) {}
 
   /**
-   * 200 `{status:"ok"}` when the database serves a read within a short deadline; 503 otherwise
+   * 200 `{status:"ok"}` when the database serves a read within DB_TIMEOUT_MS / 4; 503 otherwise
    * (DESIGN.md §1). The cause is logged by the check, not sent: it may name hosts.
    */
   @Get()
@@ -22,10 +22,12 @@ export class HealthController {
     const problem = await this.database.problem();
     // an expected answer, not a server fault: the error filter logs it without a stack
     if (problem) {
-      throw new OperationOutcomeError('transient', 'database: down', {
+      const down = new OperationOutcomeError('transient', 'database: down', {
         status: 503,
         headers: { 'Retry-After': '1' },
       });
+      // the request's log line names the underlying error (src/logging/loggable-error.ts)
+      throw Object.assign(down, { cause: problem });
     }
     return { status: 'ok' };
   }

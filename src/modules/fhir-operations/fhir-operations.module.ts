@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ValidateOperationModule } from './validate/validate-operation.module';
+import { MetaModule } from './meta/meta.module';
 
 /**
  * The FHIR operation modules, one import each; `nest g module modules/fhir-operations/<name>`
@@ -7,6 +8,6 @@ import { ValidateOperationModule } from './validate/validate-operation.module';
  * fixed `$name` segment would otherwise be taken for an id.
  */
 @Module({
-  imports: [ValidateOperationModule],
+  imports: [ValidateOperationModule, MetaModule],
 })
 export class FhirOperationsModule {}

@@ -1,4 +1,4 @@
-import { applyDecorators, Controller, Delete, Get, Headers, Param, Post } from '@nestjs/common';
+import { applyDecorators, Controller, Delete, Get, Headers, Post } from '@nestjs/common';
 import {
   ApiBody,
   ApiConsumes,
@@ -26,19 +26,19 @@ import { EverythingService } from './everything.service';
 import { SearchService } from './search.service';
 
 const VERSION = { name: 'version', description: 'FHIR version: r4, stu3 or dstu2 (any case)', example: 'r4' };
-const TYPE = { name: 'type', description: 'FHIR resource type', example: 'Observation' };
-const PATIENT_ID = { name: 'id', description: 'logical id of the Patient', example: 'example' };
+export const TYPE = { name: 'type', description: 'FHIR resource type', example: 'Observation' };
+export const PATIENT_ID = { name: 'id', description: 'logical id of the Patient', example: 'example' };
 const BAD_SEARCH = {
   status: 400,
   description: 'bad parameter value, unknown modifier, too deep `_skip`: OperationOutcome',
 };
-const SEARCHSET = {
+export const SEARCHSET = {
   description:
     'searchset Bundle: total, paging links (self/first/previous/next/last), entries with search.mode',
 };
 
 /** A search route: FHIR route checks (404/406/415 before credentials), then the tenant. */
-function SearchRoute(options: { kind?: 'read' } = {}): MethodDecorator {
+export function SearchRoute(options: { kind?: 'read' } = {}): MethodDecorator {
   return applyDecorators(FhirRoute({ ...options, body: 'form' }), ApiParam(VERSION), ApiResponse(BAD_SEARCH));
 }
 
@@ -62,7 +62,7 @@ const COMMON_QUERY = [
   { name: '_content', required: false, description: 'words of the resource text (last word as a prefix)' },
 ];
 
-function SearchQueryDocs(): MethodDecorator {
+export function SearchQueryDocs(): MethodDecorator {
   return applyDecorators(...COMMON_QUERY.map((query) => ApiQuery(query)));
 }
 
@@ -107,31 +107,6 @@ export class SearchController {
     @FhirIdParam() id: string,
   ) {
     return this.everythings.removeEverything(ctx, version, id);
-  }
-
-  @Get(':version/:compartment/:id/:type')
-  @SearchRoute()
-  @ApiParam({
-    name: 'compartment',
-    description: 'the compartment: only Patient is served',
-    example: 'Patient',
-  })
-  @ApiParam(PATIENT_ID)
-  @ApiParam(TYPE)
-  @ApiOperation({ summary: 'compartment search: the type-level search within the Patient compartment' })
-  @SearchQueryDocs()
-  @ApiOkResponse(SEARCHSET)
-  @ApiResponse({ status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' })
-  searchCompartment(
-    @Tenant() ctx: TenantContext,
-    @FhirVersionParam() version: FhirVersion,
-    @Param('compartment') compartment: string,
-    @FhirIdParam() id: string,
-    @FhirTypeParam() type: string,
-    @FhirSearchParams() params: SearchPairs,
-    @Headers('prefer') prefer: string | undefined,
-  ) {
-    return this.searches.compartmentSearch(ctx, version, compartment, id, type, params, prefer);
   }
 
   @Get(':version')

@@ -1,4 +1,5 @@
 import {
+  escapeRegex,
   isResourceType,
   OperationOutcomeError,
   parseFhirDateRange,
@@ -112,10 +113,6 @@ export function anyPatientCompartmentFilter(version: FhirVersion, serviceBase: s
 
 const outsidePatterns = new Map<string, string>();
 const ID = '[A-Za-z0-9\\-.]{1,64}';
-
-function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-}
 
 /**
  * The `idx.ref` entries (`${param}|${target}`) that point at a resource whose type has no place in

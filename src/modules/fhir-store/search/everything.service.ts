@@ -33,8 +33,8 @@ import { storeFilter } from './sub-query-resolver';
 const BATCH = 1000;
 
 /**
- * `GET /{v}/Patient/{id}/$everything` (SPEC §4.5, https://hl7.org/fhir/R4/patient-operation-everything.html)
- * and `DELETE /{v}/Patient/{id}/$everything` (SPEC §3.1, §4.6), in the caller's tenant scope.
+ * `GET /{v}/Patient/{id}/$everything` (docs/api.md §6, https://hl7.org/fhir/R4/patient-operation-everything.html)
+ * and `DELETE /{v}/Patient/{id}/$everything` (docs/api.md §7), in the caller's tenant scope.
  */
 @Injectable()
 export class EverythingService {

@@ -155,6 +155,32 @@ if (VERSION !== 'dstu2') {
   });
 }
 
+await scenario('compartment search and POST $everything (the client defaults)', async () => {
+  const owner = await client.create({ resourceType: 'Patient', body: patient() });
+  const stranger = await client.create({ resourceType: 'Patient', body: patient() });
+  const observation = (subject) => ({
+    resourceType: 'Observation',
+    status: 'final',
+    code: { text: `kit-${stamp}` },
+    subject: { reference: `Patient/${subject}` },
+  });
+  for (let i = 0; i < 3; i++) await client.create({ resourceType: 'Observation', body: observation(owner.id) });
+  await client.create({ resourceType: 'Observation', body: observation(stranger.id) });
+  const compartment = await client.compartmentSearch({
+    resourceType: 'Observation',
+    compartment: { resourceType: 'Patient', id: owner.id },
+    searchParams: { _count: 2 },
+  });
+  check(compartment.total === 3, `3 Observations in the compartment (total ${compartment.total})`);
+  const next = await client.nextPage({ bundle: compartment });
+  check(next && next.entry.length === 1, 'the second page holds the third');
+  const everything = await client.operation({ name: '$everything', resourceType: 'Patient', id: owner.id });
+  bodies.everything = everything;
+  const keys = everything.entry.map((e) => `${e.resource.resourceType}/${e.resource.id}`);
+  check(keys.includes(`Patient/${owner.id}`), 'the Patient is in its $everything');
+  check(keys.filter((k) => k.startsWith('Observation/')).length === 3, 'its 3 Observations, not the stranger\'s');
+});
+
 await scenario('smartAuthMetadata and capabilityStatement', async () => {
   const auth = await client.smartAuthMetadata();
   check(

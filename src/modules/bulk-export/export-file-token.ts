@@ -29,6 +29,8 @@ export interface ExportFileClaims {
   g?: { id: string; vid: number };
   /** `patient` kick-off parameter: only these patients' compartments (Patient and Group exports). */
   p?: string[];
+  /** 'patient': a Patient export, only resources in some Patient's compartment. */
+  k?: 'patient';
   /** Expiry, epoch seconds. */
   exp: number;
 }
@@ -64,6 +66,7 @@ function isClaims(x: unknown): x is ExportFileClaims & { f: number } {
     nullableString(o.from) &&
     nullableString(o.to) &&
     (o.b === undefined || o.b === 'half-open') &&
+    (o.k === undefined || o.k === 'patient') &&
     Number.isFinite(o.exp) &&
     (o.p === undefined || (Array.isArray(o.p) && o.p.every((id) => typeof id === 'string'))) &&
     (group === undefined ||

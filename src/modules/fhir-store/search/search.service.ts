@@ -7,6 +7,8 @@ import {
   type SearchsetEntry,
 } from '@app/fhir';
 import { buildFilter } from '../../../storage/search/filter-builder';
+import type { Filter } from '../../../storage/search/filter-clauses';
+import { INDEX_NAMES } from '../../../storage/search/search-indexes';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
@@ -15,6 +17,7 @@ import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
 import { entriesWithinBudget } from '../../../storage/page-budget';
 import { IncludeResolver } from './include-resolver';
+import { compartmentSearchFilter } from './patient-compartment';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
 import {
   asOutcomeError,
@@ -47,12 +50,37 @@ export class SearchService {
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
+  /**
+   * Compartment search `GET /{v}/{compartment}/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch):
+   * the type-level search restricted to the compartment, with its own paging links. The Patient
+   * must exist in the caller's scope (404 otherwise, as `$everything`).
+   */
+  async compartmentSearch(
+    ctx: TenantContext,
+    version: FhirVersion,
+    compartment: string,
+    id: string,
+    type: string,
+    pairs: SearchPairs,
+    prefer?: string,
+  ): Promise<FhirReply> {
+    const base = this.settings.urls.base;
+    const restriction = compartmentSearchFilter(version, compartment, id, type, base);
+    const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id }]);
+    if (!patient) throw OperationOutcomeError.notFound(`Patient/${id} is not known`);
+    return this.search(ctx, version, type, pairs, prefer, {
+      url: `${base}/${version}/${compartment}/${id}/${type}`,
+      filter: restriction,
+    });
+  }
+
   async search(
     ctx: TenantContext,
     version: FhirVersion,
     type: string | undefined,
     pairs: SearchPairs,
     prefer?: string,
+    within?: { url: string; filter: Filter },
   ): Promise<FhirReply> {
     const base = this.settings.urls.base;
     const parsed = parseOrReject(version, type, pairs, {
@@ -70,13 +98,16 @@ export class SearchService {
         { status: 400 },
       );
     }
-    const { built, filter } = await this.filterOf(ctx, version, parsed);
-    const searchUrl = type ? `${base}/${version}/${type}` : `${base}/${version}`;
+    const { built, filter: searched } = await this.filterOf(ctx, version, parsed);
+    const filter = within ? storeFilter({ $and: [searched, within.filter] }) : searched;
+    // Without a clause of its own the search runs on the references the compartment names.
+    const index = within && built.index === undefined ? INDEX_NAMES.ref : built.index;
+    const searchUrl = within?.url ?? (type ? `${base}/${version}/${type}` : `${base}/${version}`);
     const kept = linkPairs(pairs);
     const warnings = unknownParamsEntry(parsed.unknown);
 
     if (parsed.summary === 'count') {
-      const total = await this.repository.countBy(ctx, version, { filter, hint: built.index });
+      const total = await this.repository.countBy(ctx, version, { filter, hint: index });
       const links = searchLinks(searchUrl, kept, {
         skip: 0,
         count: parsed.count,
@@ -88,7 +119,7 @@ export class SearchService {
 
     // One more than the page is looked at: tells whether a next page exists without a count
     // (`_total=none`). The page may hold fewer than `_count` matches: SEARCH_PAGE_MAX_BYTES.
-    const query = { filter, hint: built.index };
+    const query = { filter, hint: index };
     const counter = parsed.total === 'none' ? undefined : this.lateCount(ctx, version, query);
     let page: { docs: ResourceDoc[]; hasNext: boolean };
     try {

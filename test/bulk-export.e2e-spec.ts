@@ -25,7 +25,7 @@ interface Manifest {
   error: unknown[];
 }
 
-/** Issue 6 / SPEC §4.8: synchronous $export manifests and their NDJSON files, on every variant. */
+/** docs/api.md §10: synchronous $export manifests and their NDJSON files, on every variant. */
 describe('bulk export (e2e)', () => {
   let t: TestApp;
   let acme: TestClient;

@@ -1,4 +1,4 @@
-// Runs the client scenarios of issue 15 with the real, unmodified fhir-kit-client (ESM only, so it
+// Runs the client scenarios with the real, unmodified fhir-kit-client (ESM only, so it
 // runs in its own Node process): env FHIR_BASE (e.g. http://127.0.0.1:1234/r4), TOKEN, VERSION.
 // Prints one JSON object: { scenarios: [{ name, ok, error? }], bodies: { kind: body } } on stdout.
 import { Client } from 'fhir-kit-client';

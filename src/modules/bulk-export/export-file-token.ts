@@ -3,8 +3,8 @@ import type { FhirVersion } from '@app/fhir';
 
 /**
  * What one NDJSON file link stands for. Everything needed to serve the file is in the signed token,
- * so no per-export state is kept and any instance behind a load balancer can serve any file
- * (issue 6, item 4). The payload is readable base64url JSON but opaque to clients by contract.
+ * so no per-export state is kept and any instance behind a load balancer can serve any file.
+ * The payload is readable base64url JSON but opaque to clients by contract.
  */
 export interface ExportFileClaims {
   /** FHIR version of the store. */

@@ -46,7 +46,7 @@ const FINER_PREFIX_LENGTH = 4;
  * into files of at most `perFile` (export-file-plan.ts). A prefix holding more than a file is counted
  * again at 4 characters; one still larger has its keys read in order (ids sharing a long beginning).
  * Measured at 115k resources on DocumentDB: 0.6–1.4 s instead of 9–10 s for a distinct plus one
- * sorted key pass per type (issue 13). Group and `patient` exports count per compartment type.
+ * sorted key pass per type (docs/storage.md). Group and `patient` exports count per compartment type.
  */
 @Injectable()
 export class ExportPlanner {

@@ -43,7 +43,7 @@ export interface TypesSelection extends LiveSelection {
 }
 
 /**
- * Key bounds of one file. `half-open`: keys in [from, to) (plans since issue 13: cut at key
+ * Key bounds of one file. `half-open`: keys in [from, to) (plans cut at key
  * prefixes); otherwise (from, to] (links and stored jobs of earlier plans, cut at keys). null = open end.
  */
 export interface KeyRange {

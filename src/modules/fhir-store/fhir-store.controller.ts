@@ -66,7 +66,7 @@ export class FhirStoreController {
 
   @Post(':version')
   @ApiOperation({
-    summary: 'transaction or batch Bundle of at most 20 entries, each stored independently (SPEC §4.4)',
+    summary: 'transaction or batch Bundle of at most 20 entries, each stored independently (docs/api.md §5)',
   })
   @ApiBody({ description: 'a Bundle of type transaction or batch', schema: { type: 'object' } })
   @ApiOkResponse({ description: 'transaction-response / batch-response Bundle, one entry per request entry' })
@@ -235,7 +235,7 @@ export class FhirStoreController {
   }
 
   @Delete(':version/:type/:id')
-  @ApiOperation({ summary: 'delete: adds a deleted version; history stays (SPEC §3.1)' })
+  @ApiOperation({ summary: 'delete: adds a deleted version; history stays (docs/api.md §7)' })
   @ApiParam(TYPE)
   @ApiParam(ID)
   @ApiOkResponse({ description: 'OperationOutcome (information, value) naming id and version' })

@@ -35,7 +35,7 @@ const BATCH = 1000;
 
 /**
  * `GET|POST /{v}/Patient/{id}/$everything` and `/{v}/Patient/$everything` (https://hl7.org/fhir/R4/patient-operation-everything.html)
- * and `DELETE /{v}/Patient/{id}/$everything` (SPEC §3.1, §4.6), in the caller's tenant scope.
+ * and `DELETE /{v}/Patient/{id}/$everything` (docs/api.md §7), in the caller's tenant scope.
  */
 @Injectable()
 export class EverythingService {

@@ -97,7 +97,7 @@ export class SearchController {
   @SearchRoute()
   @ApiParam(PATIENT_ID)
   @ApiOperation({
-    summary: 'remove the patient and every resource of its compartment for good (SPEC §3.1, §4.6)',
+    summary: 'remove the patient and every resource of its compartment for good (docs/api.md §7)',
   })
   @ApiOkResponse({ description: 'OperationOutcome with the number of resources removed per type' })
   @ApiResponse({ status: 404, description: 'no such Patient for this user (OperationOutcome)' })

@@ -29,14 +29,14 @@ import {
 } from './search-request';
 import { storeFilter, SubQueryResolver } from './sub-query-resolver';
 
-/** SPEC §8: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */
+/** docs/api.md §13: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */
 export const DEFAULT_PAGE_SIZE = 10;
 export const MAX_PAGE_SIZE = 100;
 /** See `lateCount`: a page query that has not answered by then starts the count beside it. */
 const COUNT_BESIDE_AFTER_MS = 15;
 
 /**
- * FHIR search (SPEC §4.5, issue 5; https://hl7.org/fhir/R4/search.html): type-level
+ * FHIR search (docs/api.md §6; https://hl7.org/fhir/R4/search.html): type-level
  * `GET /{v}/{type}`, `POST /{v}/{type}/_search` and system-level `GET /{v}?_type=…`. The search
  * lib parses and builds the filter; this service runs it in the caller's tenant scope (chains and
  * `_has` first, includes after), and assembles the searchset Bundle with absolute paging links.
@@ -91,7 +91,7 @@ export class SearchService {
       maxWindow: this.settings.searchMaxSkip + MAX_PAGE_SIZE,
     });
     if (version === 'dstu2' && parsed.include.length + parsed.revinclude.length > 0) {
-      // SPEC §9.4: R4 only; STU3 shares the R4 semantics, DSTU2 reference parameters differ.
+      // docs/api.md §14: R4 only; STU3 shares the R4 semantics, DSTU2 reference parameters differ.
       throw new OperationOutcomeError(
         'not-supported',
         '_include and _revinclude are not supported on DSTU2',

@@ -1,7 +1,7 @@
 /**
- * Directory search latency (issue 8): ENTRIES generated entries (default 100,000), then
+ * Directory search latency: ENTRIES generated entries (default 100,000), then
  * `POST /api/search` with 8 connections for one-word, two-word and city queries (p50/p99), and
- * the same filters through the raw driver, sequentially, for the app/driver ratio (DESIGN.md §3).
+ * the same filters through the raw driver, sequentially, for the app/driver ratio.
  * Starts its own embedded database (like test/global-setup.ts) unless MONGO_URL is set.
  * Prints a table and writes bench/results/directory.json.
  * Run: npx ts-node --transpile-only -r tsconfig-paths/register bench/directory.ts

@@ -1,5 +1,5 @@
 /**
- * Bulk export benchmark (issue 6): Synthea R4 (100 patients, ≈39k resources) stored N times
+ * Bulk export benchmark: Synthea R4 (100 patients, ≈39k resources) stored N times
  * (EXPORT_BENCH_COPIES, default 10 → ≈390k) under N users of one client, then
  *   1. the manifest for the whole client (`x-service-user-id: client`), timed;
  *   2. every file downloaded over 4 parallel connections: resources/s overall and per connection;

@@ -1,5 +1,5 @@
 /**
- * Tenant fairness (issue 16 item 3): does one tenant's heavy data and heavy queries move another
+ * Tenant fairness: does one tenant's heavy data and heavy queries move another
  * tenant's latency? A victim client searches its own small data set by name, first alone
  * (baseline), then while a heavy client stores large Patients (near MAX_RESOURCE_BYTES, up to
  * MAX_ARRAY_LENGTH names: heavier than the penetration test's three ~477 KB Patients) and attacks

@@ -1,5 +1,5 @@
 /**
- * Insert cost of each index of the store on the engine (issue 13): the documents the FHIR store
+ * Insert cost of each index of the store on the engine: the documents the FHIR store
  * writes for Synthea R4 resources (ResourceWriter: current documents with their `idx` entries, and
  * their history rows) inserted with the driver (`insertMany`, ordered:false, batches of 500) into a
  * fresh collection holding only `_id`, then `_id` plus one index at a time, then every index the

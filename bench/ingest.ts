@@ -1,5 +1,5 @@
 /**
- * Ingest (issues 4 and 13): the Synthea R4 sample loaded BENCH_COPIES times (default 5, fresh ids per
+ * Ingest: the Synthea R4 sample loaded BENCH_COPIES times (default 5, fresh ids per
  * copy: ≈195,000 resources) through the HTTP API in 20-entry transaction bundles (ids chosen
  * client-side) with BENCH_PARALLEL (default 6) bundles in flight, then the very same documents the
  * API stored (current + history rows, Provenances included) straight through the driver

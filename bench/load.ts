@@ -1,5 +1,5 @@
 /**
- * Load test (issue 9 §4): the real server in its own process, 200 concurrent connections of mixed
+ * Load test: the real server in its own process, 200 concurrent connections of mixed
  * reads, searches, creates and 20-entry bundle posts for 60 s (LOAD_SECONDS, LOAD_CONNECTIONS),
  * spread over LOAD_TENANTS (20) client applications with one user and one Synthea patient each.
  * Reports errors (429 counted apart), p50/p99 per request kind, and the server's RSS over time.

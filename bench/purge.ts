@@ -1,5 +1,5 @@
 /**
- * Purge throughput (issue 7): Synthea R4 loaded for one user with two versions of every resource,
+ * Purge throughput: Synthea R4 loaded for one user with two versions of every resource,
  * then `DELETE /r4/purge` with a 2 s budget, repeated until it answers 200. Reports resources
  * (with their history) removed per second and the number of rounds. Prints a table and writes
  * bench/results/purge.json. Starts its own app and database (MONGO_URL, else as the tests do).

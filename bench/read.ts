@@ -1,5 +1,5 @@
 /**
- * Read (issues 4 and 13): autocannon, 32 connections, `GET /r4/Observation/{id}` over random ids of
+ * Read: autocannon, 32 connections, `GET /r4/Observation/{id}` over random ids of
  * the Synthea R4 sample loaded BENCH_COPIES times (default 5, ≈195,000 resources) through the API,
  * then the same point look-ups straight through the driver (`findOne` by `_id` and tenant, without
  * the index entries, as the app reads; 32 in flight, same duration) on the same database.

@@ -1,5 +1,5 @@
 /**
- * FHIR search latency (issues 5 and 13): the Synthea R4 sample loaded BENCH_COPIES times (default 5,
+ * FHIR search latency: the Synthea R4 sample loaded BENCH_COPIES times (default 5,
  * ≈195,000 resources plus their Provenances) into one client through the API, then 10 typical
  * searches at 8 and at 32 connections: through the HTTP API (autocannon) and through the raw driver
  * doing the same work (the very commands the app sent for that search, recorded with driver command

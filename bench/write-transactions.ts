@@ -1,5 +1,5 @@
 /**
- * Write protocol with and without multi-document transactions (issue 13 item 4): the database work
+ * Write protocol with and without multi-document transactions: the database work
  * of bundle ingest — per 20-entry bundle one `insertMany` of the current documents, one of their
  * history rows plus the Provenances' history rows, one of the Provenances' current documents
  * (resource-writer.ts `complete`) — done by the driver, BENCH_PARALLEL (default 6) bundles in

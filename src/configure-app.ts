@@ -57,7 +57,7 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   const docs = helmet({ contentSecurityPolicy: false });
   app.use((req: any, res: any, next: any) => (req.path.startsWith('/docs') ? docs : strict)(req, res, next));
   // CORS: closed by default; FHIR routes open to the configured origins only. User-management,
-  // token and auth-code routes never (SPEC §4.2, §5.1: not from a browser).
+  // token and auth-code routes never (docs/api.md §4: not from a browser).
   const origins = new Set(settings.fhirCorsOrigins);
   app.use((req: any, res: any, next: any) => {
     const origin = req.headers.origin as string | undefined;

@@ -12,7 +12,7 @@ import {
 } from '@app/testing/factories';
 
 /**
- * Bad-input corpus (issue 9 §1): property-based and hand-picked inputs against every route.
+ * Bad-input corpus: property-based and hand-picked inputs against every route.
  * Whatever arrives: no 5xx, a clear 4xx body, nothing stored, and the server stays alive.
  */
 describe('bad input corpus (e2e)', () => {
@@ -107,7 +107,7 @@ describe('bad input corpus (e2e)', () => {
           .set('Content-Type', 'application/fhir+json')
           .send(body);
         expectClear4xx(res, `POST ${route} ${body.slice(0, 60)}`);
-        // odd but structurally valid resources (a long code) may be stored; a NUL is refused (issue 16)
+        // odd but structurally valid resources (a long code) may be stored; a NUL is refused
         if (route === '/r4/Patient' && res.status < 300) created++;
       }
     }

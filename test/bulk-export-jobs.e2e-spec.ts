@@ -9,7 +9,7 @@ const OBSERVATIONS = 60;
 const PER_FILE = 10;
 
 /**
- * Async export jobs whose planning takes longer than the stale time (issue 13 item 5): a job still
+ * Async export jobs whose planning takes longer than the stale time: a job still
  * planning beats and is never taken for abandoned; a job whose run went silent is taken over by the
  * next poll; a run whose job was taken over stops instead of recording its plan. The plan runs
  * for real on the database; it is made slow by holding each planning query back for several stale

@@ -25,7 +25,7 @@ interface Manifest {
   error: unknown[];
 }
 
-/** Issue 6 / SPEC §4.8: synchronous $export manifests and their NDJSON files, on every variant. */
+/** docs/api.md §10: synchronous $export manifests and their NDJSON files, on every variant. */
 describe('bulk export (e2e)', () => {
   let t: TestApp;
   let acme: TestClient;
@@ -425,5 +425,24 @@ describe('bulk export (e2e)', () => {
     expect(types.has('Observation')).toBe(true);
     expect(types.has('Organization')).toBe(false); // not in the Patient compartment
     expect(system.output.some((f) => f.type === 'Organization')).toBe(true);
+  });
+
+  it('/r4/Patient/$export holds what is in some Patient compartment: Provenances of Patients, not of Observations', async () => {
+    const A1 = bearer(a1.access_token);
+    await create(A1, { resourceType: 'Observation', id: 'no-subject', status: 'final', code: { text: 'x' } });
+    const patientLevel = await downloadAll(
+      await manifest('/r4/Patient/$export?_type=Patient,Observation,Provenance', A1),
+      A1,
+    );
+    const system = await downloadAll(await manifest('/r4/$export?_type=Observation,Provenance', A1), A1);
+    const targetsPatient = (p: Json) =>
+      (p.target as Json[]).some((target) => String(target.reference).startsWith('Patient/'));
+    expect(patientLevel.Provenance.length).toBeGreaterThan(0);
+    expect(patientLevel.Provenance.every(targetsPatient)).toBe(true);
+    expect(keysOf(patientLevel.Provenance)).toEqual(keysOf(system.Provenance.filter(targetsPatient)));
+    expect(system.Provenance.length).toBeGreaterThan(patientLevel.Provenance.length);
+    expect(keysOf(patientLevel.Observation)).toEqual(keysOf(system.Observation.filter((o) => o.subject)));
+    expect(keysOf(system.Observation)).toContain('Observation/no-subject');
+    expect(patientLevel.Patient.length).toBeGreaterThan(0);
   });
 });

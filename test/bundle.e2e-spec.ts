@@ -9,7 +9,7 @@ import {
   TestUser,
 } from '@app/testing';
 
-/** SPEC §4.4 bundles, §7 "per entry", §8 (20 entries): transaction and batch. */
+/** docs/api.md §5 (each entry on its own, at most 20 entries): transaction and batch. */
 describe('transaction and batch bundles (e2e)', () => {
   let t: TestApp;
   let alice: TestUser;

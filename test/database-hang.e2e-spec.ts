@@ -11,7 +11,7 @@ const DB_TIMEOUT_MS = 1500;
 const COPIES = 6;
 
 /**
- * A hung database (issue 16 item 4, issue 13): the gateway process is stopped with SIGSTOP, not
+ * A hung database: the gateway process is stopped with SIGSTOP, not
  * killed, so every socket stays open and nothing answers. Reads, writes and token requests must
  * answer 503 within DB_TIMEOUT_MS (plus the time to write the answer), and service must resume by
  * itself after SIGCONT. Several of each at once: most wait for a connection being opened, whose

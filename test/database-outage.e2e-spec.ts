@@ -8,7 +8,7 @@ import { freePort } from '../src/database/free-port';
 
 /**
  * The database goes away under a running app and comes back: /health says 503 meanwhile,
- * requests fail fast, and service resumes without restarting the app (issue 2 §3, issue 13).
+ * requests fail fast, and service resumes without restarting the app.
  * Runs on its own DocumentDB instance so that stopping it leaves the shared one alone.
  */
 describe('database outage (e2e)', () => {

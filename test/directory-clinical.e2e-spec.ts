@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { createClient, createTestApp, TestApp, TestClient } from '@app/testing';
 
-/** /connect/system/clinical (issue 8 item 3), on the shipped seed (203 hospitals, 9 payers × 2). */
+/** /connect/system/clinical (docs/api.md §11), on the shipped seed (203 hospitals, 9 payers × 2). */
 describe('clinical system list (e2e)', () => {
   let t: TestApp;
   let client: TestClient;

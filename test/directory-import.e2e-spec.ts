@@ -10,7 +10,7 @@ import { DIRECTORY_ENTRY_MODEL } from '../src/modules/directory/directory-entry.
 import { findSeedFile } from '../src/modules/directory/directory-seeder';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 
-/** Import (CLI, three formats, bad lines), export, and the first-start seed (issue 8 items 4, 5). */
+/** Import (CLI, three formats, bad lines), export, and the first-start seed. */
 
 const NDJSON = [
   '{"id":"n1","name":"North Shore Medical","system_type":"HealthSystem","address":{"line":["81 Highland Ave"],"city":"Salem","state":"MA","postalCode":"01970"}}',

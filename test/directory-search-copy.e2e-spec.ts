@@ -9,7 +9,7 @@ import { DirectoryService } from '../src/modules/directory/directory.service';
 import { foldedWords, SYSTEM_TYPES } from '../src/modules/directory/directory-entry';
 
 /**
- * The in-memory copy of the directory (issue 13 item 4): the same pages as the database query,
+ * The in-memory copy of the directory: the same pages as the database query,
  * never older than the database (a write by another process is seen by the next search), and the
  * database alone above DIRECTORY_CACHE_MAX_ENTRIES.
  */

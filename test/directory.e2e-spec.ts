@@ -11,7 +11,7 @@ import {
 import { DirectoryEntryInput, sortName } from '../src/modules/directory/directory-entry';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 
-/** /api/search (issue 8 item 2) and the FHIR view /directory/r4 (item 6) on the real database. */
+/** /api/search and the FHIR view /directory/r4 (docs/api.md §11) on the real database. */
 
 const address = (line: string[], city: string | null) => ({ line, city, state: 'MA', postalCode: null });
 

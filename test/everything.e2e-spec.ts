@@ -10,7 +10,7 @@ import {
 } from '@app/testing';
 import { entryIds, loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
 
-/** Issue 5 / SPEC §3.1, §4.5, §4.6: `GET` and `DELETE /{v}/Patient/{id}/$everything` on Synthea R4 records. */
+/** docs/api.md §6, §7: `GET` and `DELETE /{v}/Patient/{id}/$everything` on Synthea R4 records. */
 describe('Patient/$everything (e2e, Synthea R4)', () => {
   let t: TestApp;
   let alice: TestUser;

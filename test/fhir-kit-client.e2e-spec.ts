@@ -37,6 +37,7 @@ describe('fhir-kit-client (e2e, real client over HTTP)', () => {
 
   const RESOURCE_TYPE: Record<string, string> = {
     searchset: 'Bundle',
+    everything: 'Bundle',
     history: 'Bundle',
     transactionResponse: 'Bundle',
     operationOutcome: 'OperationOutcome',
@@ -44,7 +45,7 @@ describe('fhir-kit-client (e2e, real client over HTTP)', () => {
   };
 
   for (const version of ['r4', 'stu3', 'dstu2'] as FhirVersion[]) {
-    it(`${version}: CRUD, paging, history, transaction, conditional create, patch, smartAuthMetadata`, async () => {
+    it(`${version}: CRUD, paging, history, transaction, conditional create, patch, compartment search, POST $everything, smartAuthMetadata`, async () => {
       const { stdout } = await run(process.execPath, [join(__dirname, 'clients', 'fhir-kit-scenarios.mjs')], {
         env: { ...process.env, FHIR_BASE: `${base}/${version}`, TOKEN: token, VERSION: version },
         timeout: 60_000,
@@ -54,7 +55,7 @@ describe('fhir-kit-client (e2e, real client over HTTP)', () => {
         bodies: Record<string, any>;
       };
       expect(scenarios.filter((s) => !s.ok)).toEqual([]);
-      expect(scenarios).toHaveLength(version === 'dstu2' ? 6 : 7);
+      expect(scenarios).toHaveLength(version === 'dstu2' ? 7 : 8);
       const statementType = version === 'dstu2' ? 'Conformance' : 'CapabilityStatement';
       for (const [kind, body] of Object.entries(bodies)) {
         const type = RESOURCE_TYPE[kind] ?? statementType;
@@ -63,6 +64,7 @@ describe('fhir-kit-client (e2e, real client over HTTP)', () => {
       }
       expect(Object.keys(bodies).sort()).toEqual([
         'capabilityStatement',
+        'everything',
         'history',
         'operationOutcome',
         'provenance',

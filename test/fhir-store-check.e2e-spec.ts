@@ -11,7 +11,7 @@ import {
 import { StoreCheckService } from '../src/modules/fhir-store/store-check.service';
 
 /**
- * Crash safety (issue 4 §11): the states a process killed between the write steps leaves behind
+ * Crash safety (docs/storage.md): the states a process killed between the write steps leaves behind
  * (docs/storage.md), made by hand, then what readers see and what `store check --repair` mends.
  */
 describe('store check and crash states (e2e)', () => {

@@ -11,7 +11,7 @@ import {
   TestUser,
 } from '@app/testing';
 
-/** SPEC §3.1, §4.4–4.6, §7, §9 for single resources: create, read, update, history, deletes. */
+/** docs/api.md §7, §5–7, §12, §14 for single resources: create, read, update, history, deletes. */
 describe('FHIR store (e2e)', () => {
   let t: TestApp;
   let client: TestClient;
@@ -342,7 +342,7 @@ describe('FHIR store (e2e)', () => {
     });
   });
 
-  describe('read, history and deletes (SPEC §3.1)', () => {
+  describe('read, history and deletes (docs/api.md §7)', () => {
     it('delete adds a version; read → 410; vread of earlier versions works; history shows an OperationOutcome', async () => {
       const created = await post('/r4/Patient', patient()).expect(201);
       const id = created.body.id;

@@ -39,7 +39,7 @@ describe('identity: program realms, user list and rename, rate limits, CLI (e2e)
     ...extra,
   });
 
-  describe('program token endpoints (SPEC §5.3)', () => {
+  describe('program token endpoints (docs/api.md §4)', () => {
     it.each(['epa-uat', 'epa-prod'])(
       '%s: client_credentials for an epa client → client-level token',
       async (realm) => {

@@ -12,7 +12,7 @@ import {
 } from '@app/testing';
 
 /**
- * DELETE /{v}/purge (SPEC §4.7, issue 7) against the real app and database: each filter alone and
+ * DELETE /{v}/purge (docs/api.md §9) against the real app and database: each filter alone and
  * combined, dry-run, tombstones, the per-client rule, bad input (nothing deleted), leftovers of an
  * interrupted removal, and — with a tiny budget — 504 then resumption until done, never leaving a
  * resource half removed.
@@ -446,7 +446,7 @@ describe('purge budget (e2e, PURGE_BUDGET_MS=100)', () => {
   });
   afterAll(async () => t?.close());
 
-  it('a small purge under a tight budget answers 200 with its counts, never "504 … 0 remain" (issue 16)', async () => {
+  it('a small purge under a tight budget answers 200 with its counts, never "504 … 0 remain"', async () => {
     for (let i = 0; i < 5; i++) {
       const who = { client: owner.client, user: await createUser(t, owner.client) };
       for (let k = 0; k < 3; k++) {

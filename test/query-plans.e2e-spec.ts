@@ -17,7 +17,7 @@ import { ExportPlanner, type ExportScope } from '../src/modules/bulk-export/expo
 import type { TenantContext } from '../src/tenancy/tenant-context';
 
 /**
- * DESIGN.md §3: every hot query is an equality/range match on indexed fields with the client key in
+ * Every hot query is an equality/range match on indexed fields with the client key in
  * the filter, proven with `explain`. Each case serves a real request through the app with command
  * monitoring on, then explains every query command the repositories sent (libs/testing/src/
  * query-plans.ts): none may be a collection scan, each must read an index. The queries are the

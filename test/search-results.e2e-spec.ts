@@ -14,7 +14,7 @@ import { entryIds, loadSyntheaPatients, resourcesOfType, type SyntheaRecord } fr
 import { ReindexService } from '../src/modules/fhir-store/search/reindex.service';
 
 /**
- * Issue 5: the searchset Bundle (SPEC §2.6), paging walked to the end, result parameters,
+ * The searchset Bundle (docs/api.md §6), paging walked to the end, result parameters,
  * `_include`/`_revinclude`, POST `_search`, system search, tenant scope and the bad-input cases.
  */
 describe('FHIR search results (e2e, Synthea R4)', () => {
@@ -289,7 +289,7 @@ describe('FHIR search results (e2e, Synthea R4)', () => {
       expect(types).toContain('Organization');
     });
 
-    it('DSTU2 refuses includes (SPEC §9.4); unknown include params are 400', async () => {
+    it('DSTU2 refuses includes (docs/api.md §14); unknown include params are 400', async () => {
       await get('/dstu2/Encounter?_include=Encounter:patient').expect(400);
       await get('/r4/Encounter?_include=Encounter:nope').expect(400);
     });

@@ -17,7 +17,7 @@ const TRIES = 20;
 const AT_ONCE = 4;
 
 /**
- * Single-use credentials under concurrency (issue 16 item 1; RFC 6749 §4.1.2, §10.4; RFC 9700
+ * Single-use credentials under concurrency (RFC 6749 §4.1.2, §10.4; RFC 9700
  * §4.14.2): the same code or refresh token sent by several requests at the same instant gives one
  * token set; every loser is a reuse that revokes everything issued from it, winners included.
  */

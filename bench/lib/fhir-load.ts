@@ -2,7 +2,7 @@ import { httpJson } from './bench-server';
 
 /**
  * Loading helpers for benchmarks: a JSON fetch, and resources stored through `POST /r4` as
- * transaction Bundles of at most 20 PUT entries (ids chosen client-side, SPEC §4.4), a few at a time.
+ * transaction Bundles of at most 20 PUT entries (ids chosen client-side, docs/api.md §5), a few at a time.
  */
 export async function call(url: string, init: RequestInit): Promise<{ status: number; body: any }> {
   const res = await fetch(url, init);

@@ -58,7 +58,7 @@ function year(value: unknown): number | undefined {
 
 const enc = encodeURIComponent;
 
-/** The scenarios of issue 24's comparison, over the resources loaded. */
+/** The scenarios of the comparison with other servers, over the resources loaded. */
 export function peerScenarios(resources: readonly Resource[]): Scenario[] {
   const byType = (t: string) => resources.filter((r) => r.resourceType === t);
   const patients = byType('Patient');

@@ -29,7 +29,7 @@ export function admissionLaneOf(method: string, path: string): AdmissionLaneName
 }
 
 /**
- * Admission of FHIR requests before they touch the database (issue 13): at most
+ * Admission of FHIR requests before they touch the database (docs/security.md): at most
  * SERVER_MAX_CONCURRENT_READS reads and SERVER_MAX_CONCURRENT_WRITES writes run at once, so the
  * engine works near its best concurrency, requests never queue for a pooled connection (the
  * lanes together stay well under the pool's 50; a wait for a connection is bounded by the

@@ -27,7 +27,7 @@ const REASON: Record<number, string> = {
 /**
  * One filter for every error: requests routed to a FHIR handler (its `@FhirRoute()` metadata) or
  * under a FHIR base answer an OperationOutcome, the others
- * `{ error, message }` (DESIGN.md §4). No stack trace ever reaches a client.
+ * `{ error, message }` (docs/api.md §12). No stack trace ever reaches a client.
  */
 @Catch()
 export class AllExceptionsFilter implements ExceptionFilter {

@@ -5,7 +5,7 @@ import { OperationOutcomeError } from '@app/fhir';
 import { isFhirRoute } from './fhir-routes';
 
 /**
- * Body checks that hold for every request before any route sees it (issue 16 item 6):
+ * Body checks that hold for every request before any route sees it (docs/security.md):
  * bytes that are not UTF-8 are refused rather than decoded into U+FFFD, and FHIR strings keep to
  * https://hl7.org/fhir/R4/datatypes.html#string: no characters below U+0020 but tab, CR and LF,
  * and (JSON escapes can make them) no lone surrogates, which UTF-8 cannot store.
@@ -114,7 +114,7 @@ export function firstBadNode(
   return undefined;
 }
 
-/** Limits on what one stored resource may be (issue 16 item 3: one tenant's data must not slow the others). */
+/** Limits on what one stored resource may be (one tenant's data must not slow the others). */
 export interface ResourceLimits {
   maxResourceBytes: number;
   maxArrayLength: number;

@@ -22,7 +22,7 @@ describe('mapError: database outages are 503, not 500', () => {
   });
 });
 
-describe('mapError: database time limits (issue 16)', () => {
+describe('mapError: database time limits', () => {
   it('MaxTimeMSExpired (code 50) → 503 too-costly with Retry-After', () => {
     const err = Object.assign(new Error('terminated due to a command timeout'), {
       name: 'MongoServerError',

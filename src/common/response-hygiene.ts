@@ -4,13 +4,13 @@ import { HttpException } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { isFhirRoute } from './fhir-routes';
 
-/** Routes whose answers carry a token, a code or a secret (SPEC §4.1, §4.2, §5.3). */
+/** Routes whose answers carry a token, a code or a secret (docs/api.md §3, §4). */
 const CREDENTIAL_ROUTE = /^\/(?:user-management\/|oauth2\/|auth\/realms\/)/i;
 /** Bulk export manifests and status answers list signed file links (tokens in their URLs). */
 const EXPORT_LINKS = /\/\$export(?:-status)?(?:\/|$)/i;
 
 /**
- * Cache-Control for every answer (issue 16 item 7), set before the route runs so that errors get
+ * Cache-Control for every answer (docs/security.md), set before the route runs so that errors get
  * it too (a route may set its own later): `no-store` (+ `Pragma: no-cache`, RFC 6749 §5.1) where
  * a token, code or secret can be in the answer; `private` on FHIR data, which is one user's.
  */

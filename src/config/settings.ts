@@ -1,6 +1,6 @@
 /**
  * Typed settings, parsed and validated once at boot from the environment. Every bad key is
- * collected so that one message names all of them (DESIGN.md §1). `.env.example` documents each.
+ * collected so that one message names all of them: an operator fixes them in one go. `.env.example` documents each.
  */
 export interface Settings {
   port: number;

@@ -57,7 +57,7 @@ async function startMongoMemoryServer(dataDir: string, systemBinary?: string): P
 }
 
 /**
- * Resolves the database in the order of DESIGN.md §3: MONGO_URL; a local mongod; a local
+ * Resolves the database in the order the README gives: MONGO_URL; a local mongod; a local
  * DocumentDB (PostgreSQL 15 + documentdb + its gateway) under `dataDir`; mongodb-memory-server's
  * own download. When nothing works the error lists every engine tried and why it failed.
  */

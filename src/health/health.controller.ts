@@ -10,7 +10,7 @@ export class HealthController {
 
   /**
    * 200 `{status:"ok"}` when the database serves a read within DB_TIMEOUT_MS / 4; 503 otherwise
-   * (DESIGN.md §1). The cause is logged by the check, not sent: it may name hosts.
+   * (the documented health contract). The cause is logged by the check, not sent: it may name hosts.
    */
   @Get()
   @HttpCode(200)

@@ -6,7 +6,7 @@ import { SETTINGS } from '../config/config.module';
 import { Settings } from '../config/settings';
 
 /**
- * Prometheus metrics (issue 9 §7): request count and latency by route and status, database
+ * Prometheus metrics: request count and latency by route and status, database
  * command latency, bulk export bytes. A registry of its own, so tests can build several apps.
  */
 @Injectable()

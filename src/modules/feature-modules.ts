@@ -1,3 +1,4 @@
+import { LateFhirRoutesModule } from './fhir-store/search/compartment-search.module';
 import type { DynamicModule, Type } from '@nestjs/common';
 import { FhirHttpModule } from '../fhir-http/fhir-http.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
@@ -22,4 +23,5 @@ export const FEATURE_MODULES: Array<Type | DynamicModule> = [
   DirectoryModule,
   FhirOperationsModule,
   FhirRoutesModule,
+  LateFhirRoutesModule,
 ];

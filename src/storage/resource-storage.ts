@@ -52,7 +52,7 @@ export class ResourceStorage implements OnModuleInit {
     return { resources: this.resources, history: this.history };
   }
 
-  /** Indexes are created at start-up, before the first request (DESIGN.md §3). */
+  /** Indexes are created at start-up, before the first request: no query may run without its index. */
   async onModuleInit(): Promise<void> {
     await ensureIndexes(this.resources, RESOURCE_INDEXES);
     await ensureIndexes(this.history, HISTORY_INDEXES);

@@ -185,7 +185,7 @@ export class ResourceRepository {
 
   /**
    * One searchset page (`page.size` matches from `options.skip`) held to `page.maxBytes` of
-   * resource JSON (tenant fairness, issue 16): the matches in order while their JSON fits, and
+   * resource JSON (tenant fairness, docs/security.md): the matches in order while their JSON fits, and
    * always the first one. The engine reports each match's JSON size and returns the JSON itself
    * only for matches small enough that its whole reply stays within `maxBytes`; the larger
    * matches that fit are then fetched by `_id`. So a page of near-limit resources costs this
@@ -276,7 +276,7 @@ export class ResourceRepository {
     return this.scoped(ctx).resources.where({ ...conditions, v: version, ...type }, { del: false });
   }
 
-  // ---- search support (issue 5: chains, `_has`, includes, `$everything`) ---------------------
+  // ---- search support (chains, `_has`, includes, `$everything`) ---------------------
 
   /**
    * Chosen fields (`t`, `id`, `idx.ref` …) of current non-deleted resources matching a search-lib

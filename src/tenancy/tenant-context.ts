@@ -1,5 +1,5 @@
 /**
- * Who is asking, resolved once by the tenant guard from one of the credential forms of SPEC §4.3,
+ * Who is asking, resolved once by the tenant guard from one of the credential forms of docs/api.md §2,
  * and passed explicitly as the first argument down to every repository method.
  */
 export type CredentialForm = 'user-token' | 'client-token' | 'client-headers';

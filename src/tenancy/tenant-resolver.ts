@@ -8,13 +8,12 @@ import type { TenantOptions } from './tenant-options';
 
 export type { TenantOptions } from './tenant-options';
 
-/** SPEC §4.3 form 1/2/3: full access to the one user or, on reads, to the client's users. */
+/** docs/api.md §2, every form: full access to the one user or, on reads, to the client's users. */
 const CLIENT_HEADER_SCOPES = ['user/*.*'] as const;
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
 /**
- * Turns the credentials of a request into a `TenantContext` — the one place that does (SPEC §4.3,
- * §5). Every failure is an `OperationOutcomeError`, which the global filter answers as an
+ * Turns the credentials of a request into a `TenantContext` — the one place that does (docs/api.md §2). Every failure is an `OperationOutcomeError`, which the global filter answers as an
  * OperationOutcome on FHIR routes and as `{ error, message }` elsewhere.
  */
 @Injectable()

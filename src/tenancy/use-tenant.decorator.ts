@@ -20,7 +20,7 @@ import { TenantOptions } from './tenant-resolver';
 
 /**
  * Declares that a route (or every route of a controller) needs a tenant, and documents the
- * credential forms of SPEC §4.3 in Swagger: a bearer token, or client_id + client_secret with
+ * credential forms of docs/api.md §2 in Swagger: a bearer token, or client_id + client_secret with
  * x-service-user-id or x-app-user-id.
  */
 export function UseTenant(opts: TenantOptions = {}): MethodDecorator & ClassDecorator {

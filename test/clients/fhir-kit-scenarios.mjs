@@ -1,4 +1,4 @@
-// Runs the client scenarios of issue 15 with the real, unmodified fhir-kit-client (ESM only, so it
+// Runs the client scenarios with the real, unmodified fhir-kit-client (ESM only, so it
 // runs in its own Node process): env FHIR_BASE (e.g. http://127.0.0.1:1234/r4), TOKEN, VERSION.
 // Prints one JSON object: { scenarios: [{ name, ok, error? }], bodies: { kind: body } } on stdout.
 import { Client } from 'fhir-kit-client';
@@ -154,6 +154,32 @@ if (VERSION !== 'dstu2') {
     check(patched.gender === 'other' && patched.meta.versionId === '3', 'patched into version 3');
   });
 }
+
+await scenario('compartment search and POST $everything (the client defaults)', async () => {
+  const owner = await client.create({ resourceType: 'Patient', body: patient() });
+  const stranger = await client.create({ resourceType: 'Patient', body: patient() });
+  const observation = (subject) => ({
+    resourceType: 'Observation',
+    status: 'final',
+    code: { text: `kit-${stamp}` },
+    subject: { reference: `Patient/${subject}` },
+  });
+  for (let i = 0; i < 3; i++) await client.create({ resourceType: 'Observation', body: observation(owner.id) });
+  await client.create({ resourceType: 'Observation', body: observation(stranger.id) });
+  const compartment = await client.compartmentSearch({
+    resourceType: 'Observation',
+    compartment: { resourceType: 'Patient', id: owner.id },
+    searchParams: { _count: 2 },
+  });
+  check(compartment.total === 3, `3 Observations in the compartment (total ${compartment.total})`);
+  const next = await client.nextPage({ bundle: compartment });
+  check(next && next.entry.length === 1, 'the second page holds the third');
+  const everything = await client.operation({ name: '$everything', resourceType: 'Patient', id: owner.id });
+  bodies.everything = everything;
+  const keys = everything.entry.map((e) => `${e.resource.resourceType}/${e.resource.id}`);
+  check(keys.includes(`Patient/${owner.id}`), 'the Patient is in its $everything');
+  check(keys.filter((k) => k.startsWith('Observation/')).length === 3, 'its 3 Observations, not the stranger\'s');
+});
 
 await scenario('smartAuthMetadata and capabilityStatement', async () => {
   const auth = await client.smartAuthMetadata();

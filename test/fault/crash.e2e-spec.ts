@@ -5,7 +5,7 @@ import { join } from 'path';
 import { buildIfNeeded, runCli, ServerProcess } from '@app/testing';
 
 /**
- * Crash test (issue 9 §2): parallel clients load transaction bundles, the server is killed with
+ * Crash test: parallel clients load transaction bundles, the server is killed with
  * SIGKILL mid-load and restarted. Every write answered 2xx must read back with the same content,
  * `store check --repair` must leave the store clean, and history must agree with the current version.
  */

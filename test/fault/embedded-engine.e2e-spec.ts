@@ -6,7 +6,7 @@ import { buildIfNeeded, runCli, ServerProcess } from '@app/testing';
 import { embeddedEnv, processesUnder, START_MS, until } from './embedded-engine-helpers';
 
 /**
- * `npm start` with no MONGO_URL (issue 13 item 1): the app starts DocumentDB under DATA_DIR,
+ * `npm start` with no MONGO_URL: the app starts DocumentDB under DATA_DIR,
  * keeps its data across restarts, leaves no process behind after Ctrl-C or a SIGKILL, and repairs a
  * first start that was cut off half way. Runs the built server as a child process.
  */

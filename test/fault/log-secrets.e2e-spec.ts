@@ -5,7 +5,7 @@ import { join } from 'path';
 import { buildIfNeeded, runCli, ServerProcess } from '@app/testing';
 
 /**
- * No secret or token in any log line (issue 9 §5): the real server at the most verbose level goes
+ * No secret or token in any log line: the real server at the most verbose level goes
  * through every flow that carries a secret, and its captured output is searched for each of them.
  */
 describe('logs carry no secrets (e2e)', () => {
@@ -87,7 +87,7 @@ describe('logs carry no secrets (e2e)', () => {
       headers: { client_id, client_secret, 'x-service-user-id': String(user.service_user_id) },
     });
     await fetch(`${server.url}/r4/Patient?access_token=${tokens.access_token}`);
-    // bulk export file links carry a signed token in their path (issue 16: redacted from logs)
+    // bulk export file links carry a signed token in their path (redacted from logs)
     const exported = await fetch(`${server.url}/bulk-data/r4/$export`, {
       headers: { authorization: `Bearer ${tokens.access_token}` },
     });

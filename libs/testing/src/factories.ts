@@ -51,7 +51,7 @@ export async function createUser(t: TestApp, client: TestClient, appUserId?: str
   return { service_user_id, app_user_id, access_token, refresh_token };
 }
 
-/** The client-header credential form (SPEC §4.3 forms 2 and 3). */
+/** The client-header credential form (docs/api.md §2). */
 export function clientHeaders(
   client: TestClient,
   user: number | 'client' | { app_user_id: string },
@@ -65,7 +65,7 @@ export function bearer(token: string): Record<string, string> {
   return { Authorization: `Bearer ${token}` };
 }
 
-/** A client-level token from a program realm (client_credentials, SPEC §5.3). */
+/** A client-level token from a program realm (client_credentials, docs/api.md §4). */
 export async function clientToken(
   t: TestApp,
   client: TestClient,

@@ -2,3 +2,4 @@ export * from './test-app';
 export * from './factories';
 export * from './server-process';
 export * from './cli-runner';
+export * from './outcome';

@@ -1,7 +1,7 @@
 import type { Connection, mongo } from 'mongoose';
 
 /**
- * Query-plan checks for the explain suite (test/query-plans.e2e-spec.ts, DESIGN.md §3: every hot
+ * Query-plan checks for the explain suite (test/query-plans.e2e-spec.ts, every hot
  * query is an index scan). The queries are not copied into the test: the app runs with driver command
  * monitoring on (`METRICS_ENABLED=true` turns it on), the commands its repositories send while a request is served are recorded, and
  * each is explained afterwards (`explain` with verbosity `queryPlanner`).

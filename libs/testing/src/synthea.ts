@@ -5,7 +5,7 @@ import { bundleResources, splitRefused, unpackedDirectory, type SyntheaArchiveVe
 import type { TestApp } from './test-app';
 
 /**
- * Synthea patient records (/work/shared/data/synthea, DESIGN §6) for e2e tests: one record = one
+ * Synthea patient records (/work/shared/data/synthea) for e2e tests: one record = one
  * patient's transaction Bundle, with ids chosen client-side (each entry's own id, `urn:uuid:`
  * references rewritten to `Type/id`) so that it loads in bundles of at most 20 entries, in any split
  * (see the data README).

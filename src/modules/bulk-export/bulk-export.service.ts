@@ -224,7 +224,7 @@ export class BulkExportService {
 
   private manifest(
     ctx: TenantContext,
-    scope: Pick<ExportScope, 'v' | 'since' | 'transactionTime' | 'patients'>,
+    scope: Pick<ExportScope, 'v' | 'kind' | 'since' | 'transactionTime' | 'patients'>,
     plan: ExportPlan,
     exportUrl: string,
     request: string,
@@ -245,6 +245,7 @@ export class BulkExportService {
       if (file.bounds) claims.b = file.bounds;
       if (plan.group) claims.g = plan.group;
       if (scope.patients) claims.p = scope.patients;
+      if (scope.kind === 'patient') claims.k = 'patient';
       return `${exportUrl}/${file.type}/${signFileToken(this.signingKey, claims)}.ndjson`;
     };
     return {
@@ -276,7 +277,7 @@ export class BulkExportService {
     const fileCtx: TenantContext = { ...ctx, userId: claims.u };
     const scope: ExportScope = {
       v,
-      kind: claims.g ? 'group' : 'system',
+      kind: claims.g ? 'group' : (claims.k ?? 'system'),
       groupId: claims.g?.id ?? null,
       types: [type],
       patients: claims.p ?? null,

@@ -1,5 +1,5 @@
 /**
- * How one resource type's key space is cut into export files (issue 13). The planner does not read
+ * How one resource type's key space is cut into export files (docs/storage.md). The planner does not read
  * every key: the database counts the matching resources per key prefix (the first characters of
  * the id) in one aggregation, and only a prefix holding more than a file's worth is looked at
  * closer. Those counts arrive as units in key order; this module packs consecutive units into files.

@@ -3,8 +3,8 @@ import type { FhirVersion } from '@app/fhir';
 
 /**
  * What one NDJSON file link stands for. Everything needed to serve the file is in the signed token,
- * so no per-export state is kept and any instance behind a load balancer can serve any file
- * (issue 6, item 4). The payload is readable base64url JSON but opaque to clients by contract.
+ * so no per-export state is kept and any instance behind a load balancer can serve any file.
+ * The payload is readable base64url JSON but opaque to clients by contract.
  */
 export interface ExportFileClaims {
   /** FHIR version of the store. */
@@ -29,6 +29,8 @@ export interface ExportFileClaims {
   g?: { id: string; vid: number };
   /** `patient` kick-off parameter: only these patients' compartments (Patient and Group exports). */
   p?: string[];
+  /** 'patient': a Patient export, only resources in some Patient's compartment. */
+  k?: 'patient';
   /** Expiry, epoch seconds. */
   exp: number;
 }
@@ -64,6 +66,7 @@ function isClaims(x: unknown): x is ExportFileClaims & { f: number } {
     nullableString(o.from) &&
     nullableString(o.to) &&
     (o.b === undefined || o.b === 'half-open') &&
+    (o.k === undefined || o.k === 'patient') &&
     Number.isFinite(o.exp) &&
     (o.p === undefined || (Array.isArray(o.p) && o.p.every((id) => typeof id === 'string'))) &&
     (group === undefined ||

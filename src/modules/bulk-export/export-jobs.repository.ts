@@ -19,7 +19,7 @@ export interface PlannedFile {
   type: string;
   from: string | null;
   to: string | null;
-  /** 'half-open': [from, to); absent (jobs planned before issue 13): (from, to]. */
+  /** 'half-open': [from, to); absent (jobs planned by older versions): (from, to]. */
   bounds?: 'half-open';
   count: number;
 }

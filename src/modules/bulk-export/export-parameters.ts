@@ -35,7 +35,7 @@ function validCalendarDate(y: number, m: number, d: number): boolean {
 }
 
 /**
- * `_since` as a date (`YYYY-MM-DD`, SPEC §4.8: start of that day, UTC) or a full FHIR instant
+ * `_since` as a date (`YYYY-MM-DD`, docs/api.md §10: start of that day, UTC) or a full FHIR instant
  * (the Bulk Data IG's form). Anything else, including impossible dates, is a 400.
  */
 export function parseSince(sent: string): Date {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { resourceKey, type FhirVersion } from '@app/fhir';
+import { escapeRegex, resourceKey, type FhirVersion } from '@app/fhir';
 import { LONG_CURSOR } from '../../database/ensure-indexes';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { ResourceDoc } from '../../storage/documents';
@@ -30,8 +30,11 @@ export interface LiveSelection {
 /** Which resources of one type an export covers (tenant scope aside). */
 export interface TypeSelection extends LiveSelection {
   t: string;
-  /** Group export: only these patients' compartments. */
-  compartment?: { patientIds: readonly string[]; params: readonly string[] };
+  /**
+   * Patient and Group exports: only resources in a Patient compartment — these patients' (a Group,
+   * the `patient` parameter) or, with `'any'`, any Patient's (a Patient export of the whole scope).
+   */
+  compartment?: { patientIds: readonly string[] | 'any'; params: readonly string[] };
 }
 
 /** Several types at once (null = every type): a plan without a compartment. */
@@ -40,7 +43,7 @@ export interface TypesSelection extends LiveSelection {
 }
 
 /**
- * Key bounds of one file. `half-open`: keys in [from, to) (plans since issue 13: cut at key
+ * Key bounds of one file. `half-open`: keys in [from, to) (plans cut at key
  * prefixes); otherwise (from, to] (links and stored jobs of earlier plans, cut at keys). null = open end.
  */
 export interface KeyRange {
@@ -120,7 +123,13 @@ export class ExportResourcesRepository {
       filter.t = s.t;
       if (s.compartment) {
         const { patientIds, params } = s.compartment;
-        if (s.t === 'Patient') filter.id = { $in: [...patientIds] };
+        if (patientIds === 'any') {
+          // A relative reference is indexed as `${param}|Patient/${id}`: one prefix pattern per parameter.
+          if (s.t !== 'Patient')
+            filter['idx.ref' as 'id'] = {
+              $in: params.map((p) => new RegExp(`^${escapeRegex(p)}\\|Patient/`)),
+            };
+        } else if (s.t === 'Patient') filter.id = { $in: [...patientIds] };
         else
           filter['idx.ref' as 'id'] = {
             $in: params.flatMap((p) => patientIds.map((id) => `${p}|Patient/${id}`)),

@@ -35,7 +35,7 @@ export interface LineSource {
  * back here once the socket is done with it (the write's callback), so a download does not allocate
  * a fresh 64 KB buffer per chunk. Fresh buffers live outside the V8 heap: measured at 115k
  * resources over 4 connections, that churn (with the driver's own reply buffers) let the server's
- * external memory grow by tens of MB before a garbage collection freed it (issue 13).
+ * external memory grow by tens of MB before a garbage collection freed it (measured).
  */
 const POOLED_CHUNKS = 64;
 const chunkPool: Buffer[] = [];

@@ -23,7 +23,7 @@ function startsWithJsonElement(doc: Uint8Array): boolean {
  *
  * The fast path reads the one-element layout that projection produces and returns one view of the
  * document (no copy, no other object: it runs once per exported resource, and every short-lived
- * object makes the server's young generation collect more often, issue 13); any other document
+ * object makes the server's young generation collect more often, measured); any other document
  * is decoded by the BSON library, so an engine that adds fields stays correct.
  */
 export function storedJsonBytes(raw: Uint8Array): Uint8Array | null {

@@ -11,7 +11,7 @@ export interface PresentedClientCredentials {
   address: string;
 }
 
-/** `{base_url}/connect/system/clinical` (SPEC §4.9): the supported systems, for a client. */
+/** `{base_url}/connect/system/clinical` (docs/api.md §11): the supported systems, for a client. */
 @Injectable()
 export class ClinicalSystemsService {
   constructor(

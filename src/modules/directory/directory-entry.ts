@@ -1,6 +1,6 @@
 /**
  * The directory entry: one health system or payer a client can offer in a "connect your health
- * system" picker (SPEC §1.9, §4.9; the spec leaves the record fields open, §2.9). Pure logic only:
+ * system" picker (docs/api.md §11). Pure logic only:
  * the record shape, its validation, and the normalised search terms stored beside it.
  */
 
@@ -72,7 +72,7 @@ export function searchPrefixes(words: readonly string[]): string[] {
   return [...out];
 }
 
-/** Words of the fields the search matches: name, address.line, address.city (issue 8 item 2). */
+/** Words of the fields the search matches: name, address.line, address.city (docs/api.md §11). */
 export function entryWords(entry: Pick<DirectoryEntryInput, 'name' | 'address'>): string[] {
   const texts = [entry.name, ...entry.address.line, entry.address.city ?? ''];
   return [...new Set(texts.flatMap(foldedWords))];

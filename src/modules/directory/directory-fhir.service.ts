@@ -34,7 +34,7 @@ function parseType(value: string | undefined): SystemType | undefined {
   return code as SystemType;
 }
 
-/** The read-only FHIR R4 view of the directory (issue 8 item 6); see directory-fhir.ts. */
+/** The read-only FHIR R4 view of the directory (docs/api.md §11); see directory-fhir.ts. */
 @Injectable()
 export class DirectoryFhirService {
   constructor(

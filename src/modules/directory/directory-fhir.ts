@@ -1,5 +1,5 @@
 /**
- * The directory as FHIR R4 resources (issue 8 item 6): each entry is an `Organization`
+ * The directory as FHIR R4 resources (docs/api.md §11): each entry is an `Organization`
  * (https://hl7.org/fhir/R4/organization.html) and, when it has a FHIR base URL, an `Endpoint`
  * (https://hl7.org/fhir/R4/endpoint.html) with the same id. Served read-only under
  * `/directory/r4/...`, apart from the tenant FHIR store (which holds per-user data). Pure mapping.

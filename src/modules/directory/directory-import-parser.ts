@@ -1,5 +1,5 @@
 /**
- * Reading directory import files: NDJSON, a JSON array, or CSV (issue 8 item 4). Each parser
+ * Reading directory import files: NDJSON, a JSON array, or CSV. Each parser
  * yields one item per record with the line it starts on, and a broken record becomes an error
  * item: it never stops the rest of the file from loading. Pure logic (no database).
  */

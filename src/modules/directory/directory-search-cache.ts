@@ -13,7 +13,7 @@ export interface DirectorySource {
 /**
  * Directory searches served from memory when the copy is provably current, else from the database.
  *
- * Why (issue 13 item 4, bench/directory.ts at 100,000 entries on DocumentDB): a word matching many
+ * Why (bench/directory.ts at 100,000 entries on DocumentDB): a word matching many
  * entries makes the database fetch and sort every match for one page (no index-ordered sort in
  * that engine): p99 1.2 s at 8 connections, 107 ms p50 for the raw driver alone. In memory a page is
  * a binary search and a slice.

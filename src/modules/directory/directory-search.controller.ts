@@ -34,7 +34,7 @@ function searchQueries(): MethodDecorator {
   };
 }
 
-/** `{system_search_url}/api/search` (SPEC §4.9). Query parameters win over body fields on POST. */
+/** `{system_search_url}/api/search` (docs/api.md §11). Query parameters win over body fields on POST. */
 @ApiTags('directory')
 @Controller('api/search')
 // POST only reads: a read-only (user/*.rs) or client-level token may search.

@@ -41,7 +41,7 @@ export async function importDirectoryFile(
   }
 }
 
-/** `directory import <file>` and `directory export` (issue 8 item 4). */
+/** `directory import <file>` and `directory export`. */
 export function registerDirectoryCommands(program: Command): void {
   const directory = program.command('directory').description('Provider and health-system directory');
 

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ENTRY_STATUSES, SYSTEM_TYPES } from './directory-entry';
 import type { DirectoryAddress, DirectoryEntry, EntryStatus, SystemType } from './directory-entry';
 
-/** Swagger shapes of the directory (the spec leaves the record fields open, SPEC §2.9). */
+/** Swagger shapes of the directory (docs/api.md §11). */
 export class DirectoryAddressDto implements DirectoryAddress {
   @ApiProperty({ type: [String], example: ['60 HOSPITAL ROAD'] })
   line!: string[];

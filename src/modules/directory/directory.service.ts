@@ -13,7 +13,7 @@ import {
 import { ParsedRecord } from './directory-import-parser';
 import { DirectoryPage, DirectoryRepository } from './directory.repository';
 
-/** Results per page of `/api/search` (issue 8 item 2). */
+/** Results per page of `/api/search` (docs/api.md §11). */
 export const SEARCH_PAGE_SIZE = 20;
 /** Most entries one clinical-list answer holds; `X-Total-Count` tells the full count. */
 export const CLINICAL_LIST_MAX = 500;

@@ -30,7 +30,7 @@ import { ResourceRepository } from '../../storage/resource.repository';
 import { ResourceWriter, type WrittenVersion } from './resource-writer';
 import { SearchService } from './search/search.service';
 
-/** SPEC §8: resources per posted bundle. */
+/** docs/api.md §13: resources per posted bundle. */
 export const MAX_BUNDLE_ENTRIES = 20;
 
 const METHODS = new Set<EntryMethod>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
@@ -82,7 +82,7 @@ interface WritePlan {
 const statusLine = (status: number) => `${status} ${REASON[status] ?? ''}`.trim();
 
 /**
- * `POST /{v}` with a `transaction` or `batch` Bundle (SPEC §4.4, §8): at most 20 entries, each
+ * `POST /{v}` with a `transaction` or `batch` Bundle (docs/api.md §5, §13): at most 20 entries, each
  * validated and stored independently (valid entries stored, invalid ones not), `urn:uuid:`
  * placeholders resolved everywhere first. New resources go to the database in one bulk insert
  * with their history rows and Provenances in one more; existing ids fall back to the per-entry
@@ -485,7 +485,7 @@ function readBundle(body: Record<string, unknown>): {
   return { kind: body.type, entries };
 }
 
-/** Type and id of a POST/PUT entry (SPEC §4.4 id rules). */
+/** Type and id of a POST/PUT entry (docs/api.md §5 id rules). */
 function planWrite(version: FhirVersion, entry: RequestEntry): WritePlan {
   const target = parseRequestUrl(entry.url);
   if (!entry.resource) throw OperationOutcomeError.invalid(`${entry.method} entry has no resource`);

@@ -5,6 +5,7 @@ import { ResourceRepository } from '../../storage/resource.repository';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
 import { FhirStoreService } from './fhir-store.service';
+import { assertPatchable, PatchService, type PatchDocument } from './patch.service';
 import { isLenientHandling } from './prefer';
 import { SearchService } from './search/search.service';
 import type { ResourceDoc } from '../../storage/documents';
@@ -43,6 +44,7 @@ export class ConditionalService {
     private readonly searches: SearchService,
     private readonly resources: ResourceRepository,
     private readonly keys: ConditionalKeysRepository,
+    private readonly patches: PatchService,
   ) {}
 
   /**
@@ -187,5 +189,24 @@ export class ConditionalService {
     const match = await this.findOne(ctx, version, type, query, prefer, 'delete');
     if (!match) throw OperationOutcomeError.notFound(`no ${type} matches the criteria: nothing was deleted`);
     return this.store.delete(ctx, version, type, match.id);
+  }
+
+  /**
+   * `PATCH /{v}/{type}?criteria` (https://hl7.org/fhir/R4/http.html#patch): 0 matches → 404; 1 → an
+   * ordinary patch of that resource (`If-Match` applies to it); several → 412. Never a create.
+   */
+  async patch(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    query: string | SearchPairs,
+    document: PatchDocument,
+    ifMatch: string | undefined,
+    prefer?: string,
+  ): Promise<FhirReply> {
+    assertPatchable(version);
+    const match = await this.findOne(ctx, version, type, query, prefer, 'patch');
+    if (!match) throw OperationOutcomeError.notFound(`no ${type} matches the criteria: nothing was patched`);
+    return this.patches.patch(ctx, version, type, match.id, document, ifMatch, prefer);
   }
 }

@@ -66,7 +66,7 @@ export class FhirStoreController {
 
   @Post(':version')
   @ApiOperation({
-    summary: 'transaction or batch Bundle of at most 20 entries, each stored independently (SPEC §4.4)',
+    summary: 'transaction or batch Bundle of at most 20 entries, each stored independently (docs/api.md §5)',
   })
   @ApiBody({ description: 'a Bundle of type transaction or batch', schema: { type: 'object' } })
   @ApiOkResponse({ description: 'transaction-response / batch-response Bundle, one entry per request entry' })
@@ -145,6 +145,31 @@ export class FhirStoreController {
     return this.conditional.delete(ctx, version, type, query, prefer);
   }
 
+  @Patch(':version/:type')
+  @ApiOperation({
+    summary: 'conditional patch (R4, STU3): the one resource matching the query (0 → 404, 2+ → 412)',
+  })
+  @ApiParam(TYPE)
+  @ApiBody({ description: 'JSON Patch operations, or a Parameters resource', schema: { type: 'object' } })
+  @ApiHeader(PREFER)
+  @ApiOkResponse({ description: 'the new version of the matching resource' })
+  @ApiPreconditionFailedResponse({ description: 'several resources match, or If-Match differs' })
+  @ApiResponse({ status: 422, description: 'the patched resource is not valid: nothing stored' })
+  @FhirRoute()
+  conditionalPatch(
+    @Tenant() ctx: TenantContext,
+    @FhirVersionParam() version: FhirVersion,
+    @FhirTypeParam() type: string,
+    @FhirSearchParams() query: SearchPairs,
+    @Body() body: unknown,
+    @Headers('content-type') contentType: string | undefined,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Headers('prefer') prefer: string | undefined,
+  ) {
+    const document = patchDocument(contentType, body);
+    return this.conditional.patch(ctx, version, type, query, document, ifMatch, prefer);
+  }
+
   @Get(':version/:type/:id')
   @ApiOperation({ summary: 'read the current version' })
   @ApiParam(TYPE)
@@ -210,7 +235,7 @@ export class FhirStoreController {
   }
 
   @Delete(':version/:type/:id')
-  @ApiOperation({ summary: 'delete: adds a deleted version; history stays (SPEC §3.1)' })
+  @ApiOperation({ summary: 'delete: adds a deleted version; history stays (docs/api.md §7)' })
   @ApiParam(TYPE)
   @ApiParam(ID)
   @ApiOkResponse({ description: 'OperationOutcome (information, value) naming id and version' })

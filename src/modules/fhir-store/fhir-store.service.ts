@@ -20,7 +20,7 @@ import { ResourceWriter, type WrittenVersion } from './resource-writer';
 
 export type QueryParams = Record<string, string | string[] | undefined>;
 
-/** Default and largest page size of searches and history (SPEC §8: 10 per bundle by default). */
+/** Default and largest page size of searches and history (docs/api.md §13: 10 per bundle by default). */
 export const DEFAULT_PAGE_SIZE = 10;
 export const MAX_PAGE_SIZE = 100;
 
@@ -78,7 +78,7 @@ export class FhirStoreService {
     return `${this.settings.urls.base}/${version}/${type}/${id}`;
   }
 
-  /** 201/200 with the stored resource, Location and ETag (SPEC §4.4), shaped by `Prefer: return=`. */
+  /** 201/200 with the stored resource, Location and ETag (docs/api.md §5), shaped by `Prefer: return=`. */
   writeReply(version: FhirVersion, written: WrittenVersion, prefer?: string): FhirReply {
     const { doc } = written;
     const reply = {
@@ -101,7 +101,7 @@ export class FhirStoreService {
     return applyReturnPreference({ ...reply, body: doc.json ?? '{}' }, prefer, text);
   }
 
-  /** `POST /{v}/{type}`: a client-supplied id adds a version to the caller's own resource (§4.4). */
+  /** `POST /{v}/{type}`: a client-supplied id adds a version to the caller's own resource (docs/api.md §5). */
   async create(
     ctx: TenantContext,
     version: FhirVersion,
@@ -151,7 +151,7 @@ export class FhirStoreService {
     if (!doc) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
     const headers = { ETag: versionEtag(doc.vid), 'Last-Modified': doc.lu.toUTCString() };
     if (doc.del || doc.json === null) {
-      // SPEC §3.1: 410 with an OperationOutcome; earlier versions stay readable by versioned read.
+      // docs/api.md §7: 410 with an OperationOutcome; earlier versions stay readable by versioned read.
       throw new OperationOutcomeError('deleted', `${type}/${id} was deleted (version ${doc.vid})`, {
         status: 410,
         headers,
@@ -221,7 +221,7 @@ export class FhirStoreService {
     return { key, current, vid };
   }
 
-  /** `DELETE /{v}/{type}/{id}`: 200 with the OperationOutcome of SPEC §2.7. */
+  /** `DELETE /{v}/{type}/{id}`: 200 with the OperationOutcome of docs/api.md §7. */
   async delete(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<FhirReply> {
     const { versionId } = await this.writer.delete(ctx, version, type, id);
     return {
@@ -232,7 +232,7 @@ export class FhirStoreService {
   }
 
   /**
-   * `DELETE /{v}/{type}/{id}/_history/{vid}` (SPEC §3.1): the version is removed and history shows it
+   * `DELETE /{v}/{type}/{id}/_history/{vid}` (docs/api.md §7): the version is removed and history shows it
    * as an OperationOutcome; once no version is left the resource is removed and reads 404 for good.
    * The current version of a live resource cannot be removed this way: delete the resource first.
    */

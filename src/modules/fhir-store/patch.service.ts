@@ -57,6 +57,15 @@ export function patchDocument(contentType: string | undefined, body: unknown): P
   );
 }
 
+/** PATCH is defined from STU3 on (https://hl7.org/fhir/STU3/http.html#patch): DSTU2 answers 405. */
+export function assertPatchable(version: FhirVersion): void {
+  if (version === 'dstu2') {
+    throw new OperationOutcomeError('not-supported', 'PATCH is defined from STU3 on: not on DSTU2', {
+      status: 405,
+    });
+  }
+}
+
 /**
  * `PATCH /{v}/{type}/{id}` on R4 and STU3 (https://hl7.org/fhir/R4/http.html#patch): the patch is
  * applied to the current version, the result validated (422 with every issue, nothing stored) and
@@ -96,11 +105,7 @@ export class PatchService {
     document: PatchDocument,
     ifMatchHeader?: string,
   ): Promise<WrittenVersion> {
-    if (version === 'dstu2') {
-      throw new OperationOutcomeError('not-supported', 'PATCH is defined from STU3 on: not on DSTU2', {
-        status: 405,
-      });
-    }
+    assertPatchable(version);
     const ifMatch = ifMatchVersion(ifMatchHeader);
     const key = this.repository.key(ctx, version, type, id);
     for (let attempt = 1; ; attempt++) {

@@ -44,7 +44,7 @@ function backoff(attempt: number): Promise<unknown> {
 }
 
 export function writerUserId(ctx: TenantContext): number {
-  // The tenant guard refuses writes without one user (SPEC §4.3: `client` is for GET only).
+  // The tenant guard refuses writes without one user (docs/api.md §2: `client` is for GET only).
   if (ctx.userId === null) {
     throw new OperationOutcomeError(
       'forbidden',
@@ -56,7 +56,7 @@ export function writerUserId(ctx: TenantContext): number {
 
 /**
  * The write protocol of docs/storage.md: compare-and-set on `resources`, then the history row(s),
- * then the Provenance (SPEC §1.5). Each step is idempotent under retry; a crash between steps leaves
+ * then the Provenance (docs/api.md §5). Each step is idempotent under retry; a crash between steps leaves
  * what readers cannot see and `store check --repair` mends.
  */
 @Injectable()
@@ -131,7 +131,7 @@ export class ResourceWriter {
   }
 
   /**
-   * Create-or-update of a chosen id (PUT, or POST with a client-supplied id, SPEC §4.4): a new
+   * Create-or-update of a chosen id (PUT, or POST with a client-supplied id, docs/api.md §5): a new
    * version of the caller's resource; 409 when another user of the client owns the id; 412 when
    * `ifMatch` names another version. Retries against concurrent writers until it lands.
    * `known` is a current document the caller already read (bundle ingest), `null` = known absent.
@@ -193,7 +193,7 @@ export class ResourceWriter {
   }
 
   /**
-   * `DELETE /{v}/{type}/{id}`: a tombstone version (SPEC §3.1). Deleting a deleted resource changes
+   * `DELETE /{v}/{type}/{id}`: a tombstone version (docs/api.md §7). Deleting a deleted resource changes
    * nothing and answers its tombstone again. 404 when the caller has no such resource.
    */
   async delete(

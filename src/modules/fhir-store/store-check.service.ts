@@ -23,7 +23,7 @@ function ownerContext(doc: Pick<ResourceDoc, 'c' | 'u'>): TenantContext {
 }
 
 /**
- * `store check [--repair]` (issue 4 §11): finds and mends what a process killed between the steps
+ * `store check [--repair]` (docs/storage.md): finds and mends what a process killed between the steps
  * of the write protocol (docs/storage.md) left behind. Safe to run while the service runs: every
  * repair is an idempotent insert with a deterministic key, or a removal of unreachable rows.
  */

@@ -3,7 +3,7 @@
  * `${v}|${c}|${t}|${id}` of a type are cut by the first character of the id, so a batch removes
  * every document of the user in a few slices with one range delete per collection instead of
  * naming each key. DocumentDB cannot return keys in index order without fetching and sorting every
- * match, so the slices are fixed cut points, not keys read back (issue 13).
+ * match, so the slices are fixed cut points, not keys read back (see docs/storage.md).
  */
 
 /** One slice: keys `from` ≤ key < `to`. */

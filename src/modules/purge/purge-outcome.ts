@@ -8,7 +8,7 @@ import {
 } from '@app/fhir';
 
 /**
- * The OperationOutcomes a purge answers (SPEC §4.7 leaves the body open). The first issue sums up;
+ * The OperationOutcomes a purge answers (docs/api.md §9). The first issue sums up;
  * then one issue per resource type whose `expression` is the type name and whose text reads
  * `<Type>: <n> resources, <m> versions`, so a client can read the counts without parsing prose.
  */

@@ -1,6 +1,6 @@
 /**
  * Decides how big the next purge batch is and whether it still fits the request's time budget
- * (SPEC §4.7 rule 6: at most 30 s per request, repeatable). Batches grow while they are quick and
+ * (docs/api.md §9: at most 30 s per request, repeatable). Batches grow while they are quick and
  * shrink when slow, so a small budget still stops in time and a large one is not spent on
  * round trips. Pure: the clock is injected.
  */

@@ -1,7 +1,7 @@
 import { FhirVersion, isResourceType, OperationOutcomeError, parseFhirVersion } from '@app/fhir';
 
 /**
- * The parameters of `DELETE /{v}/purge` (SPEC §4.7), checked before anything is touched: a purge
+ * The parameters of `DELETE /{v}/purge` (docs/api.md §9), checked before anything is touched: a purge
  * cannot be undone, so every doubtful input is a 400 rather than a guess.
  */
 export const PURGE_MODES = ['delete', 'dry-run'] as const;

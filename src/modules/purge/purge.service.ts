@@ -19,7 +19,7 @@ import { HistoryRowRef, PurgeRepository, PurgeSelection } from './purge.reposito
 /**
  * Time kept back from the budget for counting what is left when the removal stops early (the
  * answer waits for it): a tenth of the budget, at most 2 s, so that a request with the default
- * 30 s budget answers within it (SPEC §4.7). The count itself may take up to 1 s even under a
+ * 30 s budget answers within it (docs/api.md §9). The count itself may take up to 1 s even under a
  * smaller reserve (tiny test budgets); one that does not finish in time leaves `remaining` out.
  */
 export function remainingCount(budgetMs: number): { reservedMs: number; timeoutMs: number } {
@@ -37,7 +37,7 @@ type StopReason = 'budget' | 'disconnect';
 const RESOURCES_PER_SLICE = 80;
 
 /**
- * `DELETE /{v}/purge` (SPEC §3.1 purge row, §4.7). Removes the matching resources of one user in
+ * `DELETE /{v}/purge` (docs/api.md §9). Removes the matching resources of one user in
  * batches: each batch deletes the current documents first (readers answer 404 at once), then every
  * history row of exactly the documents that went (docs/storage.md, write protocol 4), so a stop at
  * any point leaves no resource half visible. A later run also removes history rows left without
@@ -87,7 +87,7 @@ export class PurgeService {
         .countMatching(ctx, selection, count.timeoutMs)
         .catch(() => null);
       // Stopped just as the work ran out: nothing current and no leftover version is a finished
-      // purge (200), not "budget ran out, 0 remain" (issue 16).
+      // purge (200), not "budget ran out, 0 remain": a client must be able to tell a finished purge from one to repeat.
       const done =
         remaining === 0 &&
         (await this.repository.historyRowsAfter(ctx, selection, null, 1).catch(() => [1])).length === 0;
@@ -129,7 +129,7 @@ export class PurgeService {
   /**
    * Phase 1 without `_before`: every resource of the user in the selected types goes, so a batch is
    * a slice of a type's key space (key-ranges.ts) removed with one range delete per collection,
-   * about 20× faster on DocumentDB than naming each key (issue 13): the current documents of the
+   * about 20× faster on DocumentDB than naming each key (measured): the current documents of the
    * slice first, then the history rows of the slice, except those of resources written into the
    * slice since (a create racing the purge keeps its history; leftovers of an interrupted removal
    * in the slice go too, counted as versions). The slices a batch spans follow the pacer.

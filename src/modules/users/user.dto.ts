@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
-/** Swagger shapes of the user-management bodies (SPEC §4.1); parsing happens in UsersService. */
+/** Swagger shapes of the user-management bodies (docs/api.md §3); parsing happens in UsersService. */
 export class CreateUserBody {
   @ApiProperty({ example: 'alice@example.org' })
   app_user_id!: string;

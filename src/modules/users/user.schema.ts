@@ -1,7 +1,7 @@
 import { Prop, Schema, SchemaFactory } from '@nestjs/mongoose';
 
 /**
- * A service user (SPEC §2.1). `_id` is the numeric service_user_id (system-wide, increasing,
+ * A service user (docs/api.md §3). `_id` is the numeric service_user_id (system-wide, increasing,
  * never reused); `c` the owning client (the tenant field, as in docs/storage.md).
  */
 @Schema({ collection: 'users', versionKey: false })
@@ -23,7 +23,7 @@ export class UserDoc {
 }
 
 export const UserSchema = SchemaFactory.createForClass(UserDoc);
-// One app_user_id per client, also under concurrent creates (SPEC §4.1 "this user already exists").
+// One app_user_id per client, also under concurrent creates (docs/api.md §3 "this user already exists").
 UserSchema.index({ c: 1, app_user_id: 1 }, { unique: true });
 
 /** Atomic sequence counters (`findOneAndUpdate` + `$inc` + upsert). */

@@ -31,7 +31,7 @@ import { UsersService } from './users.service';
 
 const CONSUMES = ['application/json', 'application/x-www-form-urlencoded'];
 
-/** SPEC §4.1: user management. Backend use only (no CORS). */
+/** docs/api.md §3: user management. Backend use only (no CORS). */
 @ApiTags('user-management')
 @ApiTooManyRequestsResponse({ description: 'over USER_MGMT_RATE_LIMIT calls this hour (Retry-After)' })
 @Controller('user-management/v1/user')

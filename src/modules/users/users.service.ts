@@ -38,7 +38,7 @@ export interface UserListPage {
   offset: number;
 }
 
-/** SPEC §4.1 user management and §5.1 step 2 (authorization codes). */
+/** User management and authorization codes (docs/api.md §3). */
 @Injectable()
 export class UsersService {
   constructor(
@@ -106,7 +106,7 @@ export class UsersService {
     return { users: users.map(({ client_id: _omit, ...u }) => u), total, limit, offset };
   }
 
-  /** PUT: only the name changes (SPEC §4.1); `app_id_user` is the reference's name for the field. */
+  /** PUT: only the name changes (docs/api.md §3); `app_id_user` is the reference's name for the field. */
   async renameUser(
     creds: PresentedClientCredentials | null,
     body: { app_user_id?: unknown; app_id_user?: unknown; service_user_id?: unknown },

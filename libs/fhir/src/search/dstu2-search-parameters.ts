@@ -1,8 +1,7 @@
 import type { Model } from 'fhirpath';
 import { resourceTypes } from '../definitions/resource-types';
 import { fhirpathModel, leadingType } from './fhirpath-expressions';
-import type { VersionSearchDefinitions } from './search-parameter-registry';
-import type { SearchParamDefinition } from './search-parameter-types';
+import type { SearchParamDefinition, VersionSearchDefinitions } from './search-parameter-types';
 
 /**
  * DSTU2 has no HL7 npm package with SearchParameters, so its parameters are DERIVED from STU3

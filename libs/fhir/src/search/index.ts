@@ -9,5 +9,5 @@ export {
   searchParamDefinition,
 } from './search-parameter-registry';
 export { parseSearch, type SearchQueryInput } from './search-parser';
-export { normalizeText } from './text-normalization';
+export { escapeRegex, normalizeText } from './text-normalization';
 export { parseFhirDateRange, plusForSpace, type DateRange } from './fhir-date-range';

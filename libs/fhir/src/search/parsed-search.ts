@@ -102,7 +102,7 @@ export interface ParsedSearch {
 export interface ParseSearchOptions {
   /** Unknown parameters raise a SearchError instead of being collected. */
   strict?: boolean;
-  /** Default page size (10, SPEC §8). */
+  /** Default page size (10, docs/api.md §13). */
   defaultCount?: number;
   /** Largest page size; larger `_count` values are clamped (100). */
   maxCount?: number;

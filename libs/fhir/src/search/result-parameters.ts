@@ -64,7 +64,7 @@ function referenceParamsOf(version: FhirVersion, type: string): string[] {
 
 /**
  * `_include` / `_revinclude` values: `*`, `Type:param`, `Type:param:Target`, `Type:*`, and the form
- * of SPEC §4.5, `Type:TargetType` (every reference parameter of Type that can point to TargetType).
+ * of docs/api.md §6, `Type:TargetType` (every reference parameter of Type that can point to TargetType).
  */
 export function parseInclude(
   version: FhirVersion,

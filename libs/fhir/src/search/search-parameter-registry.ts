@@ -9,22 +9,16 @@ import type {
   CompiledSearchParam,
   SearchParamDefinition,
   SearchParamType,
+  VersionSearchDefinitions,
 } from './search-parameter-types';
+
+export type { VersionSearchDefinitions } from './search-parameter-types';
 
 /**
  * Search parameter definitions per FHIR version, read lazily from the HL7 packages
  * (hl7.fhir.r4.examples, hl7.fhir.r3.examples: every base SearchParameter) and derived for DSTU2
  * (see dstu2-search-parameters.ts). Each FHIRPath expression is compiled once, on first use of its type.
  */
-
-export interface VersionSearchDefinitions {
-  /** Parameters that apply to every resource type (`_id`, `_lastUpdated`, `_tag`, `_profile` …). */
-  readonly common: ReadonlyMap<string, SearchParamDefinition>;
-  /** Type-specific parameters (common ones not repeated). */
-  readonly byType: ReadonlyMap<string, ReadonlyMap<string, SearchParamDefinition>>;
-  /** Patient compartment: resource type → parameters that link it to the patient. */
-  readonly patientCompartment: ReadonlyMap<string, readonly string[]>;
-}
 
 interface RawSearchParameter {
   id: string;

@@ -27,3 +27,13 @@ export interface CompiledExpression {
 export interface CompiledSearchParam extends SearchParamDefinition {
   readonly compiled: readonly CompiledExpression[];
 }
+
+/** The search parameters of one FHIR version. */
+export interface VersionSearchDefinitions {
+  /** Parameters that apply to every resource type (`_id`, `_lastUpdated`, `_tag`, `_profile` …). */
+  readonly common: ReadonlyMap<string, SearchParamDefinition>;
+  /** Type-specific parameters (common ones not repeated). */
+  readonly byType: ReadonlyMap<string, ReadonlyMap<string, SearchParamDefinition>>;
+  /** Patient compartment: resource type → parameters that link it to the patient. */
+  readonly patientCompartment: ReadonlyMap<string, readonly string[]>;
+}

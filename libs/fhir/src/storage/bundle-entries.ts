@@ -2,7 +2,7 @@ import { isValidId } from '../validation/validate-resource';
 import { isPlaceholder } from './reference-rewriting';
 
 /**
- * Reading a posted transaction/batch Bundle (SPEC §4.4, https://hl7.org/fhir/R4/http.html#transaction):
+ * Reading a posted transaction/batch Bundle (docs/api.md §5, https://hl7.org/fhir/R4/http.html#transaction):
  * the request of each entry and the id it asks for. Pure: no storage, no HTTP.
  */
 
@@ -50,7 +50,7 @@ function splitOnce(value: string, separator: string): [string, string | undefine
   return at < 0 ? [value, undefined] : [value.slice(0, at), value.slice(at + 1)];
 }
 
-/** Where an entry's id comes from (§4.4 id rules 1–3). */
+/** Where an entry's id comes from (docs/api.md §5, id rules). */
 export type EntryIdSource =
   | { kind: 'chosen'; id: string }
   | { kind: 'assigned'; placeholder?: string }

@@ -4,7 +4,7 @@ import { entryIdSource, parseRequestUrl, type EntryMethod } from './bundle-entri
 const PLACEHOLDER_REFERENCE = /^urn:(uuid|oid):/i;
 
 /**
- * Whole-bundle refusals of a posted transaction or batch (issue 16 item 5;
+ * Whole-bundle refusals of a posted transaction or batch (docs/security.md;
  * https://hl7.org/fhir/R4/bundle.html#bundle-unique, https://hl7.org/fhir/R4/http.html#trules):
  * a Bundle whose entries contradict each other is refused as a whole, nothing stored, rather than
  * stored in a way that depends on entry order (duplicates, v1 then v2, literal `urn:uuid:` text).

@@ -1,7 +1,7 @@
 import type { FhirVersion } from '../definitions/fhir-version';
 
 /**
- * The Provenance stored beside every create/update of a non-Provenance resource (SPEC §1.5, §6),
+ * The Provenance stored beside every create/update of a non-Provenance resource (docs/api.md §5),
  * in the shape of each FHIR version:
  * - R4 https://hl7.org/fhir/R4/provenance.html: `target`, `recorded`, `activity` (CodeableConcept,
  *   v3-DataOperation), `agent.who` (Reference).

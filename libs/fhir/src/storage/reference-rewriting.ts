@@ -1,5 +1,5 @@
 /**
- * `urn:uuid:` placeholder replacement inside a posted Bundle (SPEC §4.4 id rule 3,
+ * `urn:uuid:` placeholder replacement inside a posted Bundle (docs/api.md §5,
  * https://hl7.org/fhir/R4/bundle.html#references): every occurrence of a placeholder, at any depth
  * (nested elements, extensions, contained resources), is replaced by the final `Type/id`.
  */

@@ -1,7 +1,7 @@
 import { issue, operationOutcome, type OperationOutcome } from '../outcome/operation-outcome';
 
 /**
- * What the server writes into every stored version (SPEC §2.5): `id`, `meta.versionId` (digits,
+ * What the server writes into every stored version (docs/api.md §14): `id`, `meta.versionId` (digits,
  * from 1) and `meta.lastUpdated`. Other `meta` elements the client sent (profile, tag, security)
  * are kept. `resourceType`, `id`, `meta` lead, as FHIR's JSON examples order them.
  */
@@ -22,7 +22,7 @@ export function stampResource(
   };
 }
 
-/** SPEC §2.7: the answer to a DELETE — severity `information`, code `value`, text naming id and version. */
+/** docs/api.md §7: the answer to a DELETE — severity `information`, code `value`, text naming id and version. */
 export function deletedOutcome(type: string, id: string, versionId: number): OperationOutcome {
   return operationOutcome([
     issue('value', `Resource ${type}/${id} with version ${versionId} has been deleted.`, {
@@ -32,7 +32,7 @@ export function deletedOutcome(type: string, id: string, versionId: number): Ope
 }
 
 /**
- * A history entry standing for a version that is no longer there (SPEC §3.1): the delete tombstone
+ * A history entry standing for a version that is no longer there (docs/api.md §7): the delete tombstone
  * of `DELETE …/{id}`, or a version removed with `DELETE …/_history/{vid}`.
  */
 export function deletedVersionOutcome(

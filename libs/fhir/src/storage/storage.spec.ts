@@ -63,7 +63,7 @@ describe('bundle entries', () => {
     expect(parseRequestUrl('patient/1')).toBeUndefined();
   });
 
-  it('takes the id from resource.id, then fullUrl, else assigns one (SPEC §4.4)', () => {
+  it('takes the id from resource.id, then fullUrl, else assigns one (docs/api.md §5)', () => {
     expect(entryIdSource('Patient', undefined, 'a')).toEqual({ kind: 'chosen', id: 'a' });
     expect(entryIdSource('Patient', 'http://x/Patient/b', undefined)).toEqual({ kind: 'chosen', id: 'b' });
     expect(entryIdSource('Patient', 'urn:uuid:11111111-1111-4111-8111-111111111111', undefined)).toEqual({

@@ -1,7 +1,7 @@
 import { validateResource } from './validate-resource';
 
 /**
- * A fixed set of one-rule breakages per rule class (issue 14), each with the exact error issues
+ * A fixed set of one-rule breakages per rule class, each with the exact error issues
  * expected as `path [rule]`. bench/validation-vs-hapi runs the same classes against HAPI.
  */
 type Json = Record<string, unknown>;

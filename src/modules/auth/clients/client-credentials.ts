@@ -22,7 +22,7 @@ function str(v: unknown): string | undefined {
 /**
  * Reads client credentials from, in order: HTTP Basic (RFC 6749 §2.3.1, form-urlencoded parts),
  * the body (`client_id` + `client_secret`, or `secret` as the spec's reference table names it),
- * then the `client_id` / `client_secret` headers (SPEC §4.1 PUT). Never from the query string.
+ * then the `client_id` / `client_secret` headers (docs/api.md §3, PUT). Never from the query string.
  */
 export function presentedClientCredentials(req: Request): PresentedClientCredentials | null {
   const found = presented(req);

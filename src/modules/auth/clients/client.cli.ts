@@ -22,7 +22,7 @@ function print(value: unknown): void {
 }
 
 /**
- * `client create|list|rotate-secret|disable` (DESIGN.md §1): one JSON value on stdout. The plain
+ * `client create|list|rotate-secret|disable`: operators script these commands, so one JSON value on stdout. The plain
  * secret appears only in the output of create and rotate-secret.
  */
 export function registerClientCommands(program: Command): void {

@@ -1,10 +1,10 @@
 import { Prop, Schema, SchemaFactory } from '@nestjs/mongoose';
 
-/** Programs a client may enable (DESIGN.md §1; SPEC §5.3). */
+/** Programs a client may enable (the operator CLI; docs/api.md §4). */
 export const PROGRAMS = ['patient-access', 'epa', 'provider-access', 'p2p'] as const;
 export type Program = (typeof PROGRAMS)[number];
 
-/** A client application (SPEC §2.2). `_id` is the client_id: lookups are `_id` equality. */
+/** A client application (docs/api.md §2). `_id` is the client_id: lookups are `_id` equality. */
 @Schema({ collection: 'clients', versionKey: false })
 export class ClientDoc {
   @Prop({ type: String, required: true })

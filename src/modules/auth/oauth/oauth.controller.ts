@@ -18,7 +18,7 @@ import { OAuthErrorView, TokenRequestBody, TokenResponseView } from './token-res
 
 const CONSUMES = ['application/x-www-form-urlencoded', 'application/json'];
 
-/** SPEC §4.2: `/oauth2/token`. Backend use only (no CORS). */
+/** docs/api.md §4: `/oauth2/token`. Backend use only (no CORS). */
 @ApiTags('oauth')
 @ApiTooManyRequestsResponse({ description: 'too many failed client authentications this hour (Retry-After)' })
 @Controller()
@@ -47,7 +47,7 @@ export class OAuthController {
   }
 }
 
-/** SPEC §5.3: program realms. The dev-portal example is a GET with a form body: both are served. */
+/** docs/api.md §4: program realms. The dev-portal example is a GET with a form body: both are served. */
 @ApiTags('oauth')
 @ApiTooManyRequestsResponse({ description: 'too many failed client authentications this hour (Retry-After)' })
 @Controller('auth/realms/:realm/protocol/openid-connect')
@@ -82,7 +82,7 @@ export class RealmTokenController {
   @Get('token')
   @Header('Cache-Control', 'no-store')
   @Header('Pragma', 'no-cache')
-  @ApiOperation({ summary: 'Program token, GET with a form body (as SPEC §5.3 shows for dev-portal)' })
+  @ApiOperation({ summary: 'Program token, GET with a form body (as docs/api.md §4 shows for dev-portal)' })
   @ApiParam({ name: 'realm', enum: Object.keys(REALM_PROGRAMS) })
   @ApiOkResponse({ type: TokenResponseView })
   @ApiBadRequestResponse({ type: OAuthErrorView })

@@ -13,7 +13,7 @@ import { BackendServicesService } from '../backend-services/backend-services.ser
 const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 type GrantType = (typeof GRANT_TYPES)[number];
 
-/** The token endpoints (SPEC §4.2, §5.3) and the discovery documents. */
+/** The token endpoints (docs/api.md §4) and the discovery documents. */
 @Injectable()
 export class OAuthService {
   constructor(

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
-/** Swagger shapes of the token endpoints (SPEC §2.4, RFC 6749 §4.1.3 / §6 / §4.4). */
+/** Swagger shapes of the token endpoints (docs/api.md §4, RFC 6749 §4.1.3 / §6 / §4.4). */
 export class TokenRequestBody {
   @ApiProperty({ enum: ['authorization_code', 'refresh_token', 'client_credentials'] })
   grant_type!: string;

@@ -1,7 +1,7 @@
 import { Prop, Schema, SchemaFactory } from '@nestjs/mongoose';
 
 /**
- * Authorization codes (SPEC §2.3): random, stored only as their SHA-256 (`_id`, prefixed by the client id), bound to client
+ * Authorization codes (docs/api.md §4): random, stored only as their SHA-256 (`_id`, prefixed by the client id), bound to client
  * (`c`), user (`u`) and scope, single use, expiring after AUTH_CODE_TTL.
  */
 @Schema({ collection: 'auth_codes', versionKey: false })

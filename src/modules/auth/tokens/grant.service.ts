@@ -11,7 +11,7 @@ import { GrantsRepository } from './grants.repository';
 import { CLIENT_TOKEN_SCOPES, parseScope, USER_TOKEN_SCOPES, withDefaultResourceScope } from './scopes';
 import { TokenService } from './token.service';
 
-/** The token response of SPEC §2.4 / RFC 6749 §5.1. */
+/** The token response of docs/api.md §4 / RFC 6749 §5.1. */
 export interface TokenSet {
   access_token: string;
   token_type: 'Bearer';
@@ -26,10 +26,10 @@ export interface GrantUser {
   appUserId: string;
 }
 
-/** SPEC §5.1 item 6: the configured scope of an application's user tokens. */
+/** docs/api.md §2: the configured scope of an application's user tokens. */
 const DEFAULT_USER_SCOPES = ['user/*.*'];
 
-/** Which realm each program token endpoint serves, and the programs that unlock it (SPEC §5.3). */
+/** Which realm each program token endpoint serves, and the programs that unlock it (docs/api.md §4). */
 export const REALM_PROGRAMS = {
   'epa-uat': ['epa'],
   'epa-prod': ['epa'],
@@ -222,7 +222,7 @@ export class GrantService {
   /** grant_type=client_credentials at a program realm: a client-level token, no user, no refresh. */
   clientCredentials(client: ClientRecord, realm: Realm, rawScope: string | undefined): TokenSet {
     requireClientTokenProgram(client, realm);
-    // Provider Access and Payer-to-Payer only read data (SPEC §5.3 `user/*.rs`); ePA also submits it.
+    // Provider Access and Payer-to-Payer only read data (docs/api.md §4 `user/*.rs`); ePA also submits it.
     const known =
       realm === 'dev-portal' ? CLIENT_TOKEN_SCOPES.filter((s) => !s.endsWith('.*')) : CLIENT_TOKEN_SCOPES;
     const { scopes, unknown } = parseScope(rawScope, known);

@@ -1,6 +1,6 @@
 /**
- * Scopes this service understands. A user token's default is `user/*.*` (SPEC §5.1 item 6);
- * `user/*.rs` / `*.read` restrict a token to read and search (SPEC §5.3); `openid` adds an
+ * Scopes this service understands. A user token's default is `user/*.*` (docs/api.md §2);
+ * `user/*.rs` / `*.read` restrict a token to read and search (docs/api.md §4); `openid` adds an
  * id_token; `bulk-data` allows bulk export with a client-level token.
  */
 export const USER_TOKEN_SCOPES = [

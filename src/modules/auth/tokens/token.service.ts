@@ -9,7 +9,7 @@ import { loadSigningKey, SigningKey } from './signing-key';
 /** `token_use` tells access tokens from id tokens: an id_token is never accepted as access token. */
 type TokenUse = 'access' | 'id';
 
-/** What a valid access token says (SPEC §5.1: a user token; §5.3: a client-level token). */
+/** What a valid access token says (docs/api.md §2, §4: a user token or a client-level token). */
 export interface VerifiedAccessToken {
   clientId: string;
   /** service_user_id, or null for a client-level (program realm) token. */

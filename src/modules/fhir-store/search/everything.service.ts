@@ -18,6 +18,7 @@ import { ResourceRepository } from '../../../storage/resource.repository';
 import { entriesWithinBudget } from '../../../storage/page-budget';
 import { compareKeys, compartmentBefore, everythingPageLayout } from './everything-page';
 import {
+  anyPatientCompartmentFilter,
   careDateCondition,
   compartmentFilter,
   outsideReferencePattern,
@@ -33,8 +34,8 @@ import { storeFilter } from './sub-query-resolver';
 const BATCH = 1000;
 
 /**
- * `GET /{v}/Patient/{id}/$everything` (SPEC §4.5, https://hl7.org/fhir/R4/patient-operation-everything.html)
- * and `DELETE /{v}/Patient/{id}/$everything` (SPEC §3.1, §4.6), in the caller's tenant scope.
+ * `GET|POST /{v}/Patient/{id}/$everything` and `/{v}/Patient/$everything` (https://hl7.org/fhir/R4/patient-operation-everything.html)
+ * and `DELETE /{v}/Patient/{id}/$everything` (docs/api.md §7), in the caller's tenant scope.
  */
 @Injectable()
 export class EverythingService {
@@ -53,7 +54,7 @@ export class EverythingService {
   async everything(
     ctx: TenantContext,
     version: FhirVersion,
-    patientId: string,
+    patientId: string | undefined,
     pairs: SearchPairs,
   ): Promise<FhirReply> {
     const base = this.settings.urls.base;
@@ -62,18 +63,12 @@ export class EverythingService {
       maxCount: MAX_PAGE_SIZE,
       maxSkip: this.settings.searchMaxSkip,
     });
-    const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id: patientId }]);
-    if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
+    const scope =
+      patientId === undefined ? this.allPatients(version) : await this.onePatient(ctx, version, patientId);
+    const { compartment, patients, hint } = scope;
     const kept = (doc: ResourceDoc) =>
       (!window.types || window.types.includes(doc.t)) && (!window.since || doc.lu >= window.since);
 
-    const compartment = storeFilter({
-      $and: [
-        compartmentFilter(version, patientId, base),
-        // a Patient that links to itself is served once, as the Patient
-        { _id: { $ne: patient._id } },
-      ],
-    });
     const careDates = careDateCondition(window.start, window.end);
     const conditions: Filter[] = [compartment];
     if (careDates) conditions.push(careDates);
@@ -81,8 +76,6 @@ export class EverythingService {
     if (window.since) conditions.push({ lu: { $gte: window.since } });
     const served = conditions.length === 1 ? compartment : storeFilter({ $and: conditions });
     const referencePattern = outsideReferencePattern(version, base);
-    // The compartment's own index (`{v, c, idx.ref}`): the planner cannot tell multikey selectivity.
-    const hint = INDEX_NAMES.refAnyType;
     // The outside references come from the whole compartment, whatever the filters served.
     const [servedTypes, referencing] = await Promise.all([
       this.repository.countByType(ctx, version, served, {
@@ -102,7 +95,7 @@ export class EverythingService {
         version,
       ),
     );
-    const singles = [patient, ...outside].filter(kept).sort(compareKeys);
+    const singles = [...patients, ...outside].filter(kept).sort(compareKeys);
     const counts = new Map(servedTypes.map((row) => [row.type, row.count]));
     const placed = await Promise.all(
       singles.map(async (single) => ({
@@ -148,7 +141,9 @@ export class EverythingService {
     if (warnings) entries.push(warnings);
     const total = layout.total;
     const links = searchLinks(
-      `${base}/${version}/Patient/${patientId}/$everything`,
+      patientId === undefined
+        ? `${base}/${version}/Patient/$everything`
+        : `${base}/${version}/Patient/${patientId}/$everything`,
       pairs.filter(([name]) => name !== '_count' && name !== '_skip'),
       {
         skip: window.skip,
@@ -159,6 +154,32 @@ export class EverythingService {
       },
     );
     return { status: 200, body: searchsetBundleJson({ total, links, entries }) };
+  }
+
+  /** Instance level: Patient/{id} served first, its compartment (without it) beside. */
+  private async onePatient(ctx: TenantContext, version: FhirVersion, patientId: string) {
+    const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id: patientId }]);
+    if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
+    const compartment = storeFilter({
+      $and: [
+        compartmentFilter(version, patientId, this.settings.urls.base),
+        // a Patient that links to itself is served once, as the Patient
+        { _id: { $ne: patient._id } },
+      ],
+    });
+    // The compartment's own index (`{v, c, idx.ref}`): the planner cannot tell multikey selectivity.
+    return { compartment, patients: [patient], hint: INDEX_NAMES.refAnyType as string | undefined };
+  }
+
+  /**
+   * Type level (https://hl7.org/fhir/R4/patient-operation-everything.html, "all patients"): every
+   * Patient of the caller's scope and every resource in some Patient compartment, in one sorted
+   * stream; the Patients are part of it, so none is held in memory. No hint: the Patients match
+   * on their type, the rest on a reference pattern.
+   */
+  private allPatients(version: FhirVersion) {
+    const compartment = storeFilter(anyPatientCompartmentFilter(version, this.settings.urls.base));
+    return { compartment, patients: [] as ResourceDoc[], hint: undefined as string | undefined };
   }
 
   /**

@@ -1,4 +1,6 @@
 import {
+  escapeRegex,
+  isResourceType,
   OperationOutcomeError,
   parseFhirDateRange,
   patientCompartmentParams,
@@ -55,12 +57,62 @@ export function compartmentFilter(version: FhirVersion, patientId: string, servi
   };
 }
 
+/** The compartments FHIR defines (https://hl7.org/fhir/R4/compartmentdefinition.html). */
+export const COMPARTMENT_TYPES = ['Patient', 'Encounter', 'RelatedPerson', 'Practitioner', 'Device'];
+
+/**
+ * The resources of `type` in the compartment of Patient/{id}, for a compartment search
+ * `GET /{v}/Patient/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch): one of the type's
+ * compartment parameters references the patient; for Patient, the patient itself too. Only the
+ * Patient compartment is served: the others answer 400 (docs/api.md).
+ */
+export function compartmentSearchFilter(
+  version: FhirVersion,
+  compartment: string,
+  patientId: string,
+  type: string,
+  serviceBase: string,
+): Filter {
+  if (!isResourceType(version, compartment)) {
+    throw OperationOutcomeError.notFound(
+      `unknown resource type "${compartment}" in ${version.toUpperCase()}`,
+    );
+  }
+  if (compartment !== 'Patient') {
+    throw new OperationOutcomeError(
+      'not-supported',
+      COMPARTMENT_TYPES.includes(compartment)
+        ? `the ${compartment} compartment is not supported: only Patient/{id}/{type} compartment searches are`
+        : `${compartment} is not a compartment: compartment searches are Patient/{id}/{type}`,
+      { status: 400 },
+    );
+  }
+  const params = patientCompartmentParams(version, type);
+  if (params.length === 0) {
+    throw OperationOutcomeError.invalid(
+      `${type} has no place in the Patient compartment in ${version.toUpperCase()} (https://hl7.org/fhir/R4/compartmentdefinition-patient.html)`,
+    );
+  }
+  const references = [`Patient/${patientId}`, `${serviceBase}/${version}/Patient/${patientId}`];
+  const referencing: Filter = {
+    'idx.ref': { $in: params.flatMap((param) => references.map((reference) => `${param}|${reference}`)) },
+  };
+  return type === 'Patient' ? { $or: [{ id: patientId }, referencing] } : referencing;
+}
+
+/**
+ * Every Patient and every resource in the compartment of some Patient (type-level
+ * `Patient/$everything` over the caller's scope): a compartment parameter references a Patient.
+ */
+export function anyPatientCompartmentFilter(version: FhirVersion, serviceBase: string): Filter {
+  const { types, params } = compartmentTypes(version);
+  const prefix = escapeRegex(`${serviceBase}/${version}/`);
+  const pattern = `^(?:${params.map(escapeRegex).join('|')})\\|(?:${prefix})?Patient/${ID}$`;
+  return { $or: [{ t: 'Patient' }, { t: { $in: types }, 'idx.ref': { $regex: pattern } }] };
+}
+
 const outsidePatterns = new Map<string, string>();
 const ID = '[A-Za-z0-9\\-.]{1,64}';
-
-function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-}
 
 /**
  * The `idx.ref` entries (`${param}|${target}`) that point at a resource whose type has no place in

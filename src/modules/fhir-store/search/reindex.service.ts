@@ -18,7 +18,7 @@ export interface ReindexReport {
 
 /**
  * Rebuilds the search index entries (`idx`) of stored resources after the search-parameter
- * definitions or the extraction changed (issue 5: `store reindex [--version v] [--type T]`).
+ * definitions or the extraction changed (`store reindex [--version v] [--type T]`).
  */
 @Injectable()
 export class ReindexService {

@@ -26,26 +26,27 @@ import { EverythingService } from './everything.service';
 import { SearchService } from './search.service';
 
 const VERSION = { name: 'version', description: 'FHIR version: r4, stu3 or dstu2 (any case)', example: 'r4' };
-const TYPE = { name: 'type', description: 'FHIR resource type', example: 'Observation' };
-const PATIENT_ID = { name: 'id', description: 'logical id of the Patient', example: 'example' };
+export const TYPE = { name: 'type', description: 'FHIR resource type', example: 'Observation' };
+export const PATIENT_ID = { name: 'id', description: 'logical id of the Patient', example: 'example' };
 const BAD_SEARCH = {
   status: 400,
   description: 'bad parameter value, unknown modifier, too deep `_skip`: OperationOutcome',
 };
-const SEARCHSET = {
+export const SEARCHSET = {
   description:
     'searchset Bundle: total, paging links (self/first/previous/next/last), entries with search.mode',
 };
 
 /** A search route: FHIR route checks (404/406/415 before credentials), then the tenant. */
-function SearchRoute(options: { kind?: 'read' } = {}): MethodDecorator {
+export function SearchRoute(options: { kind?: 'read' } = {}): MethodDecorator {
   return applyDecorators(FhirRoute({ ...options, body: 'form' }), ApiParam(VERSION), ApiResponse(BAD_SEARCH));
 }
 
 /** `Patient/$everything` (https://hl7.org/fhir/R4/patient-operation-everything.html). */
 const EVERYTHING = {
   name: 'everything',
-  levels: ['instance'],
+  // type level: every Patient of the caller; GET and POST (HAPI's and fhir-kit-client's default)
+  levels: ['type', 'instance'],
   types: ['Patient'],
   definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything',
   description: 'the patient, its compartment and what they reference, by type, paged',
@@ -61,7 +62,7 @@ const COMMON_QUERY = [
   { name: '_content', required: false, description: 'words of the resource text (last word as a prefix)' },
 ];
 
-function SearchQueryDocs(): MethodDecorator {
+export function SearchQueryDocs(): MethodDecorator {
   return applyDecorators(...COMMON_QUERY.map((query) => ApiQuery(query)));
 }
 
@@ -86,7 +87,7 @@ export class SearchController {
   everything(
     @Tenant() ctx: TenantContext,
     @FhirVersionParam() version: FhirVersion,
-    @FhirIdParam() id: string,
+    @FhirIdParam('optional') id: string | undefined,
     @FhirSearchParams() params: SearchPairs,
   ) {
     return this.everythings.everything(ctx, version, id, params);
@@ -96,7 +97,7 @@ export class SearchController {
   @SearchRoute()
   @ApiParam(PATIENT_ID)
   @ApiOperation({
-    summary: 'remove the patient and every resource of its compartment for good (SPEC §3.1, §4.6)',
+    summary: 'remove the patient and every resource of its compartment for good (docs/api.md §7)',
   })
   @ApiOkResponse({ description: 'OperationOutcome with the number of resources removed per type' })
   @ApiResponse({ status: 404, description: 'no such Patient for this user (OperationOutcome)' })

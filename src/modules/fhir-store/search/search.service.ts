@@ -7,6 +7,8 @@ import {
   type SearchsetEntry,
 } from '@app/fhir';
 import { buildFilter } from '../../../storage/search/filter-builder';
+import type { Filter } from '../../../storage/search/filter-clauses';
+import { INDEX_NAMES } from '../../../storage/search/search-indexes';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
@@ -15,6 +17,7 @@ import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
 import { entriesWithinBudget } from '../../../storage/page-budget';
 import { IncludeResolver } from './include-resolver';
+import { compartmentSearchFilter } from './patient-compartment';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
 import {
   asOutcomeError,
@@ -26,14 +29,14 @@ import {
 } from './search-request';
 import { storeFilter, SubQueryResolver } from './sub-query-resolver';
 
-/** SPEC §8: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */
+/** docs/api.md §13: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */
 export const DEFAULT_PAGE_SIZE = 10;
 export const MAX_PAGE_SIZE = 100;
 /** See `lateCount`: a page query that has not answered by then starts the count beside it. */
 const COUNT_BESIDE_AFTER_MS = 15;
 
 /**
- * FHIR search (SPEC §4.5, issue 5; https://hl7.org/fhir/R4/search.html): type-level
+ * FHIR search (docs/api.md §6; https://hl7.org/fhir/R4/search.html): type-level
  * `GET /{v}/{type}`, `POST /{v}/{type}/_search` and system-level `GET /{v}?_type=…`. The search
  * lib parses and builds the filter; this service runs it in the caller's tenant scope (chains and
  * `_has` first, includes after), and assembles the searchset Bundle with absolute paging links.
@@ -47,12 +50,37 @@ export class SearchService {
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
+  /**
+   * Compartment search `GET /{v}/{compartment}/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch):
+   * the type-level search restricted to the compartment, with its own paging links. The Patient
+   * must exist in the caller's scope (404 otherwise, as `$everything`).
+   */
+  async compartmentSearch(
+    ctx: TenantContext,
+    version: FhirVersion,
+    compartment: string,
+    id: string,
+    type: string,
+    pairs: SearchPairs,
+    prefer?: string,
+  ): Promise<FhirReply> {
+    const base = this.settings.urls.base;
+    const restriction = compartmentSearchFilter(version, compartment, id, type, base);
+    const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id }]);
+    if (!patient) throw OperationOutcomeError.notFound(`Patient/${id} is not known`);
+    return this.search(ctx, version, type, pairs, prefer, {
+      url: `${base}/${version}/${compartment}/${id}/${type}`,
+      filter: restriction,
+    });
+  }
+
   async search(
     ctx: TenantContext,
     version: FhirVersion,
     type: string | undefined,
     pairs: SearchPairs,
     prefer?: string,
+    within?: { url: string; filter: Filter },
   ): Promise<FhirReply> {
     const base = this.settings.urls.base;
     const parsed = parseOrReject(version, type, pairs, {
@@ -63,20 +91,23 @@ export class SearchService {
       maxWindow: this.settings.searchMaxSkip + MAX_PAGE_SIZE,
     });
     if (version === 'dstu2' && parsed.include.length + parsed.revinclude.length > 0) {
-      // SPEC §9.4: R4 only; STU3 shares the R4 semantics, DSTU2 reference parameters differ.
+      // docs/api.md §14: R4 only; STU3 shares the R4 semantics, DSTU2 reference parameters differ.
       throw new OperationOutcomeError(
         'not-supported',
         '_include and _revinclude are not supported on DSTU2',
         { status: 400 },
       );
     }
-    const { built, filter } = await this.filterOf(ctx, version, parsed);
-    const searchUrl = type ? `${base}/${version}/${type}` : `${base}/${version}`;
+    const { built, filter: searched } = await this.filterOf(ctx, version, parsed);
+    const filter = within ? storeFilter({ $and: [searched, within.filter] }) : searched;
+    // Without a clause of its own the search runs on the references the compartment names.
+    const index = within && built.index === undefined ? INDEX_NAMES.ref : built.index;
+    const searchUrl = within?.url ?? (type ? `${base}/${version}/${type}` : `${base}/${version}`);
     const kept = linkPairs(pairs);
     const warnings = unknownParamsEntry(parsed.unknown);
 
     if (parsed.summary === 'count') {
-      const total = await this.repository.countBy(ctx, version, { filter, hint: built.index });
+      const total = await this.repository.countBy(ctx, version, { filter, hint: index });
       const links = searchLinks(searchUrl, kept, {
         skip: 0,
         count: parsed.count,
@@ -88,7 +119,7 @@ export class SearchService {
 
     // One more than the page is looked at: tells whether a next page exists without a count
     // (`_total=none`). The page may hold fewer than `_count` matches: SEARCH_PAGE_MAX_BYTES.
-    const query = { filter, hint: built.index };
+    const query = { filter, hint: index };
     const counter = parsed.total === 'none' ? undefined : this.lateCount(ctx, version, query);
     let page: { docs: ResourceDoc[]; hasNext: boolean };
     try {

@@ -12,7 +12,7 @@ import type { ResourceDoc } from '../../../storage/documents';
 import type { SearchPairs } from './search-request';
 
 /**
- * Searchset Bundle pieces (SPEC §2.6, https://hl7.org/fhir/R4/bundle.html#searchset): absolute
+ * Searchset Bundle pieces (docs/api.md §6, https://hl7.org/fhir/R4/bundle.html#searchset): absolute
  * paging links, `fullUrl`s, `search.mode`, and the `_elements` / `_summary` subsets.
  */
 

@@ -1,0 +1,64 @@
+import { OperationOutcomeError } from '@app/fhir';
+import { anyPatientCompartmentFilter, compartmentSearchFilter } from './patient-compartment';
+
+const BASE = 'http://fhir.test';
+
+function refused(run: () => unknown): OperationOutcomeError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof OperationOutcomeError) return error;
+    throw error;
+  }
+  throw new Error('not refused');
+}
+
+describe('compartment search', () => {
+  it('restricts a type to the references of its Patient compartment parameters, relative and absolute', () => {
+    const filter = compartmentSearchFilter('r4', 'Patient', 'p1', 'Observation', BASE) as any;
+    const refs: string[] = filter['idx.ref'].$in;
+    // R4 CompartmentDefinition-patient: Observation is in by subject and performer
+    expect(refs).toEqual(
+      expect.arrayContaining(['subject|Patient/p1', `subject|${BASE}/r4/Patient/p1`, 'performer|Patient/p1']),
+    );
+    expect(refs.every((ref) => ref.endsWith('Patient/p1'))).toBe(true);
+  });
+
+  it('DSTU2 uses its own compartment parameters (Encounter.patient)', () => {
+    const filter = compartmentSearchFilter('dstu2', 'Patient', 'p1', 'Encounter', BASE) as any;
+    expect(filter['idx.ref'].$in).toContain('patient|Patient/p1');
+  });
+
+  it('Patient/{id}/Patient is the patient itself or one that links to it', () => {
+    const filter = compartmentSearchFilter('r4', 'Patient', 'p1', 'Patient', BASE) as any;
+    expect(filter.$or[0]).toEqual({ id: 'p1' });
+    expect(filter.$or[1]['idx.ref'].$in).toContain('link|Patient/p1');
+  });
+
+  it('refuses the other compartments, non-compartments, and types outside the compartment', () => {
+    for (const compartment of ['Encounter', 'Practitioner', 'RelatedPerson', 'Device']) {
+      const error = refused(() => compartmentSearchFilter('r4', compartment, 'x', 'Observation', BASE));
+      expect(error.status).toBe(400);
+      expect(error.message).toContain('not supported');
+    }
+    expect(refused(() => compartmentSearchFilter('r4', 'Observation', 'x', 'Patient', BASE)).status).toBe(
+      400,
+    );
+    const outside = refused(() => compartmentSearchFilter('r4', 'Patient', 'x', 'Practitioner', BASE));
+    expect(outside.status).toBe(400);
+    expect(outside.message).toContain('Patient compartment');
+  });
+
+  it('type-level $everything: every Patient, and resources whose compartment parameters reference one', () => {
+    const filter = anyPatientCompartmentFilter('r4', BASE) as any;
+    expect(filter.$or[0]).toEqual({ t: 'Patient' });
+    const pattern = new RegExp(filter.$or[1]['idx.ref'].$regex);
+    expect(pattern.test('subject|Patient/p1')).toBe(true);
+    expect(pattern.test(`subject|${BASE}/r4/Patient/p-1.2`)).toBe(true);
+    expect(pattern.test('subject|Group/g1')).toBe(false);
+    expect(pattern.test('xsubject|Patient/p1')).toBe(false);
+    expect(pattern.test('subject|Patient/p1/_history/2')).toBe(false);
+    expect(filter.$or[1].t.$in).toContain('Observation');
+    expect(filter.$or[1].t.$in).not.toContain('Practitioner');
+  });
+});

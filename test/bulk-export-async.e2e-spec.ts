@@ -10,6 +10,7 @@ import {
   TestApp,
   TestClient,
   TestUser,
+  linkPath,
 } from '@app/testing';
 
 type Headers = Record<string, string>;
@@ -26,7 +27,7 @@ describe('bulk export async flow (e2e, Bulk Data IG client)', () => {
   let client: TestClient;
   let other: TestClient;
   let alice: TestUser;
-  const local = (url: string) => new URL(url).pathname + new URL(url).search;
+  const local = linkPath;
 
   beforeAll(async () => {
     t = await createTestApp({ ...IDENTITY_TEST_ENV, EXPORT_FILE_MAX_RESOURCES: '3' });

@@ -11,6 +11,7 @@ import {
   TestApp,
   TestClient,
   TestUser,
+  linkPath,
 } from '@app/testing';
 import { signFileToken, verifyFileToken } from '../src/modules/bulk-export/export-file-token';
 import { EXPORT_SIGNING_KEY } from '../src/modules/bulk-export/export-signing-key';
@@ -36,8 +37,7 @@ describe('bulk export (e2e)', () => {
   const customer = `acme-${randomBytes(3).toString('hex')}`;
   const ids = { pa1: 'pa1', pa1b: 'pa1b', pa2: 'pa2', pb: 'pb' };
 
-  /** Path (and query) of an absolute URL this server wrote. */
-  const local = (url: string) => new URL(url).pathname + new URL(url).search;
+  const local = linkPath;
 
   async function create(headers: Headers, resource: Json): Promise<Json> {
     const res = await request(t.server)

@@ -4,6 +4,7 @@ import {
   createClient,
   createTestApp,
   createUser,
+  followPages,
   IDENTITY_TEST_ENV,
   TestApp,
   TestUser,
@@ -31,12 +32,6 @@ function post(t: TestApp, who: TestUser, body: unknown) {
     .send(JSON.stringify(body));
 }
 
-/** Path and query of an absolute paging link (links carry BASE_URL). */
-function pathOf(url: string): string {
-  const parsed = new URL(url);
-  return `${parsed.pathname}${parsed.search}`;
-}
-
 /**
  * Issue 16 item 3, the limits on bytes that keep a tenant of large resources from taking the
  * event loop every tenant shares: a searchset page stops adding matches at SEARCH_PAGE_MAX_BYTES
@@ -61,23 +56,7 @@ describe('security: searchset pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => 
   });
   afterAll(async () => t?.close());
 
-  /** Every page of a search, following `next` links as a client does. */
-  async function allPages(first: string): Promise<any[]> {
-    const pages: any[] = [];
-    let path: string | undefined = first;
-    while (path && pages.length < 20) {
-      const res: request.Response = await request(t.server)
-        .get(path)
-        .set(bearer(alice.access_token))
-        .expect(200);
-      pages.push(res.body);
-      const next: { url: string } | undefined = (
-        res.body.link as Array<{ relation: string; url: string }>
-      ).find((l) => l.relation === 'next');
-      path = next ? pathOf(next.url) : undefined;
-    }
-    return pages;
-  }
+  const allPages = (first: string) => followPages(t, bearer(alice.access_token), first);
 
   it('a page holds matches while their JSON fits (at least one); next continues after the last one: each match once, in order', async () => {
     const pages = await allPages('/r4/Patient?name=Budget&_count=10');

@@ -4,6 +4,7 @@ import {
   createClient,
   createTestApp,
   createUser,
+  followPages,
   IDENTITY_TEST_ENV,
   TestApp,
   TestUser,
@@ -22,11 +23,6 @@ function patientOf(id: string, family: string, bytes: number): Record<string, un
       div: `<div xmlns="http://www.w3.org/1999/xhtml">${'x'.repeat(bytes)}</div>`,
     },
   };
-}
-
-function pathOf(url: string): string {
-  const parsed = new URL(url);
-  return `${parsed.pathname}${parsed.search}`;
 }
 
 /**
@@ -55,22 +51,7 @@ describe('security: history pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => {
   });
   afterAll(async () => t?.close());
 
-  async function allPages(first: string): Promise<any[]> {
-    const pages: any[] = [];
-    let path: string | undefined = first;
-    while (path && pages.length < 20) {
-      const res: request.Response = await request(t.server)
-        .get(path)
-        .set(bearer(alice.access_token))
-        .expect(200);
-      pages.push(res.body);
-      const next = (res.body.link as Array<{ relation: string; url: string }>).find(
-        (l) => l.relation === 'next',
-      );
-      path = next ? pathOf(next.url) : undefined;
-    }
-    return pages;
-  }
+  const allPages = (first: string) => followPages(t, bearer(alice.access_token), first);
 
   it.each([
     ['instance', '/r4/Patient/budget-h/_history?_count=10'],

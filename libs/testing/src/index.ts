@@ -3,3 +3,4 @@ export * from './factories';
 export * from './server-process';
 export * from './cli-runner';
 export * from './outcome';
+export * from './paging';

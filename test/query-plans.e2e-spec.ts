@@ -1,12 +1,5 @@
 import request from 'supertest';
-import {
-  bearer,
-  createTestApp,
-  IDENTITY_TEST_ENV,
-  TestApp,
-  TestClient,
-  TestUser,
-} from '@app/testing';
+import { bearer, createTestApp, IDENTITY_TEST_ENV, TestApp, TestClient, TestUser } from '@app/testing';
 import { explainQuery, recordQueries, scanViolations, type PlanReport } from '@app/testing/query-plans';
 import type { SyntheaRecord } from '@app/testing/synthea';
 import { DirectoryService } from '../src/modules/directory/directory.service';

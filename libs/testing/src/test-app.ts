@@ -20,13 +20,17 @@ export interface TestApp {
 /**
  * The real application on the real test database (started once by test/global-setup.ts), with a
  * database of its own that is dropped on close. `env` overrides settings (e.g. short TTLs).
+ * `attachTo`: another app's database instead (a restart with other settings); left to that app to drop.
  */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function createTestApp(
+  env: Record<string, string> = {},
+  options: { attachTo?: string } = {},
+): Promise<TestApp> {
   const uri = process.env.TEST_MONGO_URL;
   if (!uri) throw new Error('TEST_MONGO_URL is not set: run the e2e tests through jest (global setup)');
   const settings = parseSettings({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env });
-  const dbName = `t_${randomBytes(6).toString('hex')}`;
-  await shardForTest(uri, dbName);
+  const dbName = options.attachTo ?? `t_${randomBytes(6).toString('hex')}`;
+  if (options.attachTo === undefined) await shardForTest(uri, dbName);
   const app = await createApp(settings, { uri, engine: 'external', stop: async () => undefined }, dbName);
   await app.init();
   const connection = app.get<Connection>(getConnectionToken());
@@ -37,7 +41,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     dbName,
     connection,
     close: async () => {
-      await connection.dropDatabase().catch(() => undefined);
+      if (options.attachTo === undefined) await connection.dropDatabase().catch(() => undefined);
       await app.close();
     },
   };

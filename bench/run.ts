@@ -25,6 +25,7 @@ const ORDER = [
   'directory',
   'load',
   'fairness',
+  'refusal-cost',
 ];
 const root = join(__dirname, '..');
 

@@ -10,11 +10,18 @@ import {
   TestClient,
   TestUser,
 } from '@app/testing';
-import { explainQuery, recordQueries, scanViolations, type PlanReport } from '@app/testing/query-plans';
+import {
+  explainQuery,
+  recordQueries,
+  scanViolations,
+  sortsInMemory,
+  type PlanReport,
+} from '@app/testing/query-plans';
 import { loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 import { ExportPlanner, type ExportScope } from '../src/modules/bulk-export/export-planner';
 import type { TenantContext } from '../src/tenancy/tenant-context';
+import { documentDbPaths, hasOrderedIndexes } from '../src/database/documentdb-process';
 
 /**
  * Every hot query is an equality/range match on indexed fields with the client key in
@@ -145,6 +152,38 @@ describe('query plans: index scans for every hot query (e2e)', () => {
         for (const auth of [userAuth(), clientAuth()]) {
           const reports = await plansOf(getOk(`/r4/${path()}`, auth));
           if (index) await expectServedBy(reports, index);
+        }
+      });
+    }
+  });
+
+  /**
+   * A page of a sorted search reads its index in sort order and stops after the page, no `SORT`
+   * stage above the scan: MongoDB always; DocumentDB when its kit has the RUM fork
+   * (pg_documentdb_extended_rum, docs/storage.md "Sorted pages"), else it sorts every match.
+   */
+  describe('sorted pages: the index in sort order, stopping after the page', () => {
+    const walksInOrder = async () =>
+      process.env.TEST_DB_ENGINE !== 'documentdb' || (await hasOrderedIndexes(documentDbPaths(process.env)));
+    const pageQueries = (reports: PlanReport[]) =>
+      reports.filter(
+        ({ query }) =>
+          query.collection === 'resources' &&
+          Array.isArray(query.command.pipeline) &&
+          (query.command.pipeline as object[]).some((stage) => '$sort' in stage),
+      );
+    const cases: Array<[string, string]> = [
+      ['_lastUpdated range', 'Observation?_lastUpdated=ge2020-01-01'],
+      ['_sort=-_lastUpdated', 'Observation?_sort=-_lastUpdated&_count=5'],
+      ['plain type search (default order, newest first)', 'Observation?_count=5'],
+    ];
+    for (const [name, path] of cases) {
+      it(name, async () => {
+        const ordered = await walksInOrder();
+        for (const auth of [userAuth(), clientAuth()]) {
+          const pages = pageQueries(await plansOf(getOk(`/r4/${path}`, auth)));
+          expect(pages.length).toBe(1);
+          expect(sortsInMemory(pages[0])).toBe(!ordered);
         }
       });
     }

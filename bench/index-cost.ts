@@ -65,7 +65,8 @@ type Row = {
 };
 
 async function main(): Promise<void> {
-  const server = await startBenchServer();
+  // Full text on: the documents carry their `_content` words, so the layouts with and without them compare.
+  const server = await startBenchServer({ FHIR_FULLTEXT: 'on' });
   try {
     const db = server.connection.db!;
     const writer = server.app.get(ResourceWriter, { strict: false });

@@ -13,6 +13,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Document } from 'mongodb';
 import { createBenchUsers, printTable, startBenchServer } from './lib/bench-server';
+import { childrenCpuMs } from './lib/process-cpu';
 import { loadSyntheaR4 } from './lib/synthea-load';
 import { benchReads } from './read';
 import { benchSearches, USERS as SEARCH_USERS } from './search';
@@ -23,21 +24,30 @@ const PATIENTS = process.env.BENCH_PATIENTS ? Number(process.env.BENCH_PATIENTS)
 const COPIES = Number(process.env.BENCH_COPIES ?? 5);
 const DRIVER_BATCH = 1000;
 
+/** BENCH_DRIVER=0 leaves out the driver comparison (A/B runs of the API alone). */
+const DRIVER = process.env.BENCH_DRIVER !== '0';
+
 /** BENCH_THEN=read,search: run those benchmarks on the data this load stored, before the driver part. */
 const THEN = new Set((process.env.BENCH_THEN ?? '').split(',').filter(Boolean));
 
 async function main(): Promise<void> {
   // The search benchmark records the app's queries through command monitoring (METRICS_ENABLED).
+  // FHIR_FULLTEXT=on|off from the environment: the deployment's full-text option (A/B runs).
+  const fullText = process.env.FHIR_FULLTEXT ? { FHIR_FULLTEXT: process.env.FHIR_FULLTEXT } : {};
   const server = await startBenchServer(
-    THEN.has('search') ? { METRICS_ENABLED: 'true', DB_TIMEOUT_MS: '60000' } : {},
+    THEN.has('search') ? { METRICS_ENABLED: 'true', DB_TIMEOUT_MS: '60000', ...fullText } : fullText,
   );
   try {
     const users = await createBenchUsers(server, 1, USERS);
     process.stderr.write(
-      `engine ${server.engine}; loading through ${server.baseUrl} with ${PARALLEL} in flight\n`,
+      `engine ${server.engine}, full text ${server.settings.fullText ? 'on' : 'off'}; loading through ${server.baseUrl} with ${PARALLEL} in flight\n`,
     );
     const loadStarted = new Date().toISOString();
     let loadMiddle = loadStarted;
+    // CPU, not wall time, is what a resource costs on a shared machine: the engine's processes
+    // (children of this one) and this process (the server and the load generator together).
+    const engineCpuBefore = childrenCpuMs();
+    const processCpuBefore = process.cpuUsage();
     const api = await loadSyntheaR4(server, {
       users,
       parallel: PARALLEL,
@@ -50,15 +60,31 @@ async function main(): Promise<void> {
       },
     });
 
+    const engineCpuMs = childrenCpuMs() - engineCpuBefore;
+    const { user, system } = process.cpuUsage(processCpuBefore);
+    const processCpuMs = (user + system) / 1000;
+    const documents = await storedDocuments(server);
+    const cpu = {
+      'engine CPU ms / 1,000 resources': (engineCpuMs / api.resources) * 1000,
+      'server + load CPU ms / 1,000 resources': (processCpuMs / api.resources) * 1000,
+      'documents / resource': documents / api.resources,
+    };
+    console.log(`\nCPU per 1,000 resources ingested (load average ${loadavg()[0].toFixed(1)})`);
+    printTable([cpu]);
+
     if (THEN.has('read')) await benchReads(server, users[0], api.observationIds.get(0) ?? []);
     if (THEN.has('search')) await benchSearches(server, users, api, loadStarted, loadMiddle);
 
+    if (!DRIVER) {
+      writeResult({ engine: server.engine, copies: COPIES, loadAverage: loadavg(), api, cpu });
+      return;
+    }
     // The same documents, through the driver, into a database of their own on the same engine.
     const db = server.connection.db!;
     const target = server.connection.getClient().db(`${server.dbName}_driver`);
     // The same indexes as the API's collections, in one command each (inserting into an unindexed
     // collection is not the same work).
-    const documents: Record<string, number> = {};
+    const driverDocuments: Record<string, number> = {};
     for (const name of ['resources', 'resource_history']) {
       const indexes = (await db.collection(name).listIndexes().toArray()).filter((i) => i.name !== '_id_');
       await target.createCollection(name);
@@ -66,7 +92,7 @@ async function main(): Promise<void> {
     }
     let insertNanos = 0n;
     for (const name of ['resources', 'resource_history']) {
-      documents[name] = 0;
+      driverDocuments[name] = 0;
       // a pass over every stored document: the app connection's per-operation deadline (DB_TIMEOUT_MS)
       // applies per batch, not to the whole pass
       const cursor = db.collection(name).find({}, { timeoutMode: 'iteration' }).batchSize(DRIVER_BATCH);
@@ -75,7 +101,7 @@ async function main(): Promise<void> {
         const start = process.hrtime.bigint();
         await target.collection(name).insertMany(batch, { ordered: false, timeoutMS: 0 });
         insertNanos += process.hrtime.bigint() - start;
-        documents[name] += batch.length;
+        driverDocuments[name] += batch.length;
         batch = [];
       };
       for await (const doc of cursor) {
@@ -92,14 +118,14 @@ async function main(): Promise<void> {
       {
         path: 'HTTP API (transaction bundles of 20)',
         resources: api.resources,
-        documents: documents.resources + documents.resource_history,
+        documents: driverDocuments.resources + driverDocuments.resource_history,
         seconds: api.seconds,
         'resources/s': api.resourcesPerSecond,
       },
       {
         path: 'driver insertMany (same documents)',
         resources: api.resources,
-        documents: documents.resources + documents.resource_history,
+        documents: driverDocuments.resources + driverDocuments.resource_history,
         seconds: driverSeconds,
         'resources/s': driverPerSecond,
       },
@@ -123,17 +149,31 @@ async function main(): Promise<void> {
       loadAverage: loadavg(),
       rows,
       ratio,
+      cpu,
       summary: [
         { figure: 'API resources/s', value: api.resourcesPerSecond, target: '≥ 2,000' },
         { figure: 'driver resources/s', value: driverPerSecond },
         { figure: 'API / driver', value: ratio, target: '≥ 0.5' },
       ],
     };
-    mkdirSync(join(__dirname, 'results'), { recursive: true });
-    writeFileSync(join(__dirname, 'results', 'ingest.json'), JSON.stringify(result, null, 2));
+    writeResult(result);
   } finally {
     await server.close();
   }
+}
+
+/** Documents the load stored, current and history (per resource: the write layout's cost). */
+async function storedDocuments(server: Awaited<ReturnType<typeof startBenchServer>>): Promise<number> {
+  const db = server.connection.db!;
+  const counts = await Promise.all(
+    ['resources', 'resource_history'].map((name) => db.collection(name).estimatedDocumentCount()),
+  );
+  return counts[0] + counts[1];
+}
+
+function writeResult(result: object): void {
+  mkdirSync(join(__dirname, 'results'), { recursive: true });
+  writeFileSync(join(__dirname, 'results', 'ingest.json'), JSON.stringify(result, null, 2));
 }
 
 main().catch((error) => {

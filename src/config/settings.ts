@@ -71,6 +71,11 @@ export interface Settings {
   /** Directory searches from an in-memory copy up to this many active entries (0: always the database). */
   directoryCacheMaxEntries: number;
   metricsEnabled: boolean;
+  /**
+   * `_content` words extracted and indexed at every write (FHIR_FULLTEXT=on). Off: no words, no
+   * `search_txt` index, `_content`/`_text` answered 400 (docs/storage.md: about 30% of a write's index work).
+   */
+  fullText: boolean;
 }
 
 export class SettingsError extends Error {
@@ -238,6 +243,7 @@ export function parseSettings(env: Env): Settings {
     directorySeed: r.bool('DIRECTORY_SEED', true),
     directoryCacheMaxEntries: r.int('DIRECTORY_CACHE_MAX_ENTRIES', 250000, 0, 10000000),
     metricsEnabled: r.bool('METRICS_ENABLED', false),
+    fullText: r.oneOf('FHIR_FULLTEXT', ['on', 'off'] as const, 'off') === 'on',
   };
   if (r.problems.length > 0) throw new SettingsError(r.problems);
   return settings;

@@ -10,14 +10,15 @@ import { indexSpecs } from './search/search-indexes';
 /** Per-user scans in (type, key) order: purge batches, a user's plain type search, export files. */
 export const USER_TYPE_INDEX = 'user_type';
 
-export const RESOURCE_INDEXES: readonly mongo.IndexDescription[] = [
+/** `fullText`: the deployment's full-text setting (`Settings.fullText`: the `_content` words index). */
+export const resourceIndexes = (fullText: boolean): readonly mongo.IndexDescription[] => [
   { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: 'type_lastUpdated' },
   // A user's `_lastUpdated` and plain type searches: on `type_lastUpdated` the engine reads
   // every user's entries of the range and tests `u` on each stored document.
   { key: { v: 1, c: 1, u: 1, t: 1, lu: -1, id: 1 }, name: 'user_type_lastUpdated' },
   { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: USER_TYPE_INDEX },
   // Multikey `idx.*` indexes of the search entries (libs/fhir/src/search/search-index.ts).
-  ...indexSpecs(),
+  ...indexSpecs(fullText),
 ];
 
 export const HISTORY_INDEXES: readonly mongo.IndexDescription[] = [

@@ -1,11 +1,13 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectConnection } from '@nestjs/mongoose';
 import type { Connection, mongo } from 'mongoose';
+import { SETTINGS } from '../config/config.module';
+import type { Settings } from '../config/settings';
 import { ensureIndexes } from '../database/ensure-indexes';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { HISTORY_COLLECTION, type HistoryDoc, RESOURCES_COLLECTION, type ResourceDoc } from './documents';
-import { HISTORY_INDEXES, RESOURCE_INDEXES } from './indexes';
-import { RETIRED_INDEX_NAMES } from './search/search-indexes';
+import { HISTORY_INDEXES, resourceIndexes } from './indexes';
+import { retiredIndexNames } from './search/search-indexes';
 import { ScopedCollection } from './tenant-scope';
 
 /** A tenant's view of the resource collections: every filter carries its tenant keys. */
@@ -30,7 +32,10 @@ export interface UnscopedStore {
  */
 @Injectable()
 export class ResourceStorage implements OnModuleInit {
-  constructor(@InjectConnection() private readonly connection: Connection) {}
+  constructor(
+    @InjectConnection() private readonly connection: Connection,
+    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'fullText'>,
+  ) {}
 
   private get resources(): mongo.Collection<ResourceDoc> {
     return this.connection.db!.collection<ResourceDoc>(RESOURCES_COLLECTION);
@@ -54,11 +59,12 @@ export class ResourceStorage implements OnModuleInit {
 
   /** Indexes are created at start-up, before the first request: no query may run without its index. */
   async onModuleInit(): Promise<void> {
-    await ensureIndexes(this.resources, RESOURCE_INDEXES);
+    await ensureIndexes(this.resources, resourceIndexes(this.settings.fullText));
     await ensureIndexes(this.history, HISTORY_INDEXES);
-    // Every index costs each write: those of an earlier search-index layout go (`store reindex`
-    // rebuilds the entries of stored resources in the current layout).
+    // Every index costs each write: those of an earlier search-index layout, or of full text when
+    // it is off, go (`store reindex` rebuilds the entries of stored resources in the current layout).
     const present = new Set((await this.resources.indexes()).map((index) => index.name));
-    for (const name of RETIRED_INDEX_NAMES) if (present.has(name)) await this.resources.dropIndex(name);
+    for (const name of retiredIndexNames(this.settings.fullText))
+      if (present.has(name)) await this.resources.dropIndex(name);
   }
 }

@@ -57,13 +57,19 @@ function operationsOf(
 
 /** Search result parameters every search takes (https://hl7.org/fhir/R4/search.html). */
 const RESULT_PARAMS: CapabilitySearchParam[] = [
-  { name: '_content', type: 'string', documentation: 'words of the resource text' },
   { name: '_count', type: 'number', documentation: 'page size (default 10, at most 100)' },
   { name: '_sort', type: 'string', documentation: 'sort keys, - for descending' },
   { name: '_summary', type: 'token', documentation: 'true, text, data, count' },
   { name: '_elements', type: 'string', documentation: 'top-level elements to return' },
   { name: '_total', type: 'token', documentation: 'none or accurate' },
 ];
+
+/** `_content`: only where the deployment indexes words (FHIR_FULLTEXT=on, docs/storage.md). */
+const CONTENT_PARAM: CapabilitySearchParam = {
+  name: '_content',
+  type: 'string',
+  documentation: 'words of the resource text',
+};
 
 /** Reference parameters of every type of a version: `Type:param` with their target types. */
 function referenceParams(
@@ -129,7 +135,7 @@ export class CapabilityService {
         })),
       searchInclude: includes ? includeOf : undefined,
       searchRevInclude: includes ? revIncludeOf : undefined,
-      commonSearchParams: RESULT_PARAMS,
+      commonSearchParams: this.settings.fullText ? [CONTENT_PARAM, ...RESULT_PARAMS] : RESULT_PARAMS,
       operations: operationsOf(this.operations.list(), version, baseUrl),
       instantiates: [BULK_DATA_IG],
       security: {

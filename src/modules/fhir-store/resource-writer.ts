@@ -95,7 +95,7 @@ export class ResourceWriter {
       del: false,
       json,
     };
-    const idx = searchIndexOf(version, stamped);
+    const idx = searchIndexOf(version, stamped, this.settings);
     if (idx !== undefined) doc.idx = idx;
     return doc;
   }
@@ -275,7 +275,7 @@ export class ResourceWriter {
     };
     delete next.idx;
     if (holder.json !== null) {
-      const idx = searchIndexOf(version, JSON.parse(holder.json) as Record<string, unknown>);
+      const idx = searchIndexOf(version, JSON.parse(holder.json) as Record<string, unknown>, this.settings);
       if (idx !== undefined) next.idx = idx;
     }
     if (await this.repository.compareAndSet(ctx, current._id, current.vid, next)) {

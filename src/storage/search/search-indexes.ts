@@ -27,19 +27,27 @@ export const INDEX_NAMES = {
   refAnyType: 'search_ref_any_type',
 } as const;
 
-export function indexSpecs(): SearchIndexSpec[] {
+/**
+ * `fullText`: the deployment's setting; off, `_content` words are neither extracted nor indexed
+ * (`search_txt` is then among the indexes dropped at start-up: each index costs every write).
+ */
+export function indexSpecs(fullText: boolean): SearchIndexSpec[] {
   const tenantType = { v: 1, c: 1, t: 1 } as const;
-  return [
+  const specs: SearchIndexSpec[] = [
     { key: { ...tenantType, 'idx.tok': 1 }, name: INDEX_NAMES.tok },
     { key: { ...tenantType, 'idx.str': 1 }, name: INDEX_NAMES.str },
     { key: { ...tenantType, 'idx.ref': 1 }, name: INDEX_NAMES.ref },
     { key: { ...tenantType, 'idx.uri': 1 }, name: INDEX_NAMES.uri },
     { key: { ...tenantType, 'idx.bkt': 1 }, name: INDEX_NAMES.bkt },
-    { key: { ...tenantType, 'idx.txt': 1 }, name: INDEX_NAMES.txt },
     // Type-less: $everything, _revinclude and `_type`-less system searches look references up across types.
     { key: { v: 1, c: 1, 'idx.ref': 1 }, name: INDEX_NAMES.refAnyType },
   ];
+  if (fullText) specs.push({ key: { ...tenantType, 'idx.txt': 1 }, name: INDEX_NAMES.txt });
+  return specs;
 }
 
-/** Indexes of earlier layouts that the current one no longer uses (dropped at start-up: write cost). */
-export const RETIRED_INDEX_NAMES = ['search_date_low', 'search_date_high', 'search_num', 'search_qty'];
+/** Indexes of earlier layouts, or of an option now off, that the current one does not use (dropped at start-up: write cost). */
+export function retiredIndexNames(fullText: boolean): string[] {
+  const retired = ['search_date_low', 'search_date_high', 'search_num', 'search_qty'];
+  return fullText ? retired : [...retired, INDEX_NAMES.txt];
+}

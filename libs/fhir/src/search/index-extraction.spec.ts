@@ -225,6 +225,20 @@ describe('extractIndex on hand-written resources', () => {
     expect(words).toEqual(['8302', 'body', 'height', 'eleve']);
   });
 
+  it('_content words only with full text on; every other entry the same either way', () => {
+    const condition = {
+      resourceType: 'Condition',
+      subject: { reference: 'Patient/p1' },
+      code: { coding: [{ system: 'http://snomed.info/sct', code: '444814009' }], text: 'Viral sinusitis' },
+    };
+    const on = extractIndex('r4', condition, { fullText: true });
+    const off = extractIndex('r4', condition, { fullText: false });
+    expect(on.txt).toEqual(expect.arrayContaining(['viral', 'sinusitis']));
+    expect(off.txt).toBeUndefined();
+    const { txt: _words, ...rest } = on;
+    expect(off).toEqual(rest);
+  });
+
   it('STU3 and DSTU2 (derived) parameters', () => {
     const stu3 = extractIndex('stu3', {
       resourceType: 'MedicationRequest',

@@ -70,12 +70,24 @@ function evaluateSafely(expression: CompiledExpression, resource: unknown): unkn
   }
 }
 
+export interface ExtractIndexOptions {
+  /**
+   * `_content` words (`txt`) too: the deployment's full-text setting. Off, a resource has no words
+   * (its largest share of index entries; the search answers `_content` with an error instead).
+   */
+  fullText: boolean;
+}
+
 /**
  * Index entries of one resource (written at create/update, stored as `idx`, see search-index.ts).
  * Only the parameters whose first element is present in the resource are evaluated: most
  * parameters of a type are absent from any one resource, which is where the time goes.
  */
-export function extractIndex(version: FhirVersion, resource: Record<string, unknown>): SearchIndex {
+export function extractIndex(
+  version: FhirVersion,
+  resource: Record<string, unknown>,
+  options: ExtractIndexOptions = { fullText: true },
+): SearchIndex {
   const type = resource.resourceType;
   const builder = new IndexBuilder();
   if (typeof type !== 'string') return builder.build([]);
@@ -89,5 +101,5 @@ export function extractIndex(version: FhirVersion, resource: Record<string, unkn
     for (const [param, expression] of compiled.byElement.get(element) ?? []) run(param, expression);
   }
   for (const [param, expression] of compiled.always) run(param, expression);
-  return builder.build(contentWords(resource));
+  return builder.build(options.fullText ? contentWords(resource) : []);
 }

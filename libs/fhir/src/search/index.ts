@@ -2,7 +2,7 @@ export * from './search-error';
 export * from './search-index';
 export * from './search-parameter-types';
 export * from './parsed-search';
-export { extractIndex, contentWords } from './index-extraction';
+export { extractIndex, contentWords, type ExtractIndexOptions } from './index-extraction';
 export {
   searchParamsFor,
   patientCompartmentParams,

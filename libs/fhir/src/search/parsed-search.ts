@@ -102,6 +102,13 @@ export interface ParsedSearch {
 export interface ParseSearchOptions {
   /** Unknown parameters raise a SearchError instead of being collected. */
   strict?: boolean;
+  /** The caller asked for lenient handling (`Prefer: handling=lenient`): see `fullTextOff`. */
+  lenient?: boolean;
+  /**
+   * Full-text search is off on this server, for the reason given (named in the error): `_content`
+   * and `_text` raise a SearchError, or are collected as unknown under `lenient` handling.
+   */
+  fullTextOff?: string;
   /** Default page size (10, docs/api.md §13). */
   defaultCount?: number;
   /** Largest page size; larger `_count` values are clamped (100). */

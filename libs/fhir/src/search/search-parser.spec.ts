@@ -107,6 +107,31 @@ describe('parseSearch', () => {
     );
   });
 
+  it('full text off: _content and _text refused with the reason, or collected as unknown when lenient', () => {
+    const off = { fullTextOff: 'full text is off here (SETTING=off)' };
+    for (const name of ['_content', '_text', '_text:exact']) {
+      const error = errorOf(() => parseSearch('r4', 'Condition', { [name]: 'sinus' }, off));
+      expect(error.code).toBe('not-supported');
+      expect(error.message).toContain('SETTING=off');
+      expect(
+        errorOf(() => parseSearch('r4', 'Condition', { [name]: 'x' }, { ...off, strict: true })).code,
+      ).toBe('not-supported');
+    }
+    const lenient = parseSearch(
+      'r4',
+      'Condition',
+      { _content: 'sinus', code: 'x' },
+      { ...off, lenient: true },
+    );
+    expect(lenient.unknown).toEqual(['_content']);
+    expect(lenient.content).toEqual([]);
+    expect(lenient.clauses).toHaveLength(1);
+    // full text on (no reason given): the words are searched as before
+    expect(parseSearch('r4', 'Condition', { _content: 'viral sinus' }).content).toEqual([
+      [['viral', 'sinus']],
+    ]);
+  });
+
   it('ignores empty values', () => {
     expect(parseSearch('r4', 'Patient', { name: '', gender: ',' }).clauses).toEqual([]);
   });

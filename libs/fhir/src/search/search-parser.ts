@@ -29,6 +29,8 @@ import { textWords } from './text-normalization';
 export type SearchQueryInput = Array<[string, string]> | Record<string, unknown>;
 
 const DEFAULTS = { defaultCount: 10, maxCount: 100, maxWindow: 10_000 };
+/** Full-text search parameters (https://hl7.org/fhir/R4/search.html#content): a deployment's option. */
+const FULL_TEXT_PARAMS = new Set(['_content', '_text']);
 /** Parameters that shape the HTTP response, not the search: accepted and ignored here. */
 const IGNORED = new Set(['_format', '_pretty', '_debug']);
 
@@ -171,6 +173,12 @@ export function parseSearch(
 
   for (const [name, value] of pairs) {
     const [base, ...modifiers] = name.split(':');
+    if (settings.fullTextOff !== undefined && FULL_TEXT_PARAMS.has(base)) {
+      // Silently ignoring them would answer every resource of the type: only when asked for.
+      if (!settings.lenient) throw new SearchError('not-supported', `${base}: ${settings.fullTextOff}`);
+      parsed.unknown.push(name);
+      continue;
+    }
     switch (base) {
       case '_count':
         parsed.count = Math.min(parseNonNegativeInteger('_count', value), settings.maxCount);

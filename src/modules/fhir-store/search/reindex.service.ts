@@ -1,5 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { extractIndex, type FhirVersion } from '@app/fhir';
+import { SETTINGS } from '../../../config/config.module';
+import type { Settings } from '../../../config/settings';
 import { ReindexRepository, type IndexUpdate } from '../../../storage/reindex.repository';
 
 const BATCH = 500;
@@ -18,11 +20,15 @@ export interface ReindexReport {
 
 /**
  * Rebuilds the search index entries (`idx`) of stored resources after the search-parameter
- * definitions or the extraction changed (`store reindex [--version v] [--type T]`).
+ * definitions or the extraction changed, or full text was switched on or off (FHIR_FULLTEXT:
+ * the words are added or dropped) (`store reindex [--version v] [--type T]`).
  */
 @Injectable()
 export class ReindexService {
-  constructor(private readonly repository: ReindexRepository) {}
+  constructor(
+    private readonly repository: ReindexRepository,
+    @Inject(SETTINGS) private readonly settings: Settings,
+  ) {}
 
   async reindex(
     version: FhirVersion,
@@ -51,7 +57,11 @@ export class ReindexService {
           updates.push({
             key: doc._id,
             vid: doc.vid,
-            idx: extractIndex(version, JSON.parse(doc.json ?? 'null') as Record<string, unknown>),
+            idx: extractIndex(
+              version,
+              JSON.parse(doc.json ?? 'null') as Record<string, unknown>,
+              this.settings,
+            ),
           });
         } catch {
           report.failed++;

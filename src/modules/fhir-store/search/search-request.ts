@@ -51,6 +51,15 @@ export function isStrictHandling(prefer: string | undefined): boolean {
   return /(^|[,;\s])handling\s*=\s*strict\b/i.test(prefer ?? '');
 }
 
+/** `Prefer: handling=lenient`, asked for explicitly (search.html#errors). */
+export function isLenientHandling(prefer: string | undefined): boolean {
+  return /(^|[,;\s])handling\s*=\s*lenient\b/i.test(prefer ?? '');
+}
+
+/** Why `_content`/`_text` are refused when full text is off (the setting that turns it on). */
+export const FULL_TEXT_OFF =
+  'full-text search is off on this server (FHIR_FULLTEXT=off; an operator turns it on with FHIR_FULLTEXT=on and `store reindex`)';
+
 /** The pairs repeated on every paging link: everything but the paging parameters themselves. */
 export function linkPairs(pairs: SearchPairs): SearchPairs {
   return pairs.filter(([name]) => !PAGING_PARAMS.has(name));

@@ -59,7 +59,11 @@ const COMMON_QUERY = [
   { name: '_total', required: false, description: 'accurate (default) or none' },
   { name: '_summary', required: false, description: 'count: total only; data, text: subsets' },
   { name: '_elements', required: false, description: 'top-level elements to keep (meta.tag SUBSETTED)' },
-  { name: '_content', required: false, description: 'words of the resource text (last word as a prefix)' },
+  {
+    name: '_content',
+    required: false,
+    description: 'words of the resource text (last word as a prefix); only with FHIR_FULLTEXT=on, else 400',
+  },
 ];
 
 export function SearchQueryDocs(): MethodDecorator {

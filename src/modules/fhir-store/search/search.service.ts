@@ -21,6 +21,8 @@ import { compartmentSearchFilter } from './patient-compartment';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
 import {
   asOutcomeError,
+  FULL_TEXT_OFF,
+  isLenientHandling,
   isStrictHandling,
   linkPairs,
   normalizeReferenceValues,
@@ -49,6 +51,11 @@ export class SearchService {
     private readonly includes: IncludeResolver,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
+
+  /** `_content`/`_text` refused (or ignored under lenient handling) when full text is off. */
+  private get fullTextOff(): string | undefined {
+    return this.settings.fullText ? undefined : FULL_TEXT_OFF;
+  }
 
   /**
    * Compartment search `GET /{v}/{compartment}/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch):
@@ -85,6 +92,8 @@ export class SearchService {
     const base = this.settings.urls.base;
     const parsed = parseOrReject(version, type, pairs, {
       strict: isStrictHandling(prefer),
+      lenient: isLenientHandling(prefer),
+      fullTextOff: this.fullTextOff,
       defaultCount: DEFAULT_PAGE_SIZE,
       maxCount: MAX_PAGE_SIZE,
       // `_skip` up to SEARCH_MAX_SKIP, then one full page.
@@ -216,6 +225,8 @@ export class SearchService {
   ): Promise<ResourceDoc[]> {
     const parsed = parseOrReject(version, type, pairs, {
       strict: !options.lenient,
+      lenient: options.lenient,
+      fullTextOff: this.fullTextOff,
       defaultCount: options.limit,
       maxCount: options.limit,
       maxWindow: options.limit,

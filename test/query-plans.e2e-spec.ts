@@ -1,10 +1,17 @@
 import request from 'supertest';
 import { bearer, createTestApp, IDENTITY_TEST_ENV, TestApp, TestClient, TestUser } from '@app/testing';
-import { explainQuery, recordQueries, scanViolations, type PlanReport } from '@app/testing/query-plans';
+import {
+  explainQuery,
+  recordQueries,
+  scanViolations,
+  sortsInMemory,
+  type PlanReport,
+} from '@app/testing/query-plans';
 import type { SyntheaRecord } from '@app/testing/synthea';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 import { ExportPlanner, type ExportScope } from '../src/modules/bulk-export/export-planner';
 import type { TenantContext } from '../src/tenancy/tenant-context';
+import { documentDbPaths, hasOrderedIndexes } from '../src/database/documentdb-process';
 import { credentialHeaders, HOT_PATHS, seedHotPaths, type HotPathFixture } from './query-plans.catalogue';
 
 /**
@@ -80,6 +87,45 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       }
     });
   }
+
+  /**
+   * A page of a type's search in lastUpdated order reads the lastUpdated index in that order and
+   * stops after the page, no `SORT` stage above the scan: MongoDB always; DocumentDB when its kit
+   * has the RUM fork (pg_documentdb_extended_rum, docs/storage.md "Sorted pages"), else it sorts
+   * every match.
+   */
+  describe('sorted pages: the index in sort order, stopping after the page', () => {
+    const walksInOrder = async () =>
+      process.env.TEST_DB_ENGINE !== 'documentdb' || (await hasOrderedIndexes(documentDbPaths(process.env)));
+    const pageQuery = (reports: PlanReport[]) =>
+      reports.filter(
+        ({ query }) =>
+          query.collection === 'resources' &&
+          Array.isArray(query.command.pipeline) &&
+          (query.command.pipeline as object[]).some((stage) => '$sort' in stage),
+      );
+    const cases: Array<[string, string]> = [
+      ['_lastUpdated range', 'Observation?_lastUpdated=ge2020-01-01'],
+      ['_sort=-_lastUpdated', 'Observation?_sort=-_lastUpdated&_count=5'],
+      ['plain type search (default order, newest first)', 'Observation?_count=5'],
+    ];
+    for (const [name, path] of cases) {
+      it(name, async () => {
+        const ordered = await walksInOrder();
+        for (const [credential, index] of [
+          ['user', 'user_type_lastUpdated'],
+          ['client', 'type_lastUpdated'],
+        ] as const) {
+          const pages = pageQuery(
+            await plansOf(getOk(`/r4/${path}`, credentialHeaders(fixture, credential))),
+          );
+          expect(pages.length).toBe(1);
+          expect(pages[0].indexes).toContain(index);
+          expect(sortsInMemory(pages[0])).toBe(!ordered);
+        }
+      });
+    }
+  });
 
   it("a user's _lastUpdated range can run on the user's own index", async () => {
     const reports = await plansOf(getOk('/r4/Observation?_lastUpdated=ge2020-01-01', userAuth()));

@@ -148,44 +148,8 @@ async function asUser(user: RunAs, cmd: string, args: string[]): Promise<string>
   return stdout;
 }
 
-/**
- * Whether the kit has documentdb's own RUM fork (`pg_documentdb_extended_rum`, upstream
- * internal/pg_documentdb_extended_rum). Only its composite operator class can return index entries in
- * key order (an ORDER BY operator in the operator family, ordered and backward scans), so only with it
- * can a sorted page be read by walking an index and stopping after the page; the stock `rum` access
- * method the kit falls back to cannot (docs/storage.md "Sorted pages").
- */
-export async function hasOrderedIndexes(paths: DocumentDbPaths): Promise<boolean> {
-  const pgConfig = join(paths.pgBinDir, 'pg_config');
-  if (!existsSync(pgConfig)) return false;
-  const [libDir, shareDir] = (await run(pgConfig, ['--pkglibdir', '--sharedir'])).stdout.trim().split('\n');
-  return (
-    existsSync(join(libDir, 'pg_documentdb_extended_rum.so')) &&
-    existsSync(join(shareDir, 'extension', 'documentdb_extended_rum.control'))
-  );
-}
-
-/**
- * Settings that make DocumentDB walk an index in sort order (docs/storage.md "Sorted pages"): the
- * RUM fork serves the index access method, new indexes use its operator classes, and the planner
- * may push a sort into an index. Fixed when the cluster is created: the pushdown fails ("operator is
- * not a member of opfamily") on indexes built before with the stock RUM classes, so a cluster made
- * without the fork keeps sorting its matches.
- */
-const ORDERED_INDEX_SETTINGS = [
-  "shared_preload_libraries = 'pg_cron, pg_documentdb_core, pg_documentdb, pg_documentdb_extended_rum'",
-  "documentdb.rum_library_load_option = 'require_documentdb_extended_rum'",
-  "documentdb.alternate_index_handler_name = 'extended_rum'",
-  'documentdb.enableIndexOrderbyPushdown = on',
-];
-
 /** initdb with the settings of the kit's start.sh; PostgreSQL listens on a Unix socket only. */
-async function initCluster(
-  l: Layout,
-  paths: DocumentDbPaths,
-  user: RunAs,
-  orderedIndexes: boolean,
-): Promise<void> {
+async function initCluster(l: Layout, paths: DocumentDbPaths, user: RunAs): Promise<void> {
   rmSync(l.pgData, { recursive: true, force: true });
   rmSync(join(l.root, READY_MARKER), { force: true });
   await asUser(user, join(paths.pgBinDir, 'initdb'), [
@@ -214,7 +178,6 @@ async function initCluster(
     // Ordered compound index keys (like MongoDB's B-trees): fixed at cluster creation so that
     // re-creating an existing index stays idempotent.
     'documentdb.defaultUseCompositeOpClass = on',
-    ...(orderedIndexes ? ORDERED_INDEX_SETTINGS : []),
     "include_if_exists = 'docdb-extra.conf'",
     '',
   ].join('\n');
@@ -247,10 +210,6 @@ async function psql(l: Layout, paths: DocumentDbPaths, user: RunAs, sql: string)
 /** The extension and the gateway's login; idempotent, so a start interrupted half way repeats it. */
 async function initDatabase(l: Layout, paths: DocumentDbPaths, user: RunAs, password: string) {
   await psql(l, paths, user, 'CREATE EXTENSION IF NOT EXISTS documentdb CASCADE');
-  const preloaded = await psql(l, paths, user, "SELECT current_setting('shared_preload_libraries')");
-  if (preloaded.includes('pg_documentdb_extended_rum')) {
-    await psql(l, paths, user, 'CREATE EXTENSION IF NOT EXISTS documentdb_extended_rum');
-  }
   const exists = (await psql(l, paths, user, `SELECT 1 FROM pg_roles WHERE rolname='${MONGO_USER}'`)).trim();
   const verb = exists === '1' ? 'ALTER' : 'CREATE';
   // The password is hex (no quoting issues) and goes over the private socket only.
@@ -395,7 +354,7 @@ export class DocumentDbInstance implements RunningDocumentDb {
     prepareFolders(l, user);
     letUserReach(l.root, user, report);
     const fresh = !existsSync(join(l.root, READY_MARKER)) || !existsSync(join(l.pgData, 'PG_VERSION'));
-    if (fresh) await initCluster(l, paths, user, await hasOrderedIndexes(paths));
+    if (fresh) await initCluster(l, paths, user);
     const password = readOrCreatePassword(l, fresh);
     const db = new DocumentDbInstance(paths, dir, l, user);
     try {

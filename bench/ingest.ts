@@ -33,7 +33,9 @@ const THEN = new Set((process.env.BENCH_THEN ?? '').split(',').filter(Boolean));
 async function main(): Promise<void> {
   // The search benchmark records the app's queries through command monitoring (METRICS_ENABLED).
   // FHIR_FULLTEXT=on|off from the environment: the deployment's full-text option (A/B runs).
-  const fullText = process.env.FHIR_FULLTEXT ? { FHIR_FULLTEXT: process.env.FHIR_FULLTEXT } : {};
+  const fullText: Record<string, string> = process.env.FHIR_FULLTEXT
+    ? { FHIR_FULLTEXT: process.env.FHIR_FULLTEXT }
+    : {};
   const server = await startBenchServer(
     THEN.has('search') ? { METRICS_ENABLED: 'true', DB_TIMEOUT_MS: '60000', ...fullText } : fullText,
   );

@@ -468,7 +468,8 @@ describe('purge budget (e2e, PURGE_BUDGET_MS=100)', () => {
   });
 
   it('answers 504 timeout when the budget runs out, keeps what it removed, and converges', async () => {
-    await load(t, owner, 15);
+    // 29 bundles: 580 Observations and one Provenance each, enough to outlast the budget
+    await load(t, owner, 29);
     await load(t, neighbour, 1);
     const initial = await stored(t, owner);
     const neighbourBefore = await stored(t, neighbour);

@@ -23,6 +23,8 @@ module.exports = {
       ...common,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      // the cluster's own suites run with `npm run test:sharded` (jest.sharded.config.js)
+      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/sharded/'],
       globalSetup: '<rootDir>/test/global-setup.ts',
       globalTeardown: '<rootDir>/test/global-teardown.ts',
     },

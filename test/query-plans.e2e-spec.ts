@@ -1,31 +1,24 @@
 import request from 'supertest';
-import {
-  bearer,
-  clientHeaders,
-  createClient,
-  createTestApp,
-  createUser,
-  IDENTITY_TEST_ENV,
-  TestApp,
-  TestClient,
-  TestUser,
-} from '@app/testing';
+import { bearer, createTestApp, IDENTITY_TEST_ENV, TestApp, TestClient, TestUser } from '@app/testing';
 import { explainQuery, recordQueries, scanViolations, type PlanReport } from '@app/testing/query-plans';
-import { loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
+import type { SyntheaRecord } from '@app/testing/synthea';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 import { ExportPlanner, type ExportScope } from '../src/modules/bulk-export/export-planner';
 import type { TenantContext } from '../src/tenancy/tenant-context';
+import { credentialHeaders, HOT_PATHS, seedHotPaths, type HotPathFixture } from './query-plans.catalogue';
 
 /**
  * Every hot query is an equality/range match on indexed fields with the client key in
  * the filter, proven with `explain`. Each case serves a real request through the app with command
  * monitoring on, then explains every query command the repositories sent (libs/testing/src/
  * query-plans.ts): none may be a collection scan, each must read an index. The queries are the
- * code's own, so this breaks when a repository or the search lib drifts.
+ * code's own, so this breaks when a repository or the search lib drifts. The requests are the
+ * hot-path catalogue (query-plans.catalogue.ts) that the routing suite on the cluster runs too.
  */
 describe('query plans: index scans for every hot query (e2e)', () => {
   jest.setTimeout(60_000);
   let t: TestApp;
+  let fixture: HotPathFixture;
   let client: TestClient;
   let alice: TestUser;
   let record: SyntheaRecord;
@@ -34,37 +27,12 @@ describe('query plans: index scans for every hot query (e2e)', () => {
   beforeAll(async () => {
     // METRICS_ENABLED turns the driver's command monitoring on (the recorder listens to it).
     t = await createTestApp({ ...IDENTITY_TEST_ENV, DIRECTORY_SEED: 'false', METRICS_ENABLED: 'true' });
-    client = await createClient(t);
-    alice = await createUser(t, client);
-    [record] = await loadSyntheaPatients(t, bearer(alice.access_token), { count: 1 });
-    const extras = [
-      {
-        resourceType: 'RiskAssessment',
-        id: 'risk-1',
-        status: 'final',
-        subject: { reference: `Patient/${record.patientId}` },
-        prediction: [{ probabilityDecimal: 0.25 }],
-      },
-      {
-        resourceType: 'ValueSet',
-        id: 'vs-1',
-        status: 'active',
-        url: 'http://example.org/fhir/ValueSet/vs-1',
-      },
-    ];
-    for (const resource of extras) {
-      await request(t.server)
-        .put(`/r4/${resource.resourceType}/${resource.id}`)
-        .set(bearer(alice.access_token))
-        .set('Content-Type', FHIR_JSON)
-        .send(JSON.stringify(resource))
-        .expect(201);
-    }
+    fixture = await seedHotPaths(t);
+    ({ client, alice, record } = fixture);
   }, 180_000);
   afterAll(async () => t?.close());
 
   const userAuth = () => bearer(alice.access_token);
-  const clientAuth = () => clientHeaders(client, 'client');
 
   /** Explains every query `run` made; fails on any collection scan. Returns the reports. */
   async function plansOf(run: () => Promise<unknown>): Promise<PlanReport[]> {
@@ -100,100 +68,25 @@ describe('query plans: index scans for every hot query (e2e)', () => {
     expect(hinted.indexes).toContain(index);
   }
 
-  describe('reads and history', () => {
-    it('read by id (user and client-wide)', async () => {
-      await plansOf(getOk(`/r4/Patient/${record.patientId}`, userAuth()));
-      await plansOf(getOk(`/r4/Patient/${record.patientId}`, clientAuth()));
+  for (const group of new Set(HOT_PATHS.map((path) => path.group))) {
+    describe(group, () => {
+      for (const path of HOT_PATHS.filter((p) => p.group === group)) {
+        it(path.name, async () => {
+          for (const credential of path.credentials) {
+            const reports = await plansOf(() => path.run(fixture, credentialHeaders(fixture, credential)));
+            if (path.index) await expectServedBy(reports, path.index);
+          }
+        });
+      }
     });
-
-    it('version read and the history page', async () => {
-      await plansOf(getOk(`/r4/Patient/${record.patientId}/_history/1`, userAuth()));
-      await plansOf(getOk(`/r4/Patient/${record.patientId}/_history`, userAuth()));
-    });
-  });
-
-  describe('search parameters, user and client-wide', () => {
-    const observation = () => resourcesOfType([record], 'Observation')[0];
-    const cases: Array<[string, () => string, string?]> = [
-      [
-        'token',
-        () =>
-          `Observation?code=${encodeURIComponent(`http://loinc.org|${observation().code.coding[0].code}`)}`,
-      ],
-      [
-        'string',
-        () => `Patient?name=${encodeURIComponent((record.resources[0] as any).name[0].family.slice(0, 3))}`,
-      ],
-      ['reference', () => `Observation?patient=Patient/${record.patientId}`],
-      ['date', () => `Observation?date=ge2015-01-01&date=lt2030`, 'search_range_buckets'],
-      ['number', () => 'RiskAssessment?probability=gt0.2', 'search_range_buckets'],
-      ['quantity', () => 'Observation?value-quantity=gt5', 'search_range_buckets'],
-      ['uri', () => 'ValueSet?url=http://example.org/fhir/ValueSet/vs-1'],
-      ['_id', () => `Patient?_id=${record.patientId}`],
-      ['_lastUpdated', () => 'Observation?_lastUpdated=ge2020-01-01'],
-      ['sort by _lastUpdated', () => 'Observation?_sort=-_lastUpdated&_count=5'],
-      ['sort by a parameter', () => `Observation?patient=Patient/${record.patientId}&_sort=date&_count=5`],
-      // on the reference index, the date tested on the candidates without its range buckets
-      [
-        'reference and date range',
-        () => `Observation?patient=Patient/${record.patientId}&date=ge2015&date=lt2030`,
-        'search_ref',
-      ],
-    ];
-    for (const [name, path, index] of cases) {
-      it(`${name}`, async () => {
-        for (const auth of [userAuth(), clientAuth()]) {
-          const reports = await plansOf(getOk(`/r4/${path()}`, auth));
-          if (index) await expectServedBy(reports, index);
-        }
-      });
-    }
-  });
+  }
 
   it("a user's _lastUpdated range can run on the user's own index", async () => {
     const reports = await plansOf(getOk('/r4/Observation?_lastUpdated=ge2020-01-01', userAuth()));
     await expectServedBy(reports, 'user_type_lastUpdated');
   });
 
-  describe('includes, chains, $everything', () => {
-    it('_include and _revinclude', async () => {
-      await plansOf(
-        getOk(`/r4/Observation?patient=Patient/${record.patientId}&_include=Observation:patient`, userAuth()),
-      );
-      await plansOf(getOk(`/r4/Patient?_id=${record.patientId}&_revinclude=Observation:patient`, userAuth()));
-    });
-
-    it('chain and _has', async () => {
-      const family = (record.resources[0] as any).name[0].family as string;
-      await plansOf(getOk(`/r4/Observation?patient.family=${encodeURIComponent(family)}`, userAuth()));
-      await plansOf(getOk(`/r4/Patient?_has:Observation:patient:status=final`, userAuth()));
-    });
-
-    it('$everything', async () => {
-      await plansOf(getOk(`/r4/Patient/${record.patientId}/$everything`, userAuth()));
-      await plansOf(getOk(`/r4/Patient/${record.patientId}/$everything`, clientAuth()));
-    });
-  });
-
-  describe('bulk export, purge, directory, identity', () => {
-    it('export manifest (types, counts, file boundaries) and a file', async () => {
-      let manifest: any;
-      await plansOf(async () => {
-        manifest = (await getOk('/bulk-data/r4/$export', userAuth())()).body;
-      });
-      const file = new URL(manifest.output[0].url);
-      await plansOf(getOk(file.pathname + file.search, userAuth()));
-    });
-
-    it('export manifest client-wide (the prefix count in two halves) and a file', async () => {
-      let manifest: any;
-      await plansOf(async () => {
-        manifest = (await getOk('/bulk-data/r4/$export', clientAuth())()).body;
-      });
-      const file = new URL(manifest.output[manifest.output.length - 1].url);
-      await plansOf(getOk(file.pathname + file.search, clientAuth()));
-    });
-
+  describe('export plan, directory, identity', () => {
     it('export plan: prefixes larger than a file (finer count, key runs) and compartments', async () => {
       for (const id of ['same-prefix-1', 'same-prefix-2', 'same-prefix-3']) {
         await request(t.server)
@@ -224,27 +117,6 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       await plansOf(() =>
         planner.plan(ctx, { ...scope, kind: 'patient', types: null, patients: [record.patientId] }, 50),
       );
-    });
-
-    it('purge batches', async () => {
-      const bob = await createUser(t, client);
-      await request(t.server)
-        .post('/r4/Observation')
-        .set(bearer(bob.access_token))
-        .set('Content-Type', FHIR_JSON)
-        .send(JSON.stringify({ resourceType: 'Observation', status: 'final', code: { text: 'doomed' } }))
-        .expect(201);
-      await plansOf(async () => {
-        await request(t.server).delete('/r4/purge').set(bearer(bob.access_token)).expect(200);
-        // The purge goes on after the answer: wait until the user's resources are gone.
-        for (let i = 0; i < 50; i++) {
-          const left = await t.connection
-            .db!.collection('resources')
-            .countDocuments({ c: client.client_id, u: bob.service_user_id });
-          if (left === 0) break;
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      });
     });
 
     it('directory search (filter and sort_name order; the version read and the copy rebuild)', async () => {

@@ -116,9 +116,17 @@ export class ResourceRepository {
   }
 
   /** Current documents of many keys of the client (bundle ingest's one look-up). */
-  async findManyInClient(ctx: TenantContext, keys: readonly string[]): Promise<Map<string, ResourceDoc>> {
+  findManyInClient(ctx: TenantContext, keys: readonly string[]): Promise<Map<string, ResourceDoc>> {
+    return this.findManyCurrent(clientWide(ctx), keys);
+  }
+
+  /**
+   * Current documents (tombstones too) of many keys within the context: a user's credential reads
+   * the user's own documents only, which on a sharded store is one shard (docs/scaling.md).
+   */
+  async findManyCurrent(ctx: TenantContext, keys: readonly string[]): Promise<Map<string, ResourceDoc>> {
     if (keys.length === 0) return new Map();
-    const docs = await byIds(this.scoped(clientWide(ctx)).resources, keys);
+    const docs = await byIds(this.scoped(ctx).resources, keys);
     return new Map(docs.map((d) => [d._id, d]));
   }
 

@@ -1,9 +1,11 @@
 import { randomBytes } from 'crypto';
 import { INestApplication } from '@nestjs/common';
 import { getConnectionToken } from '@nestjs/mongoose';
-import type { Connection } from 'mongoose';
+import { mongo, type Connection } from 'mongoose';
 import { parseSettings, Settings } from '../../../src/config/settings';
 import { createApp } from '../../../src/create-app';
+import type { ShardEngine } from '../../../src/storage/shard-engine';
+import { shardCollections } from '../../../src/storage/shard-keys';
 
 export interface TestApp {
   app: INestApplication;
@@ -28,6 +30,7 @@ export async function createTestApp(
   if (!uri) throw new Error('TEST_MONGO_URL is not set: run the e2e tests through jest (global setup)');
   const settings = parseSettings({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env });
   const dbName = options.attachTo ?? `t_${randomBytes(6).toString('hex')}`;
+  if (options.attachTo === undefined) await shardForTest(uri, dbName);
   const app = await createApp(settings, { uri, engine: 'external', stop: async () => undefined }, dbName);
   await app.init();
   const connection = app.get<Connection>(getConnectionToken());
@@ -42,4 +45,20 @@ export async function createTestApp(
       await app.close();
     },
   };
+}
+
+/**
+ * On the sharded test run (test/sharded/global-setup.ts sets TEST_SHARD_ENGINE) each test file's
+ * database gets its collections sharded before the app starts, as `store shard` does in production,
+ * so the app creates its indexes on sharded collections.
+ */
+async function shardForTest(uri: string, dbName: string): Promise<void> {
+  const engine = process.env.TEST_SHARD_ENGINE as ShardEngine | undefined;
+  if (!engine) return;
+  const client = await mongo.MongoClient.connect(uri);
+  try {
+    await shardCollections(client, dbName, engine);
+  } finally {
+    await client.close();
+  }
 }

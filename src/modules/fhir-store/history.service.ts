@@ -121,7 +121,8 @@ export class HistoryService {
    */
   private async visibleRows(ctx: TenantContext, rows: HistoryDoc[]): Promise<HistoryDoc[]> {
     const keys = [...new Set(rows.map((r) => r.rk))];
-    const current = await this.resources.findManyInClient(ctx, keys);
+    // In the context's own scope: a row is visible only under its owner's current document anyway.
+    const current = await this.resources.findManyCurrent(ctx, keys);
     return rows.filter((row) => {
       const doc = current.get(row.rk);
       return doc !== undefined && doc.u === row.u && row.vid <= doc.vid;

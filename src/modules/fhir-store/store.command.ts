@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { withAppContext } from '../../cli/cli-context';
 import { StoreCheckService } from './store-check.service';
+import { storeShard } from './store-shard.command';
 
 /**
  * `store check [--repair]`: prints a JSON report on stdout (progress on stderr); exits 1 when
@@ -22,4 +23,10 @@ export function registerStoreCommands(program: Command): void {
       const problems = report.missingHistory + report.orphanHistory + report.missingProvenance;
       if (problems > 0 && !report.repaired) process.exitCode = 1;
     });
+  store
+    .command('shard')
+    .description(
+      'shard the resource collections on their keys (a sharded MongoDB or DocumentDB distributed; docs/scaling.md)',
+    )
+    .action(storeShard);
 }

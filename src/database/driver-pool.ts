@@ -1,0 +1,32 @@
+import type { Settings } from '../config/settings';
+
+/**
+ * Connections a request of an admission lane may use at once: a page and its total, a history
+ * page and its count, `$everything`'s types are read side by side (Promise.all).
+ */
+const CONNECTIONS_PER_REQUEST = 2;
+/**
+ * Room beside the lanes for what runs outside them: bulk export downloads and kick-offs, purge,
+ * token and user routes, the directory, liveness probes.
+ */
+const OUTSIDE_LANES = 16;
+/** A driver connection unused this long is closed (the pool opens one again when it needs it). */
+const MAX_IDLE_MS = 60_000;
+
+/**
+ * The driver's pool, sized from the admission lanes (src/admission/request-admission.ts) so that
+ * requests admitted never wait for a connection, and no bigger: on DocumentDB every operation in
+ * flight holds a PostgreSQL backend of the gateway, whose memory is the database's largest part
+ * (docs/memory.md); on MongoDB each connection costs the server a thread and about 1 MB. Idle
+ * connections are closed after a burst instead of held for good.
+ */
+export function driverPoolOptions(
+  settings: Pick<Settings, 'serverMaxConcurrentReads' | 'serverMaxConcurrentWrites'>,
+): { maxPoolSize: number; minPoolSize: number; maxIdleTimeMS: number } {
+  const lanes = settings.serverMaxConcurrentReads + settings.serverMaxConcurrentWrites;
+  return {
+    maxPoolSize: CONNECTIONS_PER_REQUEST * lanes + OUTSIDE_LANES,
+    minPoolSize: 0,
+    maxIdleTimeMS: MAX_IDLE_MS,
+  };
+}

@@ -35,7 +35,8 @@ import { postPutTransaction } from './lib/fhir-load';
 type Resource = Record<string, unknown>;
 
 const USAGE = `npm run bench -- soak [--minutes 30] [--sample 60] [--clients 4] [--users 5]
-  [--patients 20] [--connections 16] [--export-every 30] [--out soak]`;
+  [--patients 20] [--connections 16] [--export-every 30] [--out soak]
+npm run bench -- soak --from <name>   (the analysis of bench/results/<name>.json again, rewritten)`;
 
 interface Options {
   minutes: number;
@@ -47,6 +48,8 @@ interface Options {
   exportEvery: number;
   /** Name of the result files in bench/results (JSON and SVG). */
   out: string;
+  /** Name of earlier results to analyse again instead of running. */
+  from?: string;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -63,9 +66,10 @@ function parseOptions(argv: string[]): Options {
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i]?.replace(/^--/, '').replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
     const bad = () => new Error(`bad option ${argv[i]} ${argv[i + 1] ?? ''}\n${USAGE}`);
-    if (!argv[i].startsWith('--') || !(key in o)) throw bad();
-    if (key === 'out') {
+    if (!argv[i].startsWith('--') || !(key in o || key === 'from')) throw bad();
+    if (key === 'out' || key === 'from') {
       if (!/^[\w.-]+$/.test(argv[i + 1] ?? '')) throw bad();
+      if (key === 'from') o.from = argv[i + 1];
       o.out = argv[i + 1];
       continue;
     }
@@ -292,6 +296,12 @@ const round2 = (n: number) => Math.round(n * 100) / 100;
 
 async function main(): Promise<void> {
   const o = parseOptions(process.argv.slice(2));
+  if (o.from) {
+    const earlier = JSON.parse(readFileSync(join(__dirname, 'results', `${o.from}.json`), 'utf8'));
+    const options: Options = { ...earlier.options, out: o.out };
+    report(options, earlier.engine, earlier.tenants, earlier.loadAverageAtStart, earlier.samples, earlier.at);
+    return;
+  }
   const statsFile = join(tmpdir(), `soak-server-stats-${process.pid}.json`);
   process.env.PROCESS_STATS_FILE = statsFile;
   process.env.SERVER_NODE_ARGS = `${process.env.SERVER_NODE_ARGS ?? ''} --require ${resolve(__dirname, 'lib', 'server-stats-preload.js')}`;
@@ -325,7 +335,8 @@ async function main(): Promise<void> {
             return {
               ok: res.status < 400,
               shed: res.status === 429,
-              detail: `${res.status} ${method} ${path}`,
+              // the OperationOutcome's words tell a time-out from an admission wait from a fault
+              detail: `${res.status} ${method} ${path} ${res.status >= 400 ? (res.body?.issue?.[0]?.diagnostics ?? '') : ''}`,
             };
           },
         );
@@ -406,7 +417,7 @@ async function main(): Promise<void> {
     })();
     await Promise.all([...workers, exporter, sampler]);
     if (samples.some((x) => x.errors > 0)) console.error(`server output: ${own.process.output.slice(-3000)}`);
-    report(o, own, tenants.length, loadedAt, samples);
+    report(o, own.engine, tenants.length, loadedAt, samples);
   } catch (error) {
     if (own.process.child?.exitCode !== null)
       console.error(`the server exited (${own.process.child?.exitCode}): ${own.process.output.slice(-3000)}`);
@@ -420,24 +431,32 @@ type Sample = Record<string, any>;
 
 /**
  * The windows compared: the first sample is warm-up; from 22 minutes on, the first ten minutes
- * after it against the last ten; a shorter run compares its first and last thirds.
+ * after it against the last ten; a shorter run compares its first and last thirds. Memory is
+ * compared from the end of the first window: the ten minutes after it (from 30 minutes on; a
+ * backend lives ten minutes, so a ten-minute mean spans one renewal of them all), else the last
+ * sample of the first window.
  */
-function windows(samples: Sample[]): { first: Sample[]; last: Sample[]; label: string } {
+function windows(samples: Sample[]): { first: Sample[]; second?: Sample[]; last: Sample[]; label: string } {
   const steady = samples.slice(1);
   const end = steady[steady.length - 1]?.minute ?? 0;
   if (end >= 22) {
     const from = steady[0].minute;
+    const second = steady.filter((s) => s.minute > from + 10 && s.minute <= from + 20);
     return {
       first: steady.filter((s) => s.minute <= from + 10),
+      second: end >= 30 && second.length > 0 ? second : undefined,
       last: steady.filter((s) => s.minute > end - 10),
-      label: 'the last ten minutes against the first ten (after the first sample, warm-up)',
+      label:
+        'the last ten minutes against the first ten (after the first sample, warm-up); memory: the last ten ' +
+        (end >= 30 ? 'against the ten after the first ten' : 'against the end of the first ten'),
     };
   }
   const n = Math.max(1, Math.floor(steady.length / 3));
   return {
     first: steady.slice(0, n),
     last: steady.slice(-n),
-    label: 'the last third against the first third (first sample left out as warm-up)',
+    label:
+      'the last third against the first third (first sample left out as warm-up); memory: the last third against the end of the first',
   };
 }
 
@@ -450,21 +469,22 @@ function drift(samples: Sample[], value: (s: Sample) => number): number {
   return percentChange(mean(last, value), mean(first, value));
 }
 
-/** Memory: the mean of the last window against where the first window ended (growth after it). */
+/** Memory: growth after the first window (see windows). */
 function growth(samples: Sample[], value: (s: Sample) => number): number {
-  const { first, last } = windows(samples);
-  return percentChange(mean(last, value), value(first[first.length - 1]));
+  const { first, second, last } = windows(samples);
+  return percentChange(mean(last, value), second ? mean(second, value) : value(first[first.length - 1]));
 }
 
 function report(
   o: Options,
-  own: OwnServer,
+  engine: string,
   tenants: number,
   loadedAt: number[],
   samples: Array<Record<string, any>>,
+  at = new Date().toISOString(),
 ): void {
   console.log(
-    `\nsoak — ${own.engine}; ${o.minutes} min, ${o.connections} connections, ${tenants} tenants, ` +
+    `\nsoak — ${engine}; ${o.minutes} min, ${o.connections} connections, ${tenants} tenants, ` +
       `${o.patients} Synthea patients; ${cpus().length} cores, load average ${loadedAt.map((l) => l.toFixed(2)).join(' ')} at start`,
   );
   printTable(samples.map(({ kinds: _k, serverStats: _s, firstError: _e, ...row }) => row));
@@ -492,32 +512,32 @@ function report(
     'db PSS %': growth(samples, (s) => s['db PSS MB']),
     'db private %': growth(samples, (s) => s['db private MB']),
   };
-  console.log(`\n${windows(samples).label}; memory: the last window against the end of the first:`);
+  console.log(`\n${windows(samples).label}:`);
   printTable([drifts]);
   mkdirSync(join(__dirname, 'results'), { recursive: true });
-  writeFileSync(
-    join(__dirname, 'results', `${o.out}.json`),
-    JSON.stringify(
-      {
-        at: new Date().toISOString(),
-        engine: own.engine,
-        options: o,
-        tenants,
-        cores: cpus().length,
-        loadAverageAtStart: loadedAt,
-        windows: windows(samples).label,
-        samples,
-        drift: drifts,
-        summary: Object.entries(drifts).map(([figure, value]) => ({
-          figure: `drift ${figure}`,
-          value,
-          unit: '%',
-        })),
-      },
-      null,
-      2,
-    ),
+  const json = JSON.stringify(
+    {
+      at,
+      engine,
+      options: o,
+      tenants,
+      cores: cpus().length,
+      loadAverageAtStart: loadedAt,
+      windows: windows(samples).label,
+      samples,
+      drift: drifts,
+      summary: Object.entries(drifts).map(([figure, value]) => ({
+        figure: `drift ${figure}`,
+        value,
+        unit: '%',
+      })),
+    },
+    null,
+    2,
   );
+  writeFileSync(join(__dirname, 'results', `${o.out}.json`), json);
+  // the summary of `npm run bench` reads soak.json: the last run analysed, whatever its name
+  if (o.out !== 'soak') writeFileSync(join(__dirname, 'results', 'soak.json'), json);
   const series = (name: string, key: string) => ({
     name,
     points: samples.map((s) => [s.minute, s[key]] as [number, number]),

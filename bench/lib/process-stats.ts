@@ -140,7 +140,9 @@ function uptimeSeconds(): number {
 
 /**
  * PostgreSQL backends serving a client connection among `pids` (their title names user and db):
- * how many, and the age of the oldest in seconds (0 when there is none).
+ * how many, and the age in seconds of the oldest that serves another login than `postgres` (the
+ * gateway's data connections; its few system connections and pg_cron's log in as `postgres`),
+ * 0 when there is none.
  */
 export function postgresBackends(pids: readonly number[]): { count: number; oldestSeconds: number } {
   let count = 0;
@@ -150,13 +152,14 @@ export function postgresBackends(pids: readonly number[]): { count: number; olde
       const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
       if (!/^postgres: \S+ \S+ (\[local\]|\d|\S+\(\d+\))/.test(title)) continue;
       count++;
-      oldestStart = Math.min(oldestStart, startedAtSeconds(pid) ?? Infinity);
+      if (!title.startsWith('postgres: postgres '))
+        oldestStart = Math.min(oldestStart, startedAtSeconds(pid) ?? Infinity);
     } catch {
       // gone meanwhile
     }
   }
   return {
     count,
-    oldestSeconds: count > 0 && Number.isFinite(oldestStart) ? uptimeSeconds() - oldestStart : 0,
+    oldestSeconds: Number.isFinite(oldestStart) ? uptimeSeconds() - oldestStart : 0,
   };
 }

@@ -39,6 +39,14 @@ export interface ResourceRef {
   id: string;
 }
 
+/** A current resource known by key and JSON size only (`sizesOf`). */
+export interface SizedRef {
+  _id: string;
+  t: string;
+  id: string;
+  size: number;
+}
+
 type SortOrder = Readonly<Record<string, 1 | -1>>;
 
 const WITHOUT_INDEX = { idx: 0 } as const;
@@ -303,6 +311,26 @@ export class ResourceRepository {
       })
       .sort({ _id: 1 })
       .limit(limit)
+      .toArray();
+  }
+
+  /**
+   * Type, id and JSON size of current non-deleted resources matching a search-lib filter, in `_id`
+   * order, at most `limit`, without their JSON: what a page budget decides on before any JSON is
+   * read (`_include` / `_revinclude`: docs/security.md "Page byte budget").
+   */
+  sizesOf(
+    ctx: TenantContext,
+    version: FhirVersion,
+    filter: Filter<ResourceDoc>,
+    limit: number,
+  ): Promise<SizedRef[]> {
+    return this.scoped(ctx)
+      .resources.aggregate<SizedRef>(this.searchFilter(ctx, version, { filter, limit }), [
+        { $sort: { _id: 1 } },
+        { $limit: limit },
+        { $project: { _id: 1, t: 1, id: 1, size: { $strLenBytes: { $ifNull: ['$json', ''] } } } },
+      ])
       .toArray();
   }
 

@@ -151,8 +151,19 @@ export class BundleService {
     } finally {
       await this.writer.recordProvenance(ctx, version, written);
     }
+    // One byte budget for the whole response, spent in processing order (docs/security.md "Page
+    // byte budget"): entries are served in full while some is left, the one crossing it included.
+    const budget = { left: this.settings.searchPageMaxBytes };
+    for (const entry of ordered) {
+      const served = responses[entry.index];
+      // Prefer: return=representation is a preference: once the budget is spent, minimal
+      if (served?.resourceJson === undefined) continue;
+      if (budget.left > 0) budget.left -= served.resourceJson.length;
+      else delete served.resourceJson;
+    }
     for (const entry of ordered.filter((e) => e.method === 'GET')) {
-      await this.settle(entry.index, responses, () => this.readEntry(ctx, version, entry));
+      await this.settle(entry.index, responses, () => this.readEntry(ctx, version, kind, entry, budget.left));
+      budget.left -= responses[entry.index].resourceJson?.length ?? 0;
     }
     return { status: 200, body: transactionResponseJson(version, `${kind}-response`, responses) };
   }
@@ -393,10 +404,17 @@ export class BundleService {
     return this.writtenEntry(version, patched, representation);
   }
 
+  /**
+   * A GET entry within what the response has left (`maxBytes`): a search page gets that as its
+   * byte budget (none left: an empty page whose `next` is that page); a read or vread is not
+   * even looked up once nothing is left, and the entry tells the client to read it on its own.
+   */
   private async readEntry(
     ctx: TenantContext,
     version: FhirVersion,
+    kind: 'transaction' | 'batch',
     entry: RequestEntry,
+    maxBytes: number,
   ): Promise<TransactionResponseEntry> {
     const target = parseRequestUrl(entry.url);
     if (!target) throw OperationOutcomeError.invalid(`cannot read url "${entry.url}"`);
@@ -404,7 +422,13 @@ export class BundleService {
     let reply: FhirReply;
     if (target.id === undefined) {
       // the search of `GET /{v}/{type}?…`, every parameter of the entry's url included
-      reply = await this.searches.search(ctx, version, type, [...new URLSearchParams(target.query ?? '')]);
+      const pairs = [...new URLSearchParams(target.query ?? '')];
+      reply = await this.searches.search(ctx, version, type, pairs, undefined, { maxBytes });
+    } else if (maxBytes <= 0) {
+      throw new OperationOutcomeError(
+        'too-costly',
+        `this ${kind}-response reached its byte budget (SEARCH_PAGE_MAX_BYTES) before this entry: read ${entry.url} on its own`,
+      );
     } else if (target.versionId !== undefined) {
       reply = await this.store.vread(ctx, version, type, idParam(target.id), target.versionId);
     } else {

@@ -504,6 +504,24 @@ export class ResourceRepository {
   }
 
   /**
+   * Rewrites version `vid` of a resource in place, current document and history row, with no new
+   * version: a removal of other resources taking them out of a bundle's Provenance (`$everything`
+   * DELETE), so that nothing still names what was removed. No-op if the resource moved on.
+   */
+  async rewriteInPlace(
+    ctx: TenantContext,
+    key: string,
+    vid: number,
+    next: { json: string; idx: object | undefined },
+  ): Promise<void> {
+    const { resources, history } = this.scoped(ctx);
+    const set = next.idx === undefined ? { $set: { json: next.json } } : { $set: next };
+    const moved = await resources.updateOne(resources.where({ _id: key }, { vid }), set);
+    if (moved.matchedCount === 0) return;
+    await history.updateOne(history.where({ _id: historyKey(key, vid) }), { $set: { json: next.json } });
+  }
+
+  /**
    * Removes a resource for good: the current document first (every reader sees 404 at once), then
    * its history rows (a crash in between leaves orphan rows no reader sees; `store check` deletes them).
    */

@@ -23,6 +23,7 @@ module.exports = {
     {
       ...e2e,
       displayName: 'sharded',
+      testPathIgnorePatterns: ['/node_modules/'],
       testMatch: onCluster.map((path) => `<rootDir>/${path}`),
       globalSetup: '<rootDir>/test/sharded/global-setup.ts',
       globalTeardown: '<rootDir>/test/sharded/global-teardown.ts',

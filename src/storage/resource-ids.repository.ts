@@ -60,8 +60,9 @@ export class ResourceIdsRepository {
         this.ids,
         pending.map((_id) => ({ _id, c: ctx.clientId, u: userId, at })),
       );
-      if (taken.length === 0) break;
       const contested = taken.map((index) => pending[index]);
+      pending = [];
+      if (contested.length === 0) break;
       const holders = await this.ids.find({ _id: { $in: contested } }).toArray();
       const held = new Map(holders.map((h) => [h._id, h]));
       pending = contested.filter((key) => !held.has(key));

@@ -25,6 +25,8 @@ const ORDER = [
   'directory',
   'load',
   'fairness',
+  'refusal-cost',
+  'cluster',
 ];
 const root = join(__dirname, '..');
 

@@ -1,14 +1,23 @@
 /**
  * Soak: a mixed workload over many tenants for a long time (default 30 minutes), so drift in
- * speed or memory shows. Reads, typical searches, creates, 20-entry transaction bundles, history,
+ * speed or memory shows.
+ * Reads, typical searches, creates, 20-entry transaction bundles, history,
  * `$everything` and, every `--export-every` seconds, a small bulk export, from `--connections`
  * closed-loop workers, each request for a random tenant (a user of one of several clients).
+ * The workload stays the same over time, so that a drift is the server's, not the data's: creates
+ * and bundles add Body Weight Observations to a patient of their own per tenant, which no read,
+ * search, history or `$everything` of the loop touches (were they added to the loaded patients,
+ * every `$everything` and patient search would return more each minute).
  * Every `--sample` seconds (default 60) a sample: throughput and p50/p99 per kind; the server's
  * RSS, V8 heap and event-loop delay (bench/lib/server-stats-preload.js, preloaded into the server
- * process); the embedded database's total RSS and PSS over all its processes (smaps_rollup), its
- * client backends and the driver's TCP connections to it; CPU seconds of server and database.
- * Prints a table, writes bench/results/soak.json and bench/results/soak.svg (throughput and
- * memory over time).
+ * process); the embedded database's total RSS and PSS over all its processes (smaps_rollup), the
+ * PSS split into private memory (the backends' own) and shared memory (mostly shared_buffers
+ * pages touched: a cache of fixed size), its client backends and the age of the oldest, the
+ * driver's TCP connections to it; CPU of server and database, also per request (CPU ms per
+ * request is what neighbours' load on a shared machine does not distort; the load average is in
+ * every sample).
+ * Prints a table, writes bench/results/<out>.json and bench/results/<out>.svg (throughput and
+ * memory over time; `--out soak` by default).
  *
  * Run: npm run bench -- soak --minutes 30   (options: see USAGE below)
  */
@@ -26,7 +35,8 @@ import { postPutTransaction } from './lib/fhir-load';
 type Resource = Record<string, unknown>;
 
 const USAGE = `npm run bench -- soak [--minutes 30] [--sample 60] [--clients 4] [--users 5]
-  [--patients 20] [--connections 16] [--export-every 30]`;
+  [--patients 20] [--connections 16] [--export-every 30] [--out soak]
+npm run bench -- soak --from <name>   (the analysis of bench/results/<name>.json again, rewritten)`;
 
 interface Options {
   minutes: number;
@@ -36,6 +46,10 @@ interface Options {
   patients: number;
   connections: number;
   exportEvery: number;
+  /** Name of the result files in bench/results (JSON and SVG). */
+  out: string;
+  /** Name of earlier results to analyse again instead of running. */
+  from?: string;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -47,13 +61,21 @@ function parseOptions(argv: string[]): Options {
     patients: 20,
     connections: 16,
     exportEvery: 30,
+    out: 'soak',
   };
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i]?.replace(/^--/, '').replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+    const bad = () => new Error(`bad option ${argv[i]} ${argv[i + 1] ?? ''}\n${USAGE}`);
+    if (!argv[i].startsWith('--') || !(key in o || key === 'from')) throw bad();
+    if (key === 'out' || key === 'from') {
+      if (!/^[\w.-]+$/.test(argv[i + 1] ?? '')) throw bad();
+      if (key === 'from') o.from = argv[i + 1];
+      o.out = argv[i + 1];
+      continue;
+    }
     const value = Number(argv[i + 1]);
-    if (!argv[i].startsWith('--') || !(key in o) || !Number.isFinite(value) || value <= 0)
-      throw new Error(`bad option ${argv[i]} ${argv[i + 1] ?? ''}\n${USAGE}`);
-    o[key as keyof Options] = value;
+    if (!Number.isFinite(value) || value <= 0) throw bad();
+    (o as unknown as Record<string, number>)[key] = value;
   }
   return o;
 }
@@ -73,6 +95,8 @@ const WEIGHTS: Array<[Exclude<Kind, 'export'>, number]> = [
 interface Tenant {
   user: BenchUser;
   patients: Array<{ id: string; family: string }>;
+  /** The patient that creates and bundles write to (read by nothing in the loop). */
+  writePatient: string;
   observations: string[];
   encounters: string[];
 }
@@ -80,18 +104,19 @@ interface Tenant {
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)];
 const LOINC = 'http://loinc.org';
 
+/** A new Body Weight (the searches of the loop look for Body Height: they do not see these). */
 function newObservation(patient: string): Resource {
   return {
     resourceType: 'Observation',
     status: 'final',
-    code: { coding: [{ system: LOINC, code: '8302-2', display: 'Body Height' }] },
+    code: { coding: [{ system: LOINC, code: '29463-7', display: 'Body Weight' }] },
     subject: { reference: `Patient/${patient}` },
     effectiveDateTime: new Date().toISOString(),
     valueQuantity: {
-      value: 150 + Math.round(Math.random() * 400) / 10,
-      unit: 'cm',
+      value: 50 + Math.round(Math.random() * 400) / 10,
+      unit: 'kg',
       system: 'http://unitsofmeasure.org',
-      code: 'cm',
+      code: 'kg',
     },
   };
 }
@@ -118,7 +143,7 @@ function request(kind: Exclude<Kind, 'export'>, t: Tenant): [string, string, unk
         ]),
       ];
     case 'create':
-      return ['POST', '/r4/Observation', newObservation(p.id)];
+      return ['POST', '/r4/Observation', newObservation(t.writePatient)];
     case 'bundle':
       return [
         'POST',
@@ -127,7 +152,7 @@ function request(kind: Exclude<Kind, 'export'>, t: Tenant): [string, string, unk
           resourceType: 'Bundle',
           type: 'transaction',
           entry: Array.from({ length: 20 }, () => ({
-            resource: newObservation(p.id),
+            resource: newObservation(t.writePatient),
             request: { method: 'POST', url: 'Observation' },
           })),
         },
@@ -200,6 +225,7 @@ async function loadTenants(own: OwnServer, patients: number): Promise<Tenant[]> 
   const tenants: Tenant[] = own.users.map((user) => ({
     user,
     patients: [],
+    writePatient: '',
     observations: [],
     encounters: [],
   }));
@@ -222,7 +248,22 @@ async function loadTenants(own: OwnServer, patients: number): Promise<Tenant[]> 
     if (++done % 50 === 0) process.stderr.write(`\rloading: ${done}/${batches.length} bundles`);
   });
   process.stderr.write('\n');
-  return tenants.filter((t) => t.patients.length > 0 && t.observations.length > 0 && t.encounters.length > 0);
+  const loaded = tenants.filter(
+    (t) => t.patients.length > 0 && t.observations.length > 0 && t.encounters.length > 0,
+  );
+  for (const t of loaded) {
+    const res = await httpJson(
+      own.url,
+      'POST',
+      '/r4/Patient',
+      { resourceType: 'Patient', name: [{ family: 'Soakwriter', given: ['Scratch'] }] },
+      { Authorization: `Bearer ${t.user.accessToken}` },
+    );
+    if (res.status !== 201)
+      throw new Error(`write patient: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    t.writePatient = String(res.body.id);
+  }
+  return loaded;
 }
 
 interface ServerStats {
@@ -251,9 +292,16 @@ async function serverStats(pid: number, file: string): Promise<ServerStats | und
 
 const MB = 1024 * 1024;
 const round1 = (n: number) => Math.round(n * 10) / 10;
+const round2 = (n: number) => Math.round(n * 100) / 100;
 
 async function main(): Promise<void> {
   const o = parseOptions(process.argv.slice(2));
+  if (o.from) {
+    const earlier = JSON.parse(readFileSync(join(__dirname, 'results', `${o.from}.json`), 'utf8'));
+    const options: Options = { ...earlier.options, out: o.out };
+    report(options, earlier.engine, earlier.tenants, earlier.loadAverageAtStart, earlier.samples, earlier.at);
+    return;
+  }
   const statsFile = join(tmpdir(), `soak-server-stats-${process.pid}.json`);
   process.env.PROCESS_STATS_FILE = statsFile;
   process.env.SERVER_NODE_ARGS = `${process.env.SERVER_NODE_ARGS ?? ''} --require ${resolve(__dirname, 'lib', 'server-stats-preload.js')}`;
@@ -287,7 +335,8 @@ async function main(): Promise<void> {
             return {
               ok: res.status < 400,
               shed: res.status === 429,
-              detail: `${res.status} ${method} ${path}`,
+              // the OperationOutcome's words tell a time-out from an admission wait from a fault
+              detail: `${res.status} ${method} ${path} ${res.status >= 400 ? (res.body?.issue?.[0]?.diagnostics ?? '') : ''}`,
             };
           },
         );
@@ -319,6 +368,8 @@ async function main(): Promise<void> {
         const db = memoryOf(dbPids);
         const stats = await serverStats(own.serverPid, statsFile);
         const all = KINDS.flatMap((k) => w.latencies.get(k)!);
+        const backends = postgresBackends(dbPids);
+        const served = Math.max(1, all.length);
         const sample: Record<string, any> = {
           minute: round1((now - startedAt) / 60_000),
           'req/s': Math.round(all.length / seconds),
@@ -330,12 +381,17 @@ async function main(): Promise<void> {
           'heap MB': stats ? Math.round(stats.heapUsed / MB) : NaN,
           'db RSS MB': Math.round(db.rssMb),
           'db PSS MB': Math.round(db.pssMb),
+          'db private MB': Math.round(db.anonMb),
+          'db shared MB': Math.round(db.shmemMb),
           'db procs': db.processes,
-          'db backends': postgresBackends(dbPids),
+          'db backends': backends.count,
+          'oldest backend min': round1(backends.oldestSeconds / 60),
           'driver conns': tcpConnectionsTo(gatewayPort),
           'EL p99 ms': stats?.eventLoopDelayP99Ms ?? NaN,
           'cpu% server': Math.round(((cpuNow.server - cpuBefore.server) / seconds) * 100),
           'cpu% db': Math.round(((cpuNow.db - cpuBefore.db) / seconds) * 100),
+          'server cpu ms/req': round2(((cpuNow.server - cpuBefore.server) * 1000) / served),
+          'db cpu ms/req': round2(((cpuNow.db - cpuBefore.db) * 1000) / served),
           load1: round1(loadavg()[0]),
         };
         cpuBefore = cpuNow;
@@ -353,13 +409,15 @@ async function main(): Promise<void> {
         samples.push({ ...sample, kinds, serverStats: stats, firstError: w.firstError });
         process.stderr.write(
           `min ${sample.minute}: ${sample['req/s']} req/s p99 ${sample['p99 ms']} ms, server ${sample['server RSS MB']} MB ` +
-            `(heap ${sample['heap MB']}), db PSS ${sample['db PSS MB']} MB, errors ${sample.errors}${w.firstError ? ` (${w.firstError})` : ''}\n`,
+            `(heap ${sample['heap MB']}), db PSS ${sample['db PSS MB']} MB (private ${sample['db private MB']}), ` +
+            `cpu ms/req ${sample['server cpu ms/req']}+${sample['db cpu ms/req']}, load ${sample.load1}, ` +
+            `errors ${sample.errors}${w.firstError ? ` (${w.firstError})` : ''}\n`,
         );
       }
     })();
     await Promise.all([...workers, exporter, sampler]);
     if (samples.some((x) => x.errors > 0)) console.error(`server output: ${own.process.output.slice(-3000)}`);
-    report(o, own, tenants.length, loadedAt, samples);
+    report(o, own.engine, tenants.length, loadedAt, samples);
   } catch (error) {
     if (own.process.child?.exitCode !== null)
       console.error(`the server exited (${own.process.child?.exitCode}): ${own.process.output.slice(-3000)}`);
@@ -369,23 +427,64 @@ async function main(): Promise<void> {
   }
 }
 
-/** Relative change of the mean of the last third of samples against the first third (after the first). */
-function drift(samples: Array<Record<string, any>>, value: (s: Record<string, any>) => number): number {
+type Sample = Record<string, any>;
+
+/**
+ * The windows compared: the first sample is warm-up; from 22 minutes on, the first ten minutes
+ * after it against the last ten; a shorter run compares its first and last thirds. Memory is
+ * compared from the end of the first window: the ten minutes after it (from 30 minutes on; a
+ * backend lives ten minutes, so a ten-minute mean spans one renewal of them all), else the last
+ * sample of the first window.
+ */
+function windows(samples: Sample[]): { first: Sample[]; second?: Sample[]; last: Sample[]; label: string } {
   const steady = samples.slice(1);
+  const end = steady[steady.length - 1]?.minute ?? 0;
+  if (end >= 22) {
+    const from = steady[0].minute;
+    const second = steady.filter((s) => s.minute > from + 10 && s.minute <= from + 20);
+    return {
+      first: steady.filter((s) => s.minute <= from + 10),
+      second: end >= 30 && second.length > 0 ? second : undefined,
+      last: steady.filter((s) => s.minute > end - 10),
+      label:
+        'the last ten minutes against the first ten (after the first sample, warm-up); memory: the last ten ' +
+        (end >= 30 ? 'against the ten after the first ten' : 'against the end of the first ten'),
+    };
+  }
   const n = Math.max(1, Math.floor(steady.length / 3));
-  const mean = (xs: Array<Record<string, any>>) => xs.reduce((a, s) => a + value(s), 0) / xs.length;
-  return Math.round((mean(steady.slice(-n)) / mean(steady.slice(0, n)) - 1) * 1000) / 10;
+  return {
+    first: steady.slice(0, n),
+    last: steady.slice(-n),
+    label:
+      'the last third against the first third (first sample left out as warm-up); memory: the last third against the end of the first',
+  };
+}
+
+const mean = (xs: Sample[], value: (s: Sample) => number) => xs.reduce((a, s) => a + value(s), 0) / xs.length;
+const percentChange = (now: number, before: number) => Math.round((now / before - 1) * 1000) / 10;
+
+/** Speed: the mean of the last window against the mean of the first. */
+function drift(samples: Sample[], value: (s: Sample) => number): number {
+  const { first, last } = windows(samples);
+  return percentChange(mean(last, value), mean(first, value));
+}
+
+/** Memory: growth after the first window (see windows). */
+function growth(samples: Sample[], value: (s: Sample) => number): number {
+  const { first, second, last } = windows(samples);
+  return percentChange(mean(last, value), second ? mean(second, value) : value(first[first.length - 1]));
 }
 
 function report(
   o: Options,
-  own: OwnServer,
+  engine: string,
   tenants: number,
   loadedAt: number[],
   samples: Array<Record<string, any>>,
+  at = new Date().toISOString(),
 ): void {
   console.log(
-    `\nsoak — ${own.engine}; ${o.minutes} min, ${o.connections} connections, ${tenants} tenants, ` +
+    `\nsoak — ${engine}; ${o.minutes} min, ${o.connections} connections, ${tenants} tenants, ` +
       `${o.patients} Synthea patients; ${cpus().length} cores, load average ${loadedAt.map((l) => l.toFixed(2)).join(' ')} at start`,
   );
   printTable(samples.map(({ kinds: _k, serverStats: _s, firstError: _e, ...row }) => row));
@@ -405,41 +504,46 @@ function report(
   const drifts = {
     'throughput %': drift(samples, (s) => s['req/s']),
     'p99 %': drift(samples, (s) => s['p99 ms']),
-    'server RSS %': drift(samples, (s) => s['server RSS MB']),
-    'heap %': drift(samples, (s) => s['heap MB']),
-    'db PSS %': drift(samples, (s) => s['db PSS MB']),
+    'server cpu/req %': drift(samples, (s) => s['server cpu ms/req']),
+    'db cpu/req %': drift(samples, (s) => s['db cpu ms/req']),
+    'load average %': drift(samples, (s) => s.load1),
+    'server RSS %': growth(samples, (s) => s['server RSS MB']),
+    'heap %': growth(samples, (s) => s['heap MB']),
+    'db PSS %': growth(samples, (s) => s['db PSS MB']),
+    'db private %': growth(samples, (s) => s['db private MB']),
   };
-  console.log('\nlast third against the first third (first sample left out as warm-up):');
+  console.log(`\n${windows(samples).label}:`);
   printTable([drifts]);
   mkdirSync(join(__dirname, 'results'), { recursive: true });
-  writeFileSync(
-    join(__dirname, 'results', 'soak.json'),
-    JSON.stringify(
-      {
-        at: new Date().toISOString(),
-        engine: own.engine,
-        options: o,
-        tenants,
-        cores: cpus().length,
-        loadAverageAtStart: loadedAt,
-        samples,
-        drift: drifts,
-        summary: Object.entries(drifts).map(([figure, value]) => ({
-          figure: `drift ${figure}`,
-          value,
-          unit: '%',
-        })),
-      },
-      null,
-      2,
-    ),
+  const json = JSON.stringify(
+    {
+      at,
+      engine,
+      options: o,
+      tenants,
+      cores: cpus().length,
+      loadAverageAtStart: loadedAt,
+      windows: windows(samples).label,
+      samples,
+      drift: drifts,
+      summary: Object.entries(drifts).map(([figure, value]) => ({
+        figure: `drift ${figure}`,
+        value,
+        unit: '%',
+      })),
+    },
+    null,
+    2,
   );
+  writeFileSync(join(__dirname, 'results', `${o.out}.json`), json);
+  // the summary of `npm run bench` reads soak.json: the last run analysed, whatever its name
+  if (o.out !== 'soak') writeFileSync(join(__dirname, 'results', 'soak.json'), json);
   const series = (name: string, key: string) => ({
     name,
     points: samples.map((s) => [s.minute, s[key]] as [number, number]),
   });
   writeFileSync(
-    join(__dirname, 'results', 'soak.svg'),
+    join(__dirname, 'results', `${o.out}.svg`),
     lineChartsSvg(
       [
         {
@@ -453,15 +557,25 @@ function report(
           series: [
             series('server RSS', 'server RSS MB'),
             series('server heap used', 'heap MB'),
-            series('database RSS', 'db RSS MB'),
             series('database PSS', 'db PSS MB'),
+            series('database private', 'db private MB'),
+            series('database shared', 'db shared MB'),
+          ],
+        },
+        {
+          title: 'CPU per request and load',
+          yName: 'ms, load',
+          series: [
+            series('server cpu ms/req', 'server cpu ms/req'),
+            series('db cpu ms/req', 'db cpu ms/req'),
+            series('load average (1 min)', 'load1'),
           ],
         },
       ],
       'minutes',
     ),
   );
-  console.log(`\nwrote bench/results/soak.json and bench/results/soak.svg`);
+  console.log(`\nwrote bench/results/${o.out}.json and bench/results/${o.out}.svg`);
 }
 
 main().catch((error) => {

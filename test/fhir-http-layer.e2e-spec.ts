@@ -53,6 +53,25 @@ describe('FHIR HTTP layer (e2e)', () => {
       expect(xml.body.resourceType).toBe('OperationOutcome');
     });
 
+    it.each([
+      ['r4', '/r4/Patient/$validate', 'application/fhir+json'],
+      ['r4', '/r4/Patient/{id}/$everything', 'application/fhir+json'],
+      ['dstu2', '/dstu2/Patient/$validate', 'application/json+fhir'],
+    ])(
+      'an operation POSTed with an XML body (%s %s) → 415 OperationOutcome in the version media type',
+      async (_, path, type) => {
+        const res = await request(t.server)
+          .post(path.replace('{id}', patientId))
+          .set(bearer(user.access_token))
+          .set('Content-Type', 'application/fhir+xml')
+          .send('<Parameters xmlns="http://hl7.org/fhir"/>')
+          .expect(415);
+        expect(res.headers['content-type']).toBe(`${type}; charset=utf-8`);
+        expect(res.body.resourceType).toBe('OperationOutcome');
+        expect(res.body.issue[0].code).toBe('not-supported');
+      },
+    );
+
     it('a path that only a generic route matches, outside any FHIR version, stays a plain 404', async () => {
       const res = await request(t.server).get('/no/such/route').expect(404);
       expect(res.body).toEqual({ error: 'not_found', message: expect.any(String) });

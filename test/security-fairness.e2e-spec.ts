@@ -8,6 +8,8 @@ import {
   TestApp,
   TestUser,
 } from '@app/testing';
+import { ResourceRepository } from '../src/storage/resource.repository';
+import { TenantResolver } from '../src/tenancy/tenant-resolver';
 
 /**
  * Issue 16 item 3, the limits that keep one tenant from slowing the others: a maximum resource
@@ -99,5 +101,90 @@ describe('security: tenant fairness limits (e2e)', () => {
     expect(other.map((r) => r.status)).toEqual([200, 200]);
     // slots are given back: once the burst is over the client is served again
     await search(alice).expect(200);
+  });
+});
+
+/**
+ * A throttled client's flood costs the server one look-up per request (docs/security.md "Tenant
+ * fairness"): once its credentials are known, its requests are refused before they are logged,
+ * routed, their token verified or the database asked; and one that keeps coming back before its
+ * Retry-After is told to wait longer.
+ */
+describe('security: throttled clients refused before the pipeline (e2e)', () => {
+  let t: TestApp;
+  let alice: TestUser;
+  let bob: TestUser;
+  beforeAll(async () => {
+    t = await createTestApp({
+      ...IDENTITY_TEST_ENV,
+      CLIENT_RESPONSE_BYTES_PER_SECOND: '2kb',
+      CLIENT_MAX_CONCURRENT_REQUESTS: '2',
+    });
+    alice = await createUser(t, await createClient(t));
+    bob = await createUser(t, await createClient(t));
+  });
+  afterAll(async () => t?.close());
+
+  /** Calls of `method` on the app's `token` provider while `action` runs. */
+  async function callsDuring<T>(
+    token: abstract new (...args: never[]) => object,
+    method: string,
+    action: () => Promise<T>,
+  ): Promise<{ result: T; calls: number }> {
+    const target = t.app.get<object, Record<string, (...args: unknown[]) => unknown>>(token);
+    let calls = 0;
+    const original = target[method];
+    target[method] = function (this: unknown, ...args: unknown[]) {
+      calls += 1;
+      return original.apply(this, args);
+    };
+    try {
+      return { result: await action(), calls };
+    } finally {
+      delete target[method];
+    }
+  }
+
+  it('past its byte share: refused 429 before routing (no token check, no database), Retry-After grows while it ignores it; others served', async () => {
+    const patient = {
+      resourceType: 'Patient',
+      id: 'flood',
+      text: {
+        status: 'generated',
+        div: `<div xmlns="http://www.w3.org/1999/xhtml">${'x'.repeat(3000)}</div>`,
+      },
+    };
+    await request(t.server)
+      .put('/r4/Patient/flood')
+      .set(bearer(alice.access_token))
+      .set('Content-Type', 'application/fhir+json')
+      .send(JSON.stringify(patient));
+    const read = (path = '/r4/Patient/flood', who = alice) =>
+      request(t.server).get(path).set(bearer(who.access_token));
+    let first: request.Response | undefined;
+    for (let i = 0; i < 10 && !first; i++) {
+      const res = await read();
+      if (res.status === 429) first = res;
+    }
+    expect(first?.headers['retry-after']).toBeDefined();
+    const flood = await callsDuring(TenantResolver, 'resolve', () =>
+      callsDuring(ResourceRepository, 'findCurrent', async () => {
+        const answers = await Promise.all(Array.from({ length: 40 }, () => read()));
+        return [...answers, await read('/dstu2/Patient/flood')];
+      }),
+    );
+    const answers = flood.result.result;
+    expect(flood.calls).toBe(0);
+    expect(flood.result.calls).toBe(0);
+    expect(answers.map((r) => r.status)).toEqual(Array(41).fill(429));
+    expect(answers[0].body.issue[0].code).toBe('throttled');
+    expect(answers[0].headers['content-type']).toBe('application/fhir+json; charset=utf-8');
+    expect(answers[40].headers['content-type']).toBe('application/json+fhir; charset=utf-8');
+    // 40 requests at once past its Retry-After, more than twice its cap of 2: it is told to wait longer
+    const retryAfter = answers.map((r) => Number(r.headers['retry-after']));
+    expect(Math.max(...retryAfter)).toBeGreaterThan(Number(first!.headers['retry-after']));
+    // another client is served; unknown credentials take the normal path (401, not 429)
+    await read('/r4/Patient?gender=other', bob).expect(200);
+    await request(t.server).get('/r4/Patient/flood').set(bearer('not-a-token')).expect(401);
   });
 });

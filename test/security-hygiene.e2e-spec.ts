@@ -103,23 +103,35 @@ describe('security: response hygiene (e2e)', () => {
     expect(mid.status).toBe(414);
     expect(mid.body.resourceType).toBe('OperationOutcome');
     expect(mid.body.issue[0].code).toBe('too-long');
+    const dstu2 = await request(t.server)
+      .get(`/dstu2/Patient?name=${'a'.repeat(10_000)}`)
+      .set(bearer(user.access_token));
+    expect(dstu2.status).toBe(414);
+    expect(dstu2.headers['content-type']).toBe('application/json+fhir; charset=utf-8');
     const server = t.app.getHttpServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = server.address() as AddressInfo;
-      for (const [path, fhir] of [
-        [`/r4/Patient?name=${'a'.repeat(100_000)}`, true],
-        [`/api/search?query=${'b'.repeat(1_000_000)}`, false],
+      // in each version's media type (DSTU2: https://hl7.org/fhir/DSTU2/http.html#mime-type)
+      for (const [path, fhir, type] of [
+        [`/r4/Patient?name=${'a'.repeat(100_000)}`, true, 'application/fhir+json'],
+        [`/dstu2/Patient?name=${'a'.repeat(100_000)}`, true, 'application/json+fhir'],
+        [`/api/search?query=${'b'.repeat(1_000_000)}`, false, 'application/json'],
       ] as const) {
-        const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-          const req = get({ host: '127.0.0.1', port, path }, (res) => {
-            let body = '';
-            res.on('data', (c: Buffer) => (body += c.toString()));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-          });
-          req.on('error', reject);
-        });
+        const answer = await new Promise<{ status: number; body: string; type?: string }>(
+          (resolve, reject) => {
+            const req = get({ host: '127.0.0.1', port, path }, (res) => {
+              let body = '';
+              res.on('data', (c: Buffer) => (body += c.toString()));
+              res.on('end', () =>
+                resolve({ status: res.statusCode ?? 0, body, type: res.headers['content-type'] }),
+              );
+            });
+            req.on('error', reject);
+          },
+        );
         expect(answer.status).toBe(414);
+        expect(answer.type).toBe(`${type}; charset=utf-8`);
         const body = JSON.parse(answer.body);
         if (fhir) expect(body.issue[0].code).toBe('too-long');
         else expect(body).toEqual({ error: 'uri_too_long', message: expect.stringMatching(/at most 8192/) });

@@ -1,10 +1,12 @@
 import request from 'supertest';
+import { ResourceRepository } from '../src/storage/resource.repository';
 import {
   bearer,
   createClient,
   createTestApp,
   createUser,
   followPages,
+  linkPath,
   IDENTITY_TEST_ENV,
   TestApp,
   TestUser,
@@ -23,6 +25,40 @@ function patientOf(id: string, family: string, bytes: number): Record<string, un
       div: `<div xmlns="http://www.w3.org/1999/xhtml">${'x'.repeat(bytes)}</div>`,
     },
   };
+}
+
+/**
+ * Runs `action` while counting the resource JSON (`json` fields) the app's ResourceRepository hands
+ * back, whatever the method: what this process decoded from the database for the request.
+ */
+async function jsonBytesReadDuring<T>(
+  t: TestApp,
+  action: () => Promise<T>,
+): Promise<{ result: T; bytes: number }> {
+  const repository = t.app.get<ResourceRepository, Record<string, unknown>>(ResourceRepository);
+  let bytes = 0;
+  const count = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(count);
+    if (value === null || typeof value !== 'object') return;
+    const { json, docs } = value as { json?: unknown; docs?: unknown };
+    if (typeof json === 'string') bytes += json.length;
+    if (docs !== undefined) count(docs);
+  };
+  const names = Object.getOwnPropertyNames(ResourceRepository.prototype).filter(
+    (name) => name !== 'constructor' && typeof repository[name] === 'function',
+  );
+  for (const name of names) {
+    const original = repository[name] as (...args: unknown[]) => unknown;
+    repository[name] = function (this: unknown, ...args: unknown[]) {
+      const out = original.apply(this, args);
+      return out instanceof Promise ? out.then((value) => (count(value), value)) : out;
+    };
+  }
+  try {
+    return { result: await action(), bytes };
+  } finally {
+    for (const name of names) delete repository[name];
+  }
 }
 
 /**
@@ -52,6 +88,7 @@ describe('security: history pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => {
   afterAll(async () => t?.close());
 
   const allPages = (first: string) => followPages(t, bearer(alice.access_token), first);
+  const pathOf = linkPath;
 
   it.each([
     ['instance', '/r4/Patient/budget-h/_history?_count=10'],
@@ -122,6 +159,27 @@ describe('security: history pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => {
     expect(matches.sort()).toEqual(['inc-obs-0', 'inc-obs-1', 'inc-obs-2', 'inc-obs-3']);
   });
 
+  it('_revinclude of many large resources reads only the JSON the page serves', async () => {
+    await put('/r4/Patient/rev', patientOf('rev', 'Rev', 100)).expect(201);
+    for (let i = 0; i < 30; i++) {
+      const obs = { ...observation(`rev-obs-${i}`, 'rev', 'budget-rev'), note: [{ text: 'r'.repeat(7000) }] };
+      await put(`/r4/Observation/rev-obs-${i}`, obs).expect(201);
+    }
+    const read = await jsonBytesReadDuring(t, () =>
+      request(t.server)
+        .get('/r4/Patient?_id=rev&_revinclude=Observation:subject')
+        .set(bearer(alice.access_token))
+        .expect(200),
+    );
+    const page = read.result.body;
+    const included = page.entry.filter((e: any) => e.search.mode === 'include');
+    expect(included.length).toBeGreaterThan(0);
+    expect(pageBytes(page)).toBeLessThanOrEqual(PAGE_BYTES);
+    // before: all 30 Observations (~210 KB) were read, then trimmed to the budget
+    expect(read.bytes).toBeLessThanOrEqual(PAGE_BYTES + 1000);
+    expect(read.bytes).toBeGreaterThanOrEqual(pageBytes(page));
+  });
+
   it('$everything pages: within the budget (or one entry), every compartment resource once', async () => {
     await put('/r4/Patient/ev', patientOf('ev', 'Ev', 100)).expect(201);
     for (let i = 0; i < 5; i++) {
@@ -141,6 +199,140 @@ describe('security: history pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => {
     expect(served).toEqual(
       expect.arrayContaining(['Patient/ev', 'Observation/ev-obs-0', 'Observation/ev-obs-4']),
     );
+  });
+
+  const postBundle = (bundle: Record<string, unknown>, prefer?: string) => {
+    const req = request(t.server)
+      .post('/r4')
+      .set(bearer(alice.access_token))
+      .set('Content-Type', 'application/fhir+json');
+    if (prefer) req.set('Prefer', prefer);
+    return req.send(JSON.stringify(bundle));
+  };
+  const gets = (kind: 'batch' | 'transaction', urls: string[]) => ({
+    resourceType: 'Bundle',
+    type: kind,
+    entry: urls.map((url) => ({ request: { method: 'GET', url } })),
+  });
+  const nextOf = (bundle: any) =>
+    (bundle.link as Array<{ relation: string; url: string }>).find((l) => l.relation === 'next')?.url;
+  const linkOf = (bundle: any, relation: string) =>
+    (bundle.link as Array<{ relation: string; url: string }>).find((l) => l.relation === relation)?.url;
+  const idsOf = (pages: any[]) =>
+    pages.flatMap((page) => (page.entry ?? []).map((e: any) => e.resource.id as string));
+  const batchIds = Array.from({ length: 8 }, (_, i) => `budget-b${i}`);
+  let seeded: Promise<void> | undefined;
+  const seedBatch = () =>
+    (seeded ??= (async () => {
+      for (const id of batchIds)
+        await put(`/r4/Patient/${id}`, patientOf(id, 'BatchBudget', 6000)).expect(201);
+    })());
+  const resourceBytes = (res: request.Response) =>
+    res.body.entry.reduce((sum: number, e: any) => {
+      if (e.resource?.resourceType !== 'Bundle')
+        return sum + (e.resource ? JSON.stringify(e.resource).length : 0);
+      return sum + pageBytes({ entry: e.resource.entry ?? [] });
+    }, 0);
+
+  it.each(['batch', 'transaction'] as const)(
+    "a %s of 20 big-page searches: one budget for the response; each entry's total and next exact, next serves the rest",
+    async (kind) => {
+      await seedBatch();
+      const search = 'Patient?family=BatchBudget&_count=10';
+      const res = await postBundle(
+        gets(
+          kind,
+          Array.from({ length: 20 }, () => search),
+        ),
+      ).expect(200);
+      expect(res.body.type).toBe(`${kind}-response`);
+      // alone, each entry would serve a whole page (three of these Patients): 20 pages, ~360 KB
+      expect(resourceBytes(res)).toBeLessThanOrEqual(PAGE_BYTES + 6500);
+      expect(res.text.length).toBeLessThan(PAGE_BYTES + 6500 + 20 * 1500);
+      const served = res.body.entry.map((e: any) => (e.resource.entry ?? []).length as number);
+      // three fit the budget; the next entry serves the one match that crosses it; the rest none
+      expect(served.slice(0, 2)).toEqual([3, 1]);
+      expect(served.slice(2).every((n: number) => n === 0)).toBe(true);
+      for (const entry of res.body.entry) {
+        expect(entry.response.status).toBe('200 OK');
+        const page = entry.resource;
+        expect(page.total).toBe(batchIds.length);
+        // an entry that served nothing points to that same page
+        if (page.entry === undefined || page.entry.length === 0)
+          expect(new URL(nextOf(page)!).search).toBe(new URL(linkOf(page, 'self')!).search);
+        const rest = await allPages(pathOf(nextOf(page)!));
+        expect(idsOf([page, ...rest]).sort()).toEqual([...batchIds].sort());
+      }
+    },
+  );
+
+  it('an entry with no budget left and _total=none has a next link only when a match is there', async () => {
+    await seedBatch();
+    const res = await postBundle(
+      gets('batch', [
+        'Patient?family=BatchBudget&_count=10',
+        'Patient/budget-b0',
+        'Patient?family=BatchBudget&_count=10&_total=none',
+        'Patient?family=NobodyIsCalledThis&_count=10&_total=none',
+        'Patient?family=BatchBudget&_count=10&_skip=8&_total=none',
+      ]),
+    ).expect(200);
+    const [, crossing, pending, none, beyond] = res.body.entry.map((e: any) => e.resource);
+    expect(crossing.id).toBe('budget-b0');
+    expect(pending.entry ?? []).toHaveLength(0);
+    expect(pending.total).toBeUndefined();
+    expect(idsOf(await allPages(pathOf(nextOf(pending)!))).sort()).toEqual([...batchIds].sort());
+    expect(nextOf(none)).toBeUndefined();
+    expect(nextOf(beyond)).toBeUndefined();
+  });
+
+  it('reads and vreads past the budget are not served: 400 too-costly naming the url; the ones before are', async () => {
+    const reads = [
+      'Patient/budget-b0',
+      'Patient/budget-b1/_history/1',
+      'Patient/budget-b2',
+      'Patient/budget-b3',
+      'Patient/budget-b4',
+    ];
+    await seedBatch();
+    const res = await postBundle(gets('batch', reads)).expect(200);
+    const statuses = res.body.entry.map((e: any) => e.response.status as string);
+    // 6 KB each against 20 KB: four served (the fourth crosses the budget), the fifth refused
+    expect(statuses).toEqual(['200 OK', '200 OK', '200 OK', '200 OK', '400 Bad Request']);
+    const refused = res.body.entry[4].response.outcome;
+    expect(refused.issue[0].code).toBe('too-costly');
+    expect(refused.issue[0].diagnostics).toContain('Patient/budget-b4');
+    expect(res.body.entry[4].resource).toBeUndefined();
+    expect(res.body.entry.slice(0, 4).map((e: any) => e.resource.id)).toEqual([
+      'budget-b0',
+      'budget-b1',
+      'budget-b2',
+      'budget-b3',
+    ]);
+  });
+
+  it('Prefer: return=representation answers minimal once the budget is spent; everything is stored; later GETs page', async () => {
+    const ids = Array.from({ length: 5 }, (_, i) => `budget-rep${i}`);
+    const bundle = {
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: [
+        ...ids.map((id) => ({
+          resource: patientOf(id, 'BudgetRep', 6000),
+          request: { method: 'PUT', url: `Patient/${id}` },
+        })),
+        { request: { method: 'GET', url: 'Patient?family=BudgetRep' } },
+      ],
+    };
+    const res = await postBundle(bundle, 'return=representation').expect(200);
+    const writes = res.body.entry.slice(0, 5);
+    expect(writes.map((e: any) => e.response.status)).toEqual(Array(5).fill('201 Created'));
+    expect(writes.map((e: any) => e.resource?.id)).toEqual([...ids.slice(0, 4), undefined]);
+    expect(writes[4].response.location).toMatch(/^Patient\/budget-rep4\/_history\/1$/);
+    const search = res.body.entry[5].resource;
+    expect(search.total).toBe(5);
+    expect(search.entry ?? []).toHaveLength(0);
+    expect(idsOf(await allPages(pathOf(nextOf(search)!))).sort()).toEqual(ids);
   });
 });
 

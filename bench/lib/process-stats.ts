@@ -62,6 +62,16 @@ export interface Memory {
   rssMb: number;
   /** Proportional set size, MB: shared pages divided among the processes that map them. */
   pssMb: number;
+  /**
+   * The anonymous part of the PSS, MB: the processes' private memory (for PostgreSQL, what its
+   * backends allocate for themselves).
+   */
+  anonMb: number;
+  /**
+   * The shared-memory part of the PSS, MB (for PostgreSQL, mostly the pages of shared_buffers the
+   * processes have touched: a cache whose size the configuration fixes).
+   */
+  shmemMb: number;
   processes: number;
 }
 
@@ -69,6 +79,8 @@ export interface Memory {
 export function memoryOf(pids: readonly number[]): Memory {
   let rssKb = 0;
   let pssKb = 0;
+  let anonKb = 0;
+  let shmemKb = 0;
   let processes = 0;
   for (const pid of pids) {
     let text: string;
@@ -80,8 +92,16 @@ export function memoryOf(pids: readonly number[]): Memory {
     processes++;
     rssKb += Number(/^Rss:\s+(\d+)/m.exec(text)?.[1] ?? 0);
     pssKb += Number(/^Pss:\s+(\d+)/m.exec(text)?.[1] ?? 0);
+    anonKb += Number(/^Pss_Anon:\s+(\d+)/m.exec(text)?.[1] ?? 0);
+    shmemKb += Number(/^Pss_Shmem:\s+(\d+)/m.exec(text)?.[1] ?? 0);
   }
-  return { rssMb: rssKb / 1024, pssMb: pssKb / 1024, processes };
+  return {
+    rssMb: rssKb / 1024,
+    pssMb: pssKb / 1024,
+    anonMb: anonKb / 1024,
+    shmemMb: shmemKb / 1024,
+    processes,
+  };
 }
 
 /** Established TCP connections to a local port (client sides), from /proc/net/tcp and tcp6. */
@@ -104,16 +124,42 @@ export function tcpConnectionsTo(port: number): number {
   return n;
 }
 
-/** PostgreSQL backends serving a client connection among `pids` (their title names user and db). */
-export function postgresBackends(pids: readonly number[]): number {
-  let n = 0;
+/** Seconds since boot at which a process started (field 22 of /proc/<pid>/stat), or undefined. */
+function startedAtSeconds(pid: number): number | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[19]) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+function uptimeSeconds(): number {
+  return Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+}
+
+/**
+ * PostgreSQL backends serving a client connection among `pids` (their title names user and db):
+ * how many, and the age in seconds of the oldest that serves another login than `postgres` (the
+ * gateway's data connections; its few system connections and pg_cron's log in as `postgres`),
+ * 0 when there is none.
+ */
+export function postgresBackends(pids: readonly number[]): { count: number; oldestSeconds: number } {
+  let count = 0;
+  let oldestStart = Infinity;
   for (const pid of pids) {
     try {
       const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (/^postgres: \S+ \S+ (\[local\]|\d|\S+\(\d+\))/.test(title)) n++;
+      if (!/^postgres: \S+ \S+ (\[local\]|\d|\S+\(\d+\))/.test(title)) continue;
+      count++;
+      if (!title.startsWith('postgres: postgres '))
+        oldestStart = Math.min(oldestStart, startedAtSeconds(pid) ?? Infinity);
     } catch {
       // gone meanwhile
     }
   }
-  return n;
+  return {
+    count,
+    oldestSeconds: Number.isFinite(oldestStart) ? uptimeSeconds() - oldestStart : 0,
+  };
 }

@@ -87,6 +87,36 @@ describe('ClientConcurrency', () => {
     expect(() => c.acquire('c1')).not.toThrow();
   });
 
+  it('a client ignoring Retry-After pays for each early request beyond twice its cap: Retry-After grows, at most 30 s', () => {
+    const c = limiter(1000, 2);
+    const first = c.acquire('c1');
+    first.charge(3500); // 2500 in debt
+    first.release();
+    // its other connections, each refused in turn (2 × the cap of 2): no cost
+    const tolerated = Array.from({ length: 5 }, () => refusal(() => c.acquire('c1')).retryAfter);
+    expect(tolerated).toEqual(Array(5).fill('3'));
+    // then each early request costs 50 ms of its rate
+    const ignoring = Array.from({ length: 200 }, () => refusal(() => c.acquire('c1')).retryAfter);
+    expect(ignoring.at(-1)).toBe('13'); // 2500 + 200 × 50 bytes of debt
+    for (let i = 0; i < 1000; i++) refusal(() => c.acquire('c1'));
+    expect(refusal(() => c.acquire('c1')).retryAfter).toBe('30');
+    // waiting as told: served once the share has refilled
+    jest.setSystemTime(now + 30_100);
+    expect(() => c.acquire('c1')).not.toThrow();
+  });
+
+  it('a client that waits out each Retry-After never pays for its refusals', () => {
+    const c = limiter(1000, 2);
+    for (let round = 0; round < 5; round++) {
+      const slot = c.acquire('c1');
+      slot.charge(2500); // 1500 in debt
+      slot.release();
+      const retryAfter = Array.from({ length: 4 }, () => refusal(() => c.acquire('c1')).retryAfter);
+      expect(retryAfter).toEqual(Array(4).fill('2'));
+      jest.advanceTimersByTime(3000); // told 2 s; back once the share is full again
+    }
+  });
+
   it('CLIENT_RESPONSE_BYTES_PER_SECOND=0 turns the byte share off', () => {
     const c = limiter(0);
     const slot = c.acquire('c1');

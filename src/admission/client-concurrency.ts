@@ -24,6 +24,23 @@ const ACTIVE_MS = 1_000;
 /** Clients whose share is kept before idle ones are forgotten. */
 const MAX_SHARES = 10_000;
 
+/**
+ * Requests of a client refused before its last Retry-After ran out that are tolerated per refusal
+ * window, as a multiple of CLIENT_MAX_CONCURRENT_REQUESTS: a client's other connections were not
+ * told to wait, and each may be refused in turn. Beyond that the client ignores Retry-After.
+ */
+const TOLERATED_EARLY_RETURNS_PER_SLOT = 2;
+/** What each further early request costs the client's byte share, in seconds of its rate. */
+const IGNORED_RETRY_AFTER_COST_S = 0.05;
+/** The deepest a client's byte share goes (seconds of its rate): its longest Retry-After. */
+const MAX_DEBT_S = 30;
+
+/** The client's last refusal: when it was told to come back, and how many came back sooner. */
+interface Refusal {
+  until: number;
+  early: number;
+}
+
 /** What the guard holds for one admitted request. */
 export interface ClientSlot {
   /** Gives the slot back (once), and the reservation of a request that sent no reply. */
@@ -53,6 +70,7 @@ export class ClientConcurrency {
   private readonly shares = new Map<string, ByteShare>();
   /** When each client last started or ended a request (ms). */
   private readonly lastActive = new Map<string, number>();
+  private readonly refusals = new Map<string, Refusal>();
 
   constructor(@Inject(SETTINGS) private readonly settings: Settings) {}
 
@@ -61,24 +79,11 @@ export class ClientConcurrency {
    * reserves its mean answer size from the share.
    */
   acquire(clientId: string, now = Date.now()): ClientSlot {
+    const refused = this.refusal(clientId, now);
+    if (refused) throw refused;
     const current = this.inFlight.get(clientId) ?? 0;
-    const limit = this.settings.clientMaxConcurrentRequests;
-    const contended = this.othersActive(clientId, now);
-    this.lastActive.set(clientId, now);
-    if (current >= limit && contended) {
-      throw throttled(
-        `this client already has ${limit} FHIR requests in progress (CLIENT_MAX_CONCURRENT_REQUESTS); retry shortly`,
-        1,
-      );
-    }
     const rate = this.settings.clientResponseBytesPerSecond;
     const share = this.shareNow(clientId, now);
-    if (share.bytes <= 0) {
-      throw throttled(
-        `this client was served more than its share of ${rate} response bytes per second (CLIENT_RESPONSE_BYTES_PER_SECOND); retry later`,
-        Math.max(1, Math.ceil(-share.bytes / rate)),
-      );
-    }
     this.inFlight.set(clientId, current + 1);
     let reserved = rate > 0 ? share.meanBytes : 0;
     this.spend(clientId, reserved, undefined, now);
@@ -100,6 +105,49 @@ export class ClientConcurrency {
         else this.inFlight.set(clientId, remaining);
       },
     };
+  }
+
+  /**
+   * The 429 a request of the client gets now (at its in-flight cap while others are active, or
+   * its byte share spent), or undefined when it may run; nothing is taken. Cheap and from memory:
+   * admission's early refusal (early-refusal.ts) asks it before the request is logged or routed.
+   * A client that keeps sending before its Retry-After ran out (more than its other connections
+   * explain) pays for each such request from its byte share, so its Retry-After grows (up to
+   * MAX_DEBT_S) instead of its refusals costing the server a steady stream of work.
+   */
+  refusal(clientId: string, now = Date.now()): OperationOutcomeError | undefined {
+    const limit = this.settings.clientMaxConcurrentRequests;
+    const contended = this.othersActive(clientId, now);
+    this.lastActive.set(clientId, now);
+    const atCap = (this.inFlight.get(clientId) ?? 0) >= limit && contended;
+    const rate = this.settings.clientResponseBytesPerSecond;
+    if (!atCap && this.shareNow(clientId, now).bytes > 0) return undefined;
+    // a refusal window opens with a refusal and lasts its Retry-After; refusals within it are early
+    const last = this.refusals.get(clientId);
+    const open = last !== undefined && now < last.until ? last : undefined;
+    const early = open ? open.early + 1 : 0;
+    if (early > limit * TOLERATED_EARLY_RETURNS_PER_SLOT && rate > 0) {
+      const floor = -rate * MAX_DEBT_S;
+      const share = this.shareNow(clientId, now);
+      const cost = Math.min(rate * IGNORED_RETRY_AFTER_COST_S, Math.max(0, share.bytes - floor));
+      this.spend(clientId, cost, undefined, now);
+    }
+    const debt = -this.shareNow(clientId, now).bytes;
+    const retryAfter = debt >= 0 && rate > 0 ? Math.max(1, Math.ceil(debt / rate)) : 1;
+    this.refusals.set(
+      clientId,
+      open ? { until: open.until, early } : { until: now + retryAfter * 1000, early },
+    );
+    if (this.refusals.size > MAX_SHARES) this.forgetIdle(now);
+    return debt >= 0 && rate > 0
+      ? throttled(
+          `this client was served more than its share of ${rate} response bytes per second (CLIENT_RESPONSE_BYTES_PER_SECOND); retry later`,
+          retryAfter,
+        )
+      : throttled(
+          `this client already has ${limit} FHIR requests in progress (CLIENT_MAX_CONCURRENT_REQUESTS); retry shortly`,
+          retryAfter,
+        );
   }
 
   /**
@@ -132,6 +180,7 @@ export class ClientConcurrency {
   /** Shares untouched for a minute are full again; only their mean size is lost. */
   private forgetIdle(now: number): void {
     for (const [clientId, share] of this.shares) if (now - share.at > 60_000) this.shares.delete(clientId);
+    for (const [clientId, refusal] of this.refusals) if (refusal.until < now) this.refusals.delete(clientId);
   }
 
   /** The client's share now: refilled at the rate since it was last counted, at most the burst. */

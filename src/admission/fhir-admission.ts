@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ClientConcurrency } from './client-concurrency';
+import { KnownCredentials } from './known-credentials';
 import { RequestAdmission } from './request-admission';
 import { setResponseCharge } from './response-charge';
 
@@ -14,9 +15,12 @@ export class FhirAdmission {
   constructor(
     private readonly concurrency: ClientConcurrency,
     private readonly lanes: RequestAdmission,
+    private readonly credentials: KnownCredentials,
   ) {}
 
+  /** `req`'s credentials were verified as `clientId`'s: the early refusal may know them from now on. */
   async admit(clientId: string, req: Request, res: Response): Promise<void> {
+    this.credentials.remember(req, clientId);
     const slot = this.concurrency.acquire(clientId);
     // Every answer is charged to the client's share: by the reply path when it knows the size
     // (chargeResponse), otherwise here once it is written (errors, manifests, streams, …).

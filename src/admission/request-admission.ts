@@ -32,9 +32,9 @@ export function admissionLaneOf(method: string, path: string): AdmissionLaneName
  * Admission of FHIR requests before they touch the database (docs/security.md): at most
  * SERVER_MAX_CONCURRENT_READS reads and SERVER_MAX_CONCURRENT_WRITES writes run at once, so the
  * engine works near its best concurrency, requests never queue for a pooled connection (the
- * lanes together stay well under the pool's 50; a wait for a connection is bounded by the
- * server-selection time-out and would answer 503 though the database is only busy), and a busy
- * server answers the clients over their share with 429 (see AdmissionLane).
+ * lanes fit in the pool, sized from them in src/database/driver-pool.ts; a wait for a connection
+ * is bounded by the server-selection time-out and would answer 503 though the database is only
+ * busy), and a busy server answers the clients over their share with 429 (see AdmissionLane).
  */
 @Injectable()
 export class RequestAdmission {

@@ -2,6 +2,7 @@ import type { Server } from 'http';
 import type { Socket } from 'net';
 import { HttpException } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
+import { fhirJsonType, parseFhirVersion } from '@app/fhir';
 import { isFhirRoute } from './fhir-routes';
 
 /** Routes whose answers carry a token, a code or a secret (docs/api.md §3, §4). */
@@ -68,7 +69,10 @@ export function answerParserErrors(server: Server, maxUrlLength: number): void {
     } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
       [status, reason, message] = [408, 'Request Timeout', 'the request was not received in time'];
     }
-    const fhir = isFhirRoute(path.split('?')[0]);
+    const fhirPath = path.split('?')[0];
+    const fhir = isFhirRoute(fhirPath);
+    // each version's own media type (DSTU2: application/json+fhir, https://hl7.org/fhir/DSTU2/http.html#mime-type)
+    const fhirType = fhirJsonType(parseFhirVersion(fhirPath.split('/')[1] ?? '') ?? 'r4');
     const body = fhir
       ? JSON.stringify({
           resourceType: 'OperationOutcome',
@@ -78,7 +82,7 @@ export function answerParserErrors(server: Server, maxUrlLength: number): void {
     socket.on('error', () => undefined);
     socket.resume();
     socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${fhir ? 'application/fhir+json' : 'application/json'}; charset=utf-8\r\n` +
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${fhir ? fhirType : 'application/json'}; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
     setTimeout(() => socket.destroy(), 5000).unref();

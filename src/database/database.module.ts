@@ -12,6 +12,7 @@ import type { Connection, mongo } from 'mongoose';
 import { Settings } from '../config/settings';
 import { SETTINGS } from '../config/config.module';
 import { DatabaseLiveness, serverSelectionTimeoutMs } from './database-liveness';
+import { driverPoolOptions } from './driver-pool';
 import { DatabaseHandle } from './embedded-database';
 import { ensureIndexes } from './ensure-indexes';
 import { indexPlugin } from './index-plugin';
@@ -83,7 +84,7 @@ export class DatabaseModule {
             timeoutMS: settings.dbTimeoutMs,
             autoIndex: false,
             autoCreate: false,
-            maxPoolSize: 50,
+            ...driverPoolOptions(settings),
             // command events feed the /metrics database latency histogram (with them on, the
             // driver decodes every reply once more: off unless metrics are)
             monitorCommands: settings.metricsEnabled,

@@ -15,6 +15,12 @@ import { promisify } from 'util';
 import { MongoClient } from 'mongodb';
 import { freePort } from './free-port';
 import { stopStaleProcess, stopChild } from './child-processes';
+import {
+  BackendRecycling,
+  backendRecyclingSql,
+  DEFAULT_BACKEND_RECYCLING,
+  GATEWAY_DATA_APPLICATION,
+} from './gateway-backend-recycling';
 
 const run = promisify(execFile);
 
@@ -346,6 +352,7 @@ export class DocumentDbInstance implements RunningDocumentDb {
     dir: string,
     gatewayPort?: number,
     report: (message: string) => void = (m) => process.stderr.write(`documentdb: ${m}\n`),
+    recycling: BackendRecycling = DEFAULT_BACKEND_RECYCLING,
   ): Promise<DocumentDbInstance> {
     const l = layoutOf(dir);
     const user = await runAs();
@@ -372,6 +379,8 @@ export class DocumentDbInstance implements RunningDocumentDb {
         )
       ).trim();
       if (!db.version) throw new Error('the documentdb extension is missing from the cluster');
+      // At every start, so that clusters made before it get it too (src/database/gateway-backend-recycling.ts).
+      await psql(l, paths, user, backendRecyclingSql(MONGO_USER, recycling));
       db.port = gatewayPort ?? (await freePort());
       db.uri = `mongodb://${MONGO_USER}:${password}@127.0.0.1:${db.port}/?authMechanism=SCRAM-SHA-256`;
       await db.startGateway();
@@ -389,6 +398,23 @@ export class DocumentDbInstance implements RunningDocumentDb {
   /** The gateway's process id (tests pause it to play a hung database). */
   get gatewayPid(): number | undefined {
     return this.gateway?.child.pid;
+  }
+
+  /** The PostgreSQL backends of the gateway's data pool now: process id and age in seconds. */
+  async gatewayBackends(): Promise<Array<{ pid: number; ageSeconds: number }>> {
+    const rows = await psql(
+      this.l,
+      this.paths,
+      this.user,
+      `SELECT pid || ' ' || extract(epoch FROM now() - backend_start) FROM pg_stat_activity WHERE application_name = '${GATEWAY_DATA_APPLICATION}' AND usename = '${MONGO_USER}'`,
+    );
+    return rows
+      .split('\n')
+      .filter((line) => line.trim())
+      .map((line) => {
+        const [pid, age] = line.trim().split(' ');
+        return { pid: Number(pid), ageSeconds: Number(age) };
+      });
   }
 
   /** Which children are not running now. */
@@ -505,8 +531,9 @@ export async function startDocumentDb(
   dir: string,
   gatewayPort?: number,
   report?: (message: string) => void,
+  recycling?: BackendRecycling,
 ): Promise<DocumentDbInstance> {
-  return DocumentDbInstance.start(paths, dir, gatewayPort, report);
+  return DocumentDbInstance.start(paths, dir, gatewayPort, report, recycling);
 }
 
 async function ping(uri: string): Promise<boolean> {

@@ -95,7 +95,7 @@ export function FhirOperation(def: FhirOperationDefinition): MethodDecorator {
     const everyType = def.levels.some((l) => (def.at?.[l]?.types ?? def.types) === undefined);
     FhirRoute({
       ...def.route,
-      body: def.route?.body ?? 'any',
+      body: def.route?.body ?? 'parameters',
       kind: def.affectsState ? 'write' : 'read',
       types: everyType ? undefined : types,
       bases,

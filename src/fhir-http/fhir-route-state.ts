@@ -25,6 +25,11 @@ export type FhirBodyKind =
   | 'resource'
   /** `_search` form parameters: application/x-www-form-urlencoded, or 415 */
   | 'form'
+  /**
+   * an operation's input (https://hl7.org/fhir/R4/operations.html#request): a JSON resource
+   * (Parameters, or the resource an operation takes) or form parameters, or none; else 415
+   */
+  | 'parameters'
   /** whatever the handler reads (PATCH documents, operation Parameters, none) */
   | 'any';
 

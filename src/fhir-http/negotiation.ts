@@ -36,16 +36,22 @@ export function checkRequestBody(req: Request, kind: FhirBodyKind, version: Fhir
       { status: 415 },
     );
   }
-  if (kind === 'form') {
-    const hasBody =
-      Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-    if (hasBody && !FORM.test(contentType ?? '')) {
-      throw new OperationOutcomeError(
-        'not-supported',
-        `Content-Type ${contentType ?? '(none)'} is not supported on _search: send application/x-www-form-urlencoded`,
-        { status: 415 },
-      );
-    }
+  const hasBody =
+    Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+  if (kind === 'form' && hasBody && !FORM.test(contentType ?? '')) {
+    throw new OperationOutcomeError(
+      'not-supported',
+      `Content-Type ${contentType ?? '(none)'} is not supported on _search: send application/x-www-form-urlencoded`,
+      { status: 415 },
+    );
+  }
+  // an XML body would otherwise reach the operation unread (as no parameters at all)
+  if (kind === 'parameters' && hasBody && !isJsonContentType(contentType) && !FORM.test(contentType ?? '')) {
+    throw new OperationOutcomeError(
+      'not-supported',
+      `Content-Type ${contentType ?? '(none)'} is not supported by this operation: send ${fhirJsonType(version)} (a Parameters resource) or application/x-www-form-urlencoded`,
+      { status: 415 },
+    );
   }
 }
 

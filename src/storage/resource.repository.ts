@@ -40,6 +40,14 @@ export interface ResourceRef {
   id: string;
 }
 
+/** A current resource known by key and JSON size only (`sizesOf`). */
+export interface SizedRef {
+  _id: string;
+  t: string;
+  id: string;
+  size: number;
+}
+
 type SortOrder = Readonly<Record<string, 1 | -1>>;
 
 const WITHOUT_INDEX = { idx: 0 } as const;
@@ -321,6 +329,26 @@ export class ResourceRepository {
   }
 
   /**
+   * Type, id and JSON size of current non-deleted resources matching a search-lib filter, in `_id`
+   * order, at most `limit`, without their JSON: what a page budget decides on before any JSON is
+   * read (`_include` / `_revinclude`: docs/security.md "Page byte budget").
+   */
+  sizesOf(
+    ctx: TenantContext,
+    version: FhirVersion,
+    filter: Filter<ResourceDoc>,
+    limit: number,
+  ): Promise<SizedRef[]> {
+    return this.scoped(ctx)
+      .resources.aggregate<SizedRef>(this.searchFilter(ctx, version, { filter, limit }), [
+        { $sort: { _id: 1 } },
+        { $limit: limit },
+        { $project: { _id: 1, t: 1, id: 1, size: { $strLenBytes: { $ifNull: ['$json', ''] } } } },
+      ])
+      .toArray();
+  }
+
+  /**
    * Per resource type, how many current non-deleted resources match `filter`, and (with
    * `referencePattern`) the distinct `idx.ref` entries of those resources that match it: one pass
    * over the matches in the database, only the counts and the chosen references coming back
@@ -501,6 +529,24 @@ export class ResourceRepository {
       { $set: { gone: true, json: null }, $setOnInsert: onInsert },
       { upsert: true },
     );
+  }
+
+  /**
+   * Rewrites version `vid` of a resource in place, current document and history row, with no new
+   * version: a removal of other resources taking them out of a bundle's Provenance (`$everything`
+   * DELETE), so that nothing still names what was removed. No-op if the resource moved on.
+   */
+  async rewriteInPlace(
+    ctx: TenantContext,
+    key: string,
+    vid: number,
+    next: { json: string; idx: object | undefined },
+  ): Promise<void> {
+    const { resources, history } = this.scoped(ctx);
+    const set = next.idx === undefined ? { $set: { json: next.json } } : { $set: next };
+    const moved = await resources.updateOne(resources.where({ _id: key }, { vid }), set);
+    if (moved.matchedCount === 0) return;
+    await history.updateOne(history.where({ _id: historyKey(key, vid) }), { $set: { json: next.json } });
   }
 
   /**

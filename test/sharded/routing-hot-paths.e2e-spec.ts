@@ -1,11 +1,13 @@
 import { createTestApp, IDENTITY_TEST_ENV, type TestApp } from '@app/testing';
 import { explainQuery, recordQueries, scanViolations, type RecordedQuery } from '@app/testing/query-plans';
 import { describeRoute, routeQuery, type RouteReport } from '@app/testing/query-routing';
+import { SHARDED_COLLECTIONS } from '../../src/storage/shard-keys';
 import { StoreCheckService } from '../../src/modules/fhir-store/store-check.service';
 import { credentialHeaders, HOT_PATHS, seedHotPaths, type HotPathFixture } from '../query-plans.catalogue';
 
 /**
- * Routing on a sharded cluster (docs/scaling.md): every hot path of the query-plan catalogue
+ * Routing on a sharded cluster (`npm run test:sharded`: each test database sharded as `store shard`
+ * does, docs/scaling.md): every hot path of the query-plan catalogue
  * (test/query-plans.catalogue.ts) served through the real app with command monitoring on, and each
  * query it sent to a sharded collection explained for its route (libs/testing/src/query-routing.ts:
  * the router's explain, and Citus' `Task Count` on the coordinator of DocumentDB distributed).
@@ -17,10 +19,8 @@ import { credentialHeaders, HOT_PATHS, seedHotPaths, type HotPathFixture } from 
  *   (the single node's plans are checked by query-plans.e2e-spec.ts), never a whole shard table.
  */
 
-/** The collections sharded by owner (client, user) (docs/scaling.md). */
-const SHARDED_BY_OWNER = ['resources', 'resource_history'];
-/** Every collection whose queries are checked: the claim collections are sharded on `_id`. */
-const ROUTED = [...SHARDED_BY_OWNER, 'conditional_keys', 'resource_ids'];
+/** Every sharded collection (by owner; the claim collections by `_id`): their queries are checked. */
+const ROUTED = SHARDED_COLLECTIONS.map((collection) => collection.name);
 
 /**
  * User-scoped queries that still fan out, each with its reason. The suite fails when another one
@@ -42,18 +42,6 @@ const KNOWN_USER_FAN_OUT: ReadonlyArray<{ why: string; matches: (query: Recorded
   },
 ];
 
-/** Until every test database is sharded by the harness: shard this one by owner (hashed, else ranged). */
-async function shardByOwner(t: TestApp): Promise<void> {
-  if (process.env.TEST_SHARD_ENGINE) return;
-  const admin = t.connection.getClient().db('admin');
-  for (const name of SHARDED_BY_OWNER) {
-    const ns = `${t.dbName}.${name}`;
-    await admin
-      .command({ shardCollection: ns, key: { c: 'hashed', u: 'hashed' } })
-      .catch(() => admin.command({ shardCollection: ns, key: { c: 1, u: 'hashed' } }));
-  }
-}
-
 describe('routing on a sharded cluster: one shard for every query of one user (e2e)', () => {
   jest.setTimeout(120_000);
   let t: TestApp;
@@ -64,7 +52,6 @@ describe('routing on a sharded cluster: one shard for every query of one user (e
   beforeAll(async () => {
     // METRICS_ENABLED turns the driver's command monitoring on (the recorder listens to it).
     t = await createTestApp({ ...IDENTITY_TEST_ENV, DIRECTORY_SEED: 'false', METRICS_ENABLED: 'true' });
-    await shardByOwner(t);
     fixture = await seedHotPaths(t);
     // A query without any shard-key field: the bound of every fan-out.
     const everything = await routeQuery(t.connection, {

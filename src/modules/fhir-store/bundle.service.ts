@@ -27,7 +27,7 @@ import { returnPreference } from './prefer';
 import { assertValid, FhirStoreService } from './fhir-store.service';
 import type { ResourceDoc } from '../../storage/documents';
 import { ResourceRepository } from '../../storage/resource.repository';
-import { ResourceWriter, type WrittenVersion } from './resource-writer';
+import { ResourceWriter, type BundleWrites, type WrittenVersion } from './resource-writer';
 import { SearchService } from './search/search.service';
 
 /** docs/api.md §13: resources per posted bundle. */
@@ -85,8 +85,8 @@ const statusLine = (status: number) => `${status} ${REASON[status] ?? ''}`.trim(
  * `POST /{v}` with a `transaction` or `batch` Bundle (docs/api.md §5, §13): at most 20 entries, each
  * validated and stored independently (valid entries stored, invalid ones not), `urn:uuid:`
  * placeholders resolved everywhere first. New resources go to the database in one bulk insert
- * with their history rows and Provenances in one more; existing ids fall back to the per-entry
- * compare-and-set path.
+ * with their history rows in one more; existing ids fall back to the per-entry compare-and-set
+ * path. One Provenance lists everything the bundle wrote (docs/storage.md).
  */
 @Injectable()
 export class BundleService {
@@ -139,12 +139,31 @@ export class BundleService {
       await this.settle(entry.index, responses, () => this.deleteEntry(ctx, version, entry));
     }
     const representation = returnPreference(prefer) === 'representation';
-    await this.writeAll(ctx, version, plans, responses, representation);
-    for (const entry of ordered.filter((e) => e.method === 'PATCH')) {
-      await this.settle(entry.index, responses, () => this.patchEntry(ctx, version, entry, representation));
+    // One Provenance for everything the bundle wrote, recorded even when a write threw midway.
+    const written: BundleWrites = [];
+    try {
+      await this.writeAll(ctx, version, plans, responses, representation, written);
+      for (const entry of ordered.filter((e) => e.method === 'PATCH')) {
+        await this.settle(entry.index, responses, () =>
+          this.patchEntry(ctx, version, entry, representation, written),
+        );
+      }
+    } finally {
+      await this.writer.recordProvenance(ctx, version, written);
+    }
+    // One byte budget for the whole response, spent in processing order (docs/security.md "Page
+    // byte budget"): entries are served in full while some is left, the one crossing it included.
+    const budget = { left: this.settings.searchPageMaxBytes };
+    for (const entry of ordered) {
+      const served = responses[entry.index];
+      // Prefer: return=representation is a preference: once the budget is spent, minimal
+      if (served?.resourceJson === undefined) continue;
+      if (budget.left > 0) budget.left -= served.resourceJson.length;
+      else delete served.resourceJson;
     }
     for (const entry of ordered.filter((e) => e.method === 'GET')) {
-      await this.settle(entry.index, responses, () => this.readEntry(ctx, version, entry));
+      await this.settle(entry.index, responses, () => this.readEntry(ctx, version, kind, entry, budget.left));
+      budget.left -= responses[entry.index].resourceJson?.length ?? 0;
     }
     return { status: 200, body: transactionResponseJson(version, `${kind}-response`, responses) };
   }
@@ -263,7 +282,7 @@ export class BundleService {
 
   /**
    * Fast path: one look-up of every key, one bulk insert of the new resources, one bulk write of
-   * their history rows and Provenances. Existing ids, repeated ids and conditional updates go
+   * their history rows (their Provenance is the bundle's, in `written`). Existing ids, repeated ids and conditional updates go
    * through the per-entry compare-and-set path, in bundle order.
    */
   private async writeAll(
@@ -272,6 +291,7 @@ export class BundleService {
     plans: WritePlan[],
     responses: TransactionResponseEntry[],
     representation: boolean,
+    written: BundleWrites,
   ): Promise<void> {
     const keyOf = (plan: WritePlan) => this.repository.key(ctx, version, plan.type, plan.id);
     const seen = new Set<string>();
@@ -308,17 +328,19 @@ export class BundleService {
       ctx,
       version,
       inserted.map(([, doc]) => ({ previous: null, doc })),
+      written,
     );
     for (const [plan, doc] of inserted)
       responses[plan.entry.index] = this.writtenEntry(version, { doc, created: true }, representation);
     const slow = plans.filter((plan) => known.has(plan) || single.includes(plan));
     for (const plan of slow) {
       await this.settle(plan.entry.index, responses, async () => {
-        const written = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
+        const stored = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
           ifMatch: plan.ifMatch,
           createOnly: plan.createOnly,
+          bundle: written,
         });
-        return this.writtenEntry(version, written, representation);
+        return this.writtenEntry(version, stored, representation);
       });
     }
   }
@@ -362,6 +384,7 @@ export class BundleService {
     version: FhirVersion,
     entry: RequestEntry,
     representation: boolean,
+    written: BundleWrites,
   ): Promise<TransactionResponseEntry> {
     const target = parseRequestUrl(entry.url);
     if (!target?.id || target.versionId || target.query) {
@@ -369,14 +392,29 @@ export class BundleService {
     }
     const type = typeParam(version, target.type);
     const document = entryPatchDocument(entry.resource);
-    const written = await this.patches.apply(ctx, version, type, idParam(target.id), document, entry.ifMatch);
-    return this.writtenEntry(version, written, representation);
+    const patched = await this.patches.apply(
+      ctx,
+      version,
+      type,
+      idParam(target.id),
+      document,
+      entry.ifMatch,
+      written,
+    );
+    return this.writtenEntry(version, patched, representation);
   }
 
+  /**
+   * A GET entry within what the response has left (`maxBytes`): a search page gets that as its
+   * byte budget (none left: an empty page whose `next` is that page); a read or vread is not
+   * even looked up once nothing is left, and the entry tells the client to read it on its own.
+   */
   private async readEntry(
     ctx: TenantContext,
     version: FhirVersion,
+    kind: 'transaction' | 'batch',
     entry: RequestEntry,
+    maxBytes: number,
   ): Promise<TransactionResponseEntry> {
     const target = parseRequestUrl(entry.url);
     if (!target) throw OperationOutcomeError.invalid(`cannot read url "${entry.url}"`);
@@ -384,7 +422,13 @@ export class BundleService {
     let reply: FhirReply;
     if (target.id === undefined) {
       // the search of `GET /{v}/{type}?…`, every parameter of the entry's url included
-      reply = await this.searches.search(ctx, version, type, [...new URLSearchParams(target.query ?? '')]);
+      const pairs = [...new URLSearchParams(target.query ?? '')];
+      reply = await this.searches.search(ctx, version, type, pairs, undefined, { maxBytes });
+    } else if (maxBytes <= 0) {
+      throw new OperationOutcomeError(
+        'too-costly',
+        `this ${kind}-response reached its byte budget (SEARCH_PAGE_MAX_BYTES) before this entry: read ${entry.url} on its own`,
+      );
     } else if (target.versionId !== undefined) {
       reply = await this.store.vread(ctx, version, type, idParam(target.id), target.versionId);
     } else {

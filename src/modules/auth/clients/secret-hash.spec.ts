@@ -1,4 +1,4 @@
-import { hashSecret, verifySecret } from './secret-hash';
+import { hashSecret, mostConcurrentVerifications, verifySecret } from './secret-hash';
 
 describe('secret hashing', () => {
   it('verifies the right secret and rejects others', async () => {
@@ -20,5 +20,14 @@ describe('secret hashing', () => {
 
   it('a malformed stored hash never verifies', async () => {
     await expect(verifySecret('x', 'plain')).resolves.toBe(false);
+  });
+
+  it('verifications run one at a time, each with its own answer (a flood takes at most one core)', async () => {
+    const hash = await hashSecret('right');
+    const answers = await Promise.all(
+      ['w1', 'right', 'w2', 'w3', 'right', ''].map((s) => verifySecret(s, hash)),
+    );
+    expect(answers).toEqual([false, true, false, false, true, false]);
+    expect(mostConcurrentVerifications()).toBe(1);
   });
 });

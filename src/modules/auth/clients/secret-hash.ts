@@ -33,7 +33,39 @@ export function secretVerificationCount(): number {
   return verifications;
 }
 
-export async function verifySecret(secret: string, stored: string | undefined): Promise<boolean> {
+/**
+ * Verifications run one at a time (docs/security.md "Throttling failed client authentication"):
+ * scrypt runs on libuv's thread pool (4 threads), so a burst of wrong secrets verified together
+ * would take every core from the other tenants' requests; one after the other they take at most
+ * one. Owners rarely wait here: a secret verified as right is remembered (ClientsService).
+ */
+let verifying: Promise<unknown> = Promise.resolve();
+let running = 0;
+let mostAtOnce = 0;
+function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
+  const counted = async () => {
+    mostAtOnce = Math.max(mostAtOnce, ++running);
+    try {
+      return await work();
+    } finally {
+      running -= 1;
+    }
+  };
+  const run = verifying.then(counted, counted);
+  verifying = run.catch(() => undefined);
+  return run;
+}
+
+/** The most verifications that ever ran at once in this process (tests: one). */
+export function mostConcurrentVerifications(): number {
+  return mostAtOnce;
+}
+
+export function verifySecret(secret: string, stored: string | undefined): Promise<boolean> {
+  return oneAtATime(() => verifyNow(secret, stored));
+}
+
+async function verifyNow(secret: string, stored: string | undefined): Promise<boolean> {
   verifications += 1;
   const encoded = stored ?? (await (decoyHash ??= hashSecret(randomBytes(32).toString('base64url'))));
   const parts = encoded.split('$');

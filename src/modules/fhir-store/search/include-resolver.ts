@@ -3,10 +3,10 @@ import { escapeRegex } from '@app/fhir/search/text-normalization';
 import type { FhirVersion, IncludeDirective, ParsedSearch } from '@app/fhir';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { ResourceDoc } from '../../../storage/documents';
-import { ResourceRepository, type ResourceRef } from '../../../storage/resource.repository';
+import { ResourceRepository, type ResourceRef, type SizedRef } from '../../../storage/resource.repository';
 import { storeFilter } from './sub-query-resolver';
 
-/** Most included resources on one page: `_include=*` on a page of 100 must stay bounded. */
+/** Most included resources considered for one page: `_include=*` on a page of 100 must stay bounded. */
 export const MAX_INCLUDED = 1000;
 
 const RELATIVE_TARGET = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/;
@@ -21,6 +21,8 @@ function follows(
   return directive.wildcard || (directive.sourceType === sourceType && directive.params.includes(param));
 }
 
+type Source = Pick<ResourceDoc, '_id' | 't' | 'id'>;
+
 /**
  * `_include` / `_revinclude` (https://hl7.org/fhir/R4/search.html#include): the resources the
  * matches reference, and the resources that reference the matches, through the `idx.ref` entries
@@ -28,6 +30,10 @@ function follows(
  * so an include can never reach another user's resource. `:iterate` directives run once more on
  * what the first level included (one extra level). Nothing is returned twice, and nothing that is
  * already a match.
+ *
+ * Two steps, so that the page byte budget decides before any JSON is read (docs/security.md
+ * "Page byte budget"): `resolve` finds what would be included with each resource's JSON size
+ * only (up to MAX_INCLUDED), `read` then fetches the JSON of those the page keeps.
  */
 @Injectable()
 export class IncludeResolver {
@@ -37,13 +43,13 @@ export class IncludeResolver {
     ctx: TenantContext,
     version: FhirVersion,
     parsed: Pick<ParsedSearch, 'include' | 'revinclude'>,
-    matches: readonly ResourceDoc[],
+    matches: readonly Source[],
     serviceBase: string,
-  ): Promise<ResourceDoc[]> {
+  ): Promise<SizedRef[]> {
     if (parsed.include.length === 0 && parsed.revinclude.length === 0) return [];
     const seen = new Set(matches.map((doc) => doc._id));
-    const included: ResourceDoc[] = [];
-    const add = (docs: readonly ResourceDoc[]): ResourceDoc[] => {
+    const included: SizedRef[] = [];
+    const add = (docs: readonly SizedRef[]): SizedRef[] => {
       const fresh = docs.filter((doc) => !seen.has(doc._id));
       for (const doc of fresh) seen.add(doc._id);
       included.push(...fresh);
@@ -63,14 +69,23 @@ export class IncludeResolver {
     return included.slice(0, MAX_INCLUDED);
   }
 
+  /** The current JSON of resolved inclusions, in their order (one deleted meanwhile is left out). */
+  read(ctx: TenantContext, version: FhirVersion, refs: readonly SizedRef[]): Promise<ResourceDoc[]> {
+    return this.repository.findByKeys(
+      ctx,
+      version,
+      refs.map((ref) => ({ type: ref.t, id: ref.id })),
+    );
+  }
+
   private async level(
     ctx: TenantContext,
     version: FhirVersion,
     includes: readonly IncludeDirective[],
     revincludes: readonly IncludeDirective[],
-    sources: readonly ResourceDoc[],
+    sources: readonly Source[],
     localPrefix: string,
-  ): Promise<ResourceDoc[]> {
+  ): Promise<SizedRef[]> {
     const [forward, reverse] = await Promise.all([
       this.referenced(ctx, version, includes, sources, localPrefix),
       Promise.all(
@@ -85,9 +100,9 @@ export class IncludeResolver {
     ctx: TenantContext,
     version: FhirVersion,
     directives: readonly IncludeDirective[],
-    sources: readonly ResourceDoc[],
+    sources: readonly Source[],
     localPrefix: string,
-  ): Promise<ResourceDoc[]> {
+  ): Promise<SizedRef[]> {
     if (directives.length === 0 || sources.length === 0) return [];
     const withReferences = await this.repository.findFields(
       ctx,
@@ -108,7 +123,11 @@ export class IncludeResolver {
         targets.set(target, { type: match[1], id: match[2] });
       }
     }
-    return this.repository.findByKeys(ctx, version, [...targets.values()].slice(0, MAX_INCLUDED));
+    if (targets.size === 0) return [];
+    const keys = [...targets.values()]
+      .slice(0, MAX_INCLUDED)
+      .map((ref) => this.repository.key(ctx, version, ref.type, ref.id));
+    return this.repository.sizesOf(ctx, version, { _id: { $in: keys } }, MAX_INCLUDED);
   }
 
   /** `_revinclude`: resources of the directive's source type whose reference parameter names a source. */
@@ -116,9 +135,9 @@ export class IncludeResolver {
     ctx: TenantContext,
     version: FhirVersion,
     directive: IncludeDirective,
-    targets: readonly ResourceDoc[],
+    targets: readonly Source[],
     localPrefix: string,
-  ): Promise<ResourceDoc[]> {
+  ): Promise<SizedRef[]> {
     const pointedAt = targets.filter((doc) => !directive.targetType || directive.targetType === doc.t);
     if (pointedAt.length === 0) return [];
     const references = pointedAt.flatMap((doc) => [`${doc.t}/${doc.id}`, `${localPrefix}${doc.t}/${doc.id}`]);
@@ -130,11 +149,6 @@ export class IncludeResolver {
           },
         };
     const filter = directive.sourceType ? { t: directive.sourceType, ...condition } : condition;
-    const { docs } = await this.repository.search(ctx, version, {
-      filter: storeFilter(filter),
-      sort: { _id: 1 },
-      limit: MAX_INCLUDED,
-    });
-    return docs;
+    return this.repository.sizesOf(ctx, version, storeFilter(filter), MAX_INCLUDED);
   }
 }

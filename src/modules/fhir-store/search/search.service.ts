@@ -76,19 +76,27 @@ export class SearchService {
     const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id }]);
     if (!patient) throw OperationOutcomeError.notFound(`Patient/${id} is not known`);
     return this.search(ctx, version, type, pairs, prefer, {
-      url: `${base}/${version}/${compartment}/${id}/${type}`,
-      filter: restriction,
+      within: { url: `${base}/${version}/${compartment}/${id}/${type}`, filter: restriction },
     });
   }
 
+  /**
+   * `options.within`: a compartment's restriction and URL. `options.maxBytes`: the page's byte
+   * budget (default SEARCH_PAGE_MAX_BYTES; a batch gives each GET entry what its response has left,
+   * docs/security.md "Page byte budget"). With no budget left (0 or less) the page serves no match
+   * and its `next` link is this same page, so the client fetches it on its own; total and
+   * whether that page holds anything are still told exactly.
+   */
   async search(
     ctx: TenantContext,
     version: FhirVersion,
     type: string | undefined,
     pairs: SearchPairs,
     prefer?: string,
-    within?: { url: string; filter: Filter },
+    options: { within?: { url: string; filter: Filter }; maxBytes?: number } = {},
   ): Promise<FhirReply> {
+    const { within } = options;
+    const maxBytes = options.maxBytes ?? this.settings.searchPageMaxBytes;
     const base = this.settings.urls.base;
     const parsed = parseOrReject(version, type, pairs, {
       strict: isStrictHandling(prefer),
@@ -132,11 +140,12 @@ export class SearchService {
     const counter = parsed.total === 'none' ? undefined : this.lateCount(ctx, version, query);
     let page: { docs: ResourceDoc[]; hasNext: boolean };
     try {
+      // no budget left: a page of size 0 still tells whether a match follows (no JSON is read)
       page = await this.repository.searchPage(
         ctx,
         version,
         { ...query, sort: built.sort, skip: parsed.skip },
-        { size: parsed.count, maxBytes: this.settings.searchPageMaxBytes },
+        maxBytes > 0 ? { size: parsed.count, maxBytes } : { size: 0, maxBytes: 0 },
       );
     } finally {
       counter?.stopIfNotStarted();
@@ -145,7 +154,14 @@ export class SearchService {
     const lastPage = !page.hasNext && (page.docs.length > 0 || parsed.skip === 0);
     const total =
       counter === undefined ? undefined : lastPage ? parsed.skip + page.docs.length : await counter.count();
-    const { matches, included, cut } = await this.withIncludes(ctx, version, parsed, page.docs, base);
+    const { matches, included, cut } = await this.withIncludes(
+      ctx,
+      version,
+      parsed,
+      page.docs,
+      base,
+      maxBytes,
+    );
     const hasNext = page.hasNext || cut;
     const entries: SearchsetEntry[] = [
       ...matches.map((doc) =>
@@ -169,6 +185,8 @@ export class SearchService {
    * (SEARCH_PAGE_MAX_BYTES for matches and additions together): when they do not fit, the page
    * keeps fewer matches (halved, at least one) and so fewer additions; `next` continues after the
    * last match kept. Additions of a single match that still do not fit are served while they fit.
+   * The decision is taken on the additions' sizes (IncludeResolver.resolve); only the JSON of
+   * those served is read.
    */
   private async withIncludes(
     ctx: TenantContext,
@@ -176,26 +194,26 @@ export class SearchService {
     parsed: ParsedSearch,
     docs: ResourceDoc[],
     base: string,
+    budget: number,
   ): Promise<{ matches: ResourceDoc[]; included: ResourceDoc[]; cut: boolean }> {
-    const budget = this.settings.searchPageMaxBytes;
-    const bytes = (list: readonly ResourceDoc[]) =>
-      list.reduce((sum, doc) => sum + (doc.json?.length ?? 0), 0);
+    const sum = (sizes: readonly number[]) => sizes.reduce((total, size) => total + size, 0);
     let matches = docs;
     for (;;) {
-      const included = await this.includes.resolve(ctx, version, parsed, matches, base);
-      const room = budget - bytes(matches);
-      if (bytes(included) <= room) return { matches, included, cut: matches.length < docs.length };
-      if (matches.length === 1) {
-        const fits = entriesWithinBudget(
-          included.map((doc) => doc.json?.length ?? 0),
-          Math.max(0, room),
-        );
+      const additions = await this.includes.resolve(ctx, version, parsed, matches, base);
+      const sizes = additions.map((ref) => ref.size);
+      const room = budget - sum(matches.map((doc) => doc.json?.length ?? 0));
+      let kept = additions.length;
+      if (sum(sizes) > room) {
+        if (matches.length > 1) {
+          matches = matches.slice(0, Math.ceil(matches.length / 2));
+          continue;
+        }
         // entriesWithinBudget serves one entry however large: none when even that does not fit
-        const first = included[0]?.json?.length ?? 0;
-        const kept = fits === 1 && first > room ? 0 : fits;
-        return { matches, included: included.slice(0, kept), cut: matches.length < docs.length };
+        kept = entriesWithinBudget(sizes, Math.max(0, room));
+        if (kept === 1 && sizes[0] > room) kept = 0;
       }
-      matches = matches.slice(0, Math.ceil(matches.length / 2));
+      const included = await this.includes.read(ctx, version, additions.slice(0, kept));
+      return { matches, included, cut: matches.length < docs.length };
     }
   }
 

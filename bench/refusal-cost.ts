@@ -1,0 +1,116 @@
+/**
+ * What a refused request costs the server: a client past its byte share
+ * (CLIENT_RESPONSE_BYTES_PER_SECOND set low) that ignores Retry-After sends REFUSAL_REQUESTS reads
+ * over REFUSAL_CONNECTIONS connections as fast as they are answered; the server's CPU time over
+ * them (from /proc, user + system) per request. CPU time of the server process, not wall-clock
+ * time, so the figure holds on a shared machine. Prints a table, writes bench/results/refusal-cost.json.
+ * Run: npm run bench -- refusal-cost   (MONGO_URL to use a running database)
+ */
+import http from 'node:http';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { resolveDatabase } from '../src/database/embedded-database';
+import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
+import { httpJson, printTable } from './lib/bench-server';
+
+const REQUESTS = Number(process.env.REFUSAL_REQUESTS ?? 3000);
+const CONNECTIONS = Number(process.env.REFUSAL_CONNECTIONS ?? 8);
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+
+function status(url: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent, headers: { Authorization: `Bearer ${token}` } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+  });
+}
+
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function main(): Promise<void> {
+  buildIfNeeded();
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-refusal-'));
+  const database = await resolveDatabase(process.env.MONGO_URL, join(dir, 'db'));
+  const env = {
+    MONGO_URL: database.uri,
+    MONGO_DB: `refusal_${Date.now()}`,
+    DATA_DIR: join(dir, 'data'),
+    LOG_LEVEL: 'info',
+    USER_MGMT_RATE_LIMIT: '10000000',
+    DIRECTORY_SEED: 'false',
+    CLIENT_RESPONSE_BYTES_PER_SECOND: '1kb',
+  };
+  const server = new ServerProcess(env);
+  try {
+    const client = runCli(['client', 'create', '--name', 'flood'], env).json;
+    await server.start();
+    const user = await httpJson(server.url, 'POST', '/user-management/v1/user', {
+      app_user_id: 'flood-0',
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+    });
+    const token = String(user.body.access_token);
+    const patient = { resourceType: 'Patient', id: 'flood', name: [{ family: 'F'.repeat(4000) }] };
+    await httpJson(server.url, 'PUT', '/r4/Patient/flood', patient, { Authorization: `Bearer ${token}` });
+    const url = `${server.url}/r4/Patient/flood`;
+    while ((await status(url, token)) !== 429);
+    const pid = server.child!.pid!;
+    const before = cpuSeconds(pid);
+    const started = performance.now();
+    const statuses = new Map<number, number>();
+    let sent = 0;
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        while (sent++ < REQUESTS) {
+          const s = await status(url, token);
+          statuses.set(s, (statuses.get(s) ?? 0) + 1);
+        }
+      }),
+    );
+    const cpu = cpuSeconds(pid) - before;
+    const row = {
+      requests: REQUESTS,
+      statuses: [...statuses.entries()].map(([s, n]) => `${s}×${n}`).join(' '),
+      serverCpuS: cpu,
+      cpuUsPerRequest: Math.round((cpu * 1e6) / REQUESTS),
+      wallS: Math.round(performance.now() - started) / 1000,
+      loadAverage: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
+    };
+    printTable([row]);
+    mkdirSync(join(__dirname, 'results'), { recursive: true });
+    writeFileSync(
+      join(__dirname, 'results', 'refusal-cost.json'),
+      JSON.stringify(
+        {
+          engine: database.description ?? database.engine,
+          ...row,
+          summary: [
+            {
+              figure: 'server CPU per refused request (ignoring Retry-After)',
+              value: row.cpuUsPerRequest,
+              unit: 'µs',
+            },
+          ],
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await server.stop();
+    await database.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

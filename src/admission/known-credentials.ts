@@ -1,0 +1,56 @@
+import { createHash } from 'crypto';
+import { Injectable } from '@nestjs/common';
+import type { IncomingMessage } from 'http';
+
+/** Credentials remembered (the oldest go first), and for how long after they were last verified. */
+const MAX_CREDENTIALS = 10_000;
+const KEEP_MS = 5 * 60_000;
+
+/**
+ * Which client a request's credentials belong to, for credentials the tenant guard verified
+ * recently: a bearer token, or the client headers (`client_id` + `client_secret`). Only digests
+ * are kept. Admission's early refusal (early-refusal.ts) uses it to refuse a throttled client
+ * before its request is logged, routed or its token verified again; anything not known here takes
+ * the normal path.
+ */
+@Injectable()
+export class KnownCredentials {
+  private readonly clients = new Map<string, { clientId: string; at: number }>();
+
+  /** Remembers the client of a request whose credentials were just verified. */
+  remember(req: IncomingMessage, clientId: string): void {
+    const key = credentialKey(req);
+    if (key === undefined) return;
+    this.clients.delete(key);
+    this.clients.set(key, { clientId, at: Date.now() });
+    if (this.clients.size > MAX_CREDENTIALS) {
+      const oldest = this.clients.keys().next();
+      if (!oldest.done) this.clients.delete(oldest.value);
+    }
+  }
+
+  /** The client of the request's credentials when they were verified within KEEP_MS. */
+  clientOf(req: IncomingMessage): string | undefined {
+    const key = credentialKey(req);
+    if (key === undefined) return undefined;
+    const known = this.clients.get(key);
+    if (!known) return undefined;
+    if (Date.now() - known.at > KEEP_MS) {
+      this.clients.delete(key);
+      return undefined;
+    }
+    return known.clientId;
+  }
+}
+
+function credentialKey(req: IncomingMessage): string | undefined {
+  const { authorization } = req.headers;
+  const clientId = req.headers.client_id;
+  const secret = req.headers.client_secret;
+  let credential: string;
+  if (typeof authorization === 'string' && authorization.length > 0) credential = `a\n${authorization}`;
+  else if (typeof clientId === 'string' && typeof secret === 'string')
+    credential = `c\n${clientId}\n${secret}`;
+  else return undefined;
+  return createHash('sha256').update(credential).digest('base64url');
+}

@@ -1,0 +1,90 @@
+import { chmodSync, mkdtempSync, rmSync } from 'fs';
+import { tmpdir } from 'os';
+import { join } from 'path';
+import { MongoClient } from 'mongodb';
+import { DocumentDbInstance, documentDbPaths, startDocumentDb } from '../src/database/documentdb-process';
+import { freePort } from '../src/database/free-port';
+
+/** Polls `check` until it gives a value (or `waitMs` passes: then the test fails with `what`). */
+async function until<T>(what: string, check: () => Promise<T | undefined>, waitMs = 90_000): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${waitMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * The embedded engine bounds the life of the gateway's PostgreSQL backends
+ * (src/database/gateway-backend-recycling.ts, docs/memory.md): a backend older than the bound is
+ * replaced while the load goes on, without failing a request, and backends left idle are closed.
+ * Its own DocumentDB with bounds of seconds instead of minutes.
+ */
+describe('embedded DocumentDB: gateway backends are recycled (e2e)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fhir-recycle-'));
+  let db: DocumentDbInstance;
+  let client: MongoClient;
+
+  beforeAll(async () => {
+    chmodSync(dir, 0o755);
+    db = await startDocumentDb(documentDbPaths(process.env), dir, await freePort(), undefined, {
+      maxAgeSeconds: 3,
+      everySeconds: 1,
+      idleSeconds: 10,
+    });
+    client = new MongoClient(db.uri, { maxPoolSize: 4 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await db?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('replaces every backend older than the bound while reads and writes keep coming; none of them fails', async () => {
+    const docs = client.db('recycling').collection<{ n: number }>('docs');
+    await docs.insertOne({ n: 0 });
+    const failures: string[] = [];
+    let served = 0;
+    let stop = false;
+    const workers = Array.from({ length: 3 }, async () => {
+      while (!stop) {
+        try {
+          expect(await docs.findOne({ n: 0 })).toMatchObject({ n: 0 });
+          await docs.insertOne({ n: 1 });
+          served++;
+        } catch (error) {
+          failures.push((error as Error).message);
+        }
+      }
+    });
+    try {
+      const first = await until('the gateway opened backends', async () => {
+        const backends = await db.gatewayBackends();
+        return backends.length > 0 ? backends : undefined;
+      });
+      const servedBefore = served;
+      await until('the first backends were replaced', async () => {
+        const now = await db.gatewayBackends();
+        return first.every((old) => !now.some((b) => b.pid === old.pid)) ? true : undefined;
+      });
+      // the load went on meanwhile, on new backends
+      expect(served).toBeGreaterThan(servedBefore);
+      expect((await db.gatewayBackends()).length).toBeGreaterThan(0);
+    } finally {
+      stop = true;
+      await Promise.all(workers);
+    }
+    expect(failures).toEqual([]);
+  }, 180_000);
+
+  it('closes the backends once they are left idle', async () => {
+    await until('no backend left', async () =>
+      (await db.gatewayBackends()).length === 0 ? true : undefined,
+    );
+    // and opens new ones when requests come again
+    expect(await client.db('recycling').collection('docs').countDocuments({ n: 0 })).toBe(1);
+  }, 120_000);
+});

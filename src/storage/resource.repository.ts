@@ -4,6 +4,7 @@ import { historyKey, resourceKey, type FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { entriesWithinBudget } from './page-budget';
 import type { HistoryDoc, ResourceDoc } from './documents';
+import { ResourceIdsRepository } from './resource-ids.repository';
 import { ResourceStorage, type TenantStore } from './resource-storage';
 import {
   type Conditions,
@@ -112,7 +113,10 @@ async function byIds<T extends TenantDocument>(
  */
 @Injectable()
 export class ResourceRepository {
-  constructor(private readonly storage: ResourceStorage) {}
+  constructor(
+    private readonly storage: ResourceStorage,
+    private readonly ids: ResourceIdsRepository,
+  ) {}
 
   private scoped(ctx: TenantContext): TenantStore {
     return this.storage.scoped(ctx);
@@ -129,9 +133,19 @@ export class ResourceRepository {
     return findScoped(this.scoped(ctx).resources, key);
   }
 
-  /** The current document whoever of the client owns it: writers decide 409 on it. */
-  findCurrentInClient(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
-    return this.findCurrent(clientWide(ctx), key);
+  /**
+   * The current document whoever of the client owns it: writers decide 409 on it. Routed by owner
+   * (docs/scaling.md): the caller's own document, else the owner its id claim names; no claim, no
+   * resource. A claim of the caller's without a document of the caller's (its own create in
+   * flight, or an id written before claims existed, on an unsharded database) asks the whole client.
+   */
+  async findCurrentInClient(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
+    if (ctx.userId === null) return this.findCurrent(ctx, key);
+    const own = await this.findCurrent(ctx, key);
+    if (own) return own;
+    const owner = (await this.ids.owners([key])).get(key);
+    if (owner === undefined) return null;
+    return this.findCurrent(owner === ctx.userId ? clientWide(ctx) : { ...ctx, userId: owner }, key);
   }
 
   /** Current documents of many keys of the client (bundle ingest's one look-up). */
@@ -381,6 +395,7 @@ export class ResourceRepository {
     const { resources, history } = this.scoped(ctx);
     const removed = await resources.deleteMany(resources.where({ _id: { $in: [...keys] } }));
     await history.deleteMany(history.where({ rk: { $in: [...keys] } }));
+    await this.releaseIds(ctx, keys);
     return removed.deletedCount;
   }
 
@@ -400,8 +415,12 @@ export class ResourceRepository {
   // Documents are written under the context they were built from (ScopedCollection checks that
   // each belongs to it); look-ups of a version's row are client-wide, as its key is.
 
-  /** Step 1 for a new resource. False when the key exists already (someone created it first). */
+  /**
+   * Step 1 for a new resource: its id claim (resource-ids.repository.ts), then the document. False
+   * when the key exists already or another user holds its claim (someone created it first).
+   */
   async insertCurrent(ctx: TenantContext, doc: ResourceDoc): Promise<boolean> {
+    if ((await this.ids.claim(ctx, doc.u, [doc._id])).size > 0) return false;
     return (await this.scoped(ctx).resources.insertIgnoringDuplicates([doc])).length === 0;
   }
 
@@ -411,8 +430,20 @@ export class ResourceRepository {
    */
   async insertCurrentMany(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
     if (docs.length === 0) return new Set();
-    const existing = await this.scoped(ctx).resources.insertIgnoringDuplicates(docs);
-    return new Set(existing.map((index) => docs[index]._id));
+    const refused = await this.claimAll(ctx, docs);
+    const claimed = docs.filter((doc) => !refused.has(doc._id));
+    const existing = await this.scoped(ctx).resources.insertIgnoringDuplicates(claimed);
+    return new Set([...refused, ...existing.map((index) => claimed[index]._id)]);
+  }
+
+  /** Id claims of new documents, per owning user; returns the keys another user holds. */
+  private async claimAll(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
+    const refused = new Set<string>();
+    for (const userId of new Set(docs.map((doc) => doc.u))) {
+      const keys = docs.filter((doc) => doc.u === userId).map((doc) => doc._id);
+      for (const key of await this.ids.claim(ctx, userId, keys)) refused.add(key);
+    }
+    return refused;
   }
 
   /**
@@ -482,7 +513,9 @@ export class ResourceRepository {
 
   /** Inserts current documents that may exist already (Provenances with deterministic ids). */
   async insertCurrentIgnoringExisting(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<void> {
-    await this.scoped(ctx).resources.insertIgnoringDuplicates(docs);
+    if (docs.length === 0) return;
+    const refused = await this.claimAll(ctx, docs);
+    await this.scoped(ctx).resources.insertIgnoringDuplicates(docs.filter((doc) => !refused.has(doc._id)));
   }
 
   /**
@@ -529,6 +562,12 @@ export class ResourceRepository {
     const { resources, history } = this.scoped(ctx);
     const removed = await resources.deleteOne(resources.where({ _id: key }));
     await history.deleteMany(history.where({ rk: key }));
+    await this.releaseIds(ctx, [key]);
     return removed.deletedCount === 1;
+  }
+
+  /** Id claims of removed resources go last: the id is free once nothing of it is left. */
+  private async releaseIds(ctx: TenantContext, keys: readonly string[]): Promise<void> {
+    if (ctx.userId !== null) await this.ids.release(ctx, ctx.userId, keys);
   }
 }

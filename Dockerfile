@@ -14,6 +14,8 @@ COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --from=build --chown=node:node /app/package.json ./package.json
 COPY --from=build --chown=node:node /app/seed ./seed
+# `npm start` and `npm run cli` check for a build first (nothing to build here: no sources in this stage)
+COPY --from=build --chown=node:node /app/scripts ./scripts
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 CMD node -e "fetch('http://127.0.0.1:8080/health').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"

@@ -23,6 +23,7 @@ module.exports = {
     {
       ...e2e,
       displayName: 'sharded',
+      testPathIgnorePatterns: ['/node_modules/'],
       testMatch: onCluster.map((path) => `<rootDir>/${path}`),
       // the e2e project leaves test/sharded/ out; here it is the point
       testPathIgnorePatterns: ['/node_modules/'],

@@ -63,7 +63,7 @@ async function loadDirect(
     const id = String(resource.id);
     for (const vid of [1, 2]) {
       const doc = writer.buildDoc(ctx, 'r4', type, id, vid, new Date(t0 + i + vid), resource);
-      const provenance = writer.provenanceFor(ctx, 'r4', doc, vid === 1 ? 'create' : 'update');
+      const provenance = writer.provenanceFor(ctx, 'r4', [doc], vid === 1 ? 'create' : 'update');
       for (const row of [historyOf(doc), historyOf(provenance)]) history.set(row._id, row);
       current.set(doc._id, doc);
       current.set(provenance._id, provenance);

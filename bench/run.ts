@@ -26,6 +26,7 @@ const ORDER = [
   'load',
   'fairness',
   'refusal-cost',
+  'cluster',
 ];
 const root = join(__dirname, '..');
 

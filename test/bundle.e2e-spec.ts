@@ -187,7 +187,16 @@ describe('transaction and batch bundles (e2e)', () => {
     expect(read.body.meta.versionId).toBe('2');
   });
 
-  it('stores a Provenance for each created resource, in the same bulk', async () => {
+  const provenancesNaming = async (pattern: string) =>
+    (
+      await t.connection
+        .db!.collection('resources')
+        .find({ t: 'Provenance', u: alice.service_user_id, json: { $regex: pattern } })
+        .toArray()
+    ).map((p) => JSON.parse(p.json));
+  const targetsOf = (provenance: any) => provenance.target.map((r: any) => r.reference).sort();
+
+  it('stores one Provenance for the bundle, listing every resource it wrote (spec: each create has one referencing it)', async () => {
     const res = await postBundle(
       transaction(
         [1, 2, 3].map((n) => ({
@@ -197,15 +206,78 @@ describe('transaction and batch bundles (e2e)', () => {
       ),
     ).expect(200);
     expect(res.body.entry.every((e: any) => e.response.status === '201 Created')).toBe(true);
-    const provenances = await t.connection
-      .db!.collection('resources')
-      .find({ t: 'Provenance', u: alice.service_user_id, json: { $regex: 'Patient/prov-' } })
-      .toArray();
-    expect(provenances.map((p) => JSON.parse(p.json).target[0].reference).sort()).toEqual([
+    const provenances = await provenancesNaming('Patient/prov-');
+    expect(provenances).toHaveLength(1);
+    expect(targetsOf(provenances[0])).toEqual([
       'Patient/prov-1/_history/1',
       'Patient/prov-2/_history/1',
       'Patient/prov-3/_history/1',
     ]);
+    expect(provenances[0].activity.coding[0].code).toBe('CREATE');
+    // searchable by each of its targets
+    for (const n of [1, 2, 3]) {
+      const found = await request(t.server)
+        .get(`/r4/Provenance?target=Patient/prov-${n}`)
+        .set(asAlice())
+        .expect(200);
+      expect(found.body.entry.map((e: any) => e.resource.id)).toEqual([provenances[0].id]);
+    }
+  });
+
+  it('a bundle that creates and updates (and patches) has one Provenance per activity; deletes have none', async () => {
+    await postBundle(
+      transaction([
+        {
+          resource: { resourceType: 'Patient', id: 'mix-old' },
+          request: { method: 'PUT', url: 'Patient/mix-old' },
+        },
+        {
+          resource: { resourceType: 'Patient', id: 'mix-del' },
+          request: { method: 'PUT', url: 'Patient/mix-del' },
+        },
+        {
+          resource: { resourceType: 'Patient', id: 'mix-patch' },
+          request: { method: 'PUT', url: 'Patient/mix-patch' },
+        },
+      ]),
+    ).expect(200);
+    const res = await postBundle(
+      transaction([
+        {
+          resource: { resourceType: 'Patient', id: 'mix-old', gender: 'male' },
+          request: { method: 'PUT', url: 'Patient/mix-old' },
+        },
+        {
+          resource: { resourceType: 'Patient', id: 'mix-new' },
+          request: { method: 'PUT', url: 'Patient/mix-new' },
+        },
+        { request: { method: 'DELETE', url: 'Patient/mix-del' } },
+        {
+          resource: {
+            resourceType: 'Binary',
+            contentType: 'application/json-patch+json',
+            data: Buffer.from(JSON.stringify([{ op: 'add', path: '/active', value: true }])).toString(
+              'base64',
+            ),
+          },
+          request: { method: 'PATCH', url: 'Patient/mix-patch' },
+        },
+      ]),
+    ).expect(200);
+    expect(res.body.entry.map((e: any) => e.response.status)).toEqual([
+      '200 OK',
+      '201 Created',
+      expect.stringMatching(/^20/),
+      '200 OK',
+    ]);
+    const provenances = await provenancesNaming(
+      'Patient/mix-(old|new|del|patch)/_history/[2-9]|Patient/mix-new/_history/1',
+    );
+    const byActivity = Object.fromEntries(provenances.map((p) => [p.activity.coding[0].code, targetsOf(p)]));
+    expect(byActivity).toEqual({
+      CREATE: ['Patient/mix-new/_history/1'],
+      UPDATE: ['Patient/mix-old/_history/2', 'Patient/mix-patch/_history/2'],
+    });
   });
 
   it('more than 20 entries → 400 and nothing stored', async () => {

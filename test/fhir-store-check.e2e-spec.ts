@@ -86,6 +86,40 @@ describe('store check and crash states (e2e)', () => {
     expect((await check(false)).missingProvenance).toBe(0);
   });
 
+  it("a bundle's one Provenance covers every version it lists; a crash before it: repair gives each one", async () => {
+    const entry = (id: string) => ({
+      resource: { resourceType: 'Patient', id },
+      request: { method: 'PUT', url: `Patient/${id}` },
+    });
+    await request(t.server)
+      .post('/r4')
+      .set(asAlice())
+      .set('Content-Type', 'application/fhir+json')
+      .send(
+        JSON.stringify({
+          resourceType: 'Bundle',
+          type: 'transaction',
+          entry: ['b-1', 'b-2', 'b-3'].map(entry),
+        }),
+      )
+      .expect(200);
+    const bundleProvenance = await resources().findOne({ t: 'Provenance', json: { $regex: 'Patient/b-2/' } });
+    expect(JSON.parse(bundleProvenance.json).target).toHaveLength(3);
+    expect((await check(false)).missingProvenance).toBe(0);
+    await resources().deleteOne({ _id: bundleProvenance._id });
+    await history().deleteOne({ rk: bundleProvenance._id });
+    expect((await check(false)).missingProvenance).toBe(3);
+    await check(true);
+    await check(true);
+    for (const id of ['b-1', 'b-2', 'b-3']) {
+      const repaired = await resources()
+        .find({ t: 'Provenance', json: { $regex: `Patient/${id}/_history/1` } })
+        .toArray();
+      expect(repaired).toHaveLength(1);
+    }
+    expect((await check(false)).missingProvenance).toBe(0);
+  });
+
   it('a version claimed by a writer that died is rolled forward by the next writer, nothing lost', async () => {
     const created = await create('abandoned-claim');
     const key = (await resources().findOne({ id: 'abandoned-claim', t: 'Patient' }))._id;

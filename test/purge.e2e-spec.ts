@@ -100,7 +100,7 @@ function countsByType(outcome: any): Record<string, { resources: number; version
   return counts;
 }
 
-/** `bundles` transaction Bundles of 20 Observations each (each create adds a Provenance too). */
+/** `bundles` transaction Bundles of 20 Observations each (each bundle adds a Provenance too). */
 async function load(t: TestApp, who: Owner, bundles: number): Promise<void> {
   for (let b = 0; b < bundles; b++) {
     const entry = Array.from({ length: 20 }, (_, i) => ({
@@ -173,7 +173,7 @@ describe('purge (e2e)', () => {
     const counts = countsByType(res.body);
     expect(counts.Patient).toEqual({ resources: 1, versions: 1 });
     expect(counts.Observation).toEqual({ resources: 2, versions: 3 });
-    // every create also made a Provenance: an ordinary resource of the user, purged with the rest
+    // every bundle also made a Provenance: an ordinary resource of the user, purged with the rest
     expect(counts.Provenance.resources).toBeGreaterThan(0);
     const total = Object.values(counts).reduce((sum, c) => sum + c.resources, 0);
     const versions = Object.values(counts).reduce((sum, c) => sum + c.versions, 0);
@@ -468,7 +468,8 @@ describe('purge budget (e2e, PURGE_BUDGET_MS=100)', () => {
   });
 
   it('answers 504 timeout when the budget runs out, keeps what it removed, and converges', async () => {
-    await load(t, owner, 15);
+    // 29 bundles: 580 Observations and one Provenance each, enough to outlast the budget
+    await load(t, owner, 29);
     await load(t, neighbour, 1);
     const initial = await stored(t, owner);
     const neighbourBefore = await stored(t, neighbour);

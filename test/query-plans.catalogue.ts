@@ -198,6 +198,40 @@ const WRITES = inGroup('writes and conditional interactions', [
     },
   },
   {
+    // A small patient of its own: the bundle (ids new and existing: bulk insert, compare-and-set,
+    // one Provenance for the bundle), then `$everything` DELETE (compartment, the bundle's
+    // Provenance looked up by target and rewritten for the Practitioner that stays).
+    name: 'transaction bundle, then $everything DELETE',
+    credentials: userOnly,
+    run: async (f, auth) => {
+      const id = `hot-${Math.random().toString(36).slice(2)}`;
+      const entry = (resource: Record<string, unknown>) => ({
+        resource,
+        request: { method: 'PUT', url: `${String(resource.resourceType)}/${String(resource.id)}` },
+      });
+      const resources = [
+        { resourceType: 'Patient', id },
+        { resourceType: 'Practitioner', id: `${id}-dr` },
+        {
+          resourceType: 'Observation',
+          id: `${id}-obs`,
+          status: 'final',
+          code: { text: 'hot path' },
+          subject: { reference: `Patient/${id}` },
+          performer: [{ reference: `Practitioner/${id}-dr` }],
+        },
+      ];
+      for (let round = 0; round < 2; round++) {
+        await send(f.t, 'post', '/r4', auth, {
+          resourceType: 'Bundle',
+          type: 'transaction',
+          entry: resources.map(entry),
+        });
+      }
+      await send(f.t, 'delete', `/r4/Patient/${id}/$everything`, auth);
+    },
+  },
+  {
     name: 'conditional update, then conditional delete',
     credentials: userOnly,
     run: async (f, auth) => {

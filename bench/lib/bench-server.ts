@@ -33,9 +33,13 @@ export interface BenchServer {
   close(): Promise<void>;
 }
 
-export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
+/** `uri`: the database to use (default `MONGO_URL`; none: an embedded one of its own). */
+export async function startBenchServer(
+  env: Record<string, string> = {},
+  uri: string | undefined = process.env.MONGO_URL,
+): Promise<BenchServer> {
   const dir = mkdtempSync(join(tmpdir(), 'fhir-bench-db-'));
-  const database = await resolveDatabase(process.env.MONGO_URL, dir);
+  const database = await resolveDatabase(uri, dir);
   // BENCH_DB names a database that is kept after the run (and reused by the next): benchmarks
   // that load data can then measure again without loading it again (see reuseBenchUsers).
   const kept = process.env.BENCH_DB;

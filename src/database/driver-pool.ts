@@ -10,22 +10,27 @@ const CONNECTIONS_PER_REQUEST = 2;
  * token and user routes, the directory, liveness probes.
  */
 const OUTSIDE_LANES = 16;
+/**
+ * Never fewer (the size before it was derived from the lanes): work outside the lanes may fan out
+ * wider for a moment (the query-plan suite explains every hot query at once).
+ */
+const MIN_POOL = 50;
 /** A driver connection unused this long is closed (the pool opens one again when it needs it). */
 const MAX_IDLE_MS = 60_000;
 
 /**
  * The driver's pool, sized from the admission lanes (src/admission/request-admission.ts) so that
- * requests admitted never wait for a connection, and no bigger: on DocumentDB every operation in
- * flight holds a PostgreSQL backend of the gateway, whose memory is the database's largest part
- * (docs/memory.md); on MongoDB each connection costs the server a thread and about 1 MB. Idle
- * connections are closed after a burst instead of held for good.
+ * requests admitted never wait for a connection however the lanes are set. It caps the operations
+ * in flight: on DocumentDB each holds a PostgreSQL backend of the gateway, whose memory is the
+ * database's largest part (docs/memory.md); on MongoDB each connection costs the server a thread
+ * and about 1 MB. Idle connections are closed after a burst instead of held for good.
  */
 export function driverPoolOptions(
   settings: Pick<Settings, 'serverMaxConcurrentReads' | 'serverMaxConcurrentWrites'>,
 ): { maxPoolSize: number; minPoolSize: number; maxIdleTimeMS: number } {
   const lanes = settings.serverMaxConcurrentReads + settings.serverMaxConcurrentWrites;
   return {
-    maxPoolSize: CONNECTIONS_PER_REQUEST * lanes + OUTSIDE_LANES,
+    maxPoolSize: Math.max(MIN_POOL, CONNECTIONS_PER_REQUEST * lanes + OUTSIDE_LANES),
     minPoolSize: 0,
     maxIdleTimeMS: MAX_IDLE_MS,
   };

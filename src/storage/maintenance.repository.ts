@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { mongo } from 'mongoose';
+import type { FhirVersion } from '@app/fhir';
 import { LONG_CURSOR } from '../database/ensure-indexes';
 import type { HistoryDoc, ResourceDoc } from './documents';
 import { ResourceStorage } from './resource-storage';
+import { INDEX_NAMES } from './search/search-indexes';
 import { insertIgnoringDuplicates } from './tenant-scope';
 
 const BATCH = 500;
@@ -39,6 +41,24 @@ export class StoreMaintenanceRepository {
 
   async existingHistoryKeys(keys: readonly string[]): Promise<Set<string>> {
     return existingKeys(this.history, keys);
+  }
+
+  /**
+   * The versioned targets (`Type/id/_history/vid`) of the Provenances of one tenant and version that
+   * reference any of `references` (`Type/id`): a bundle's Provenance lists every version it wrote.
+   */
+  async provenanceTargets(v: FhirVersion, c: string, references: readonly string[]): Promise<Set<string>> {
+    const targets = new Set<string>();
+    if (references.length === 0) return targets;
+    const provenances = this.resources.find(
+      { v, c, t: 'Provenance', 'idx.ref': { $in: references.map((r) => `target|${r}`) }, del: false },
+      { projection: { json: 1 }, hint: INDEX_NAMES.ref, ...LONG_CURSOR },
+    );
+    for await (const { json } of provenances) {
+      const target = (JSON.parse(json ?? '{}') as { target?: Array<{ reference?: string }> }).target ?? [];
+      for (const { reference } of target) if (reference) targets.add(reference);
+    }
+    return targets;
   }
 
   /** Repairs: history rows and current documents of any tenant; those already there are kept. */

@@ -1,7 +1,17 @@
+import { Injectable } from '@nestjs/common';
+import { InjectConnection } from '@nestjs/mongoose';
+import type { Connection, mongo } from 'mongoose';
+import type { TenantContext } from '../tenancy/tenant-context';
+import { RESOURCES_COLLECTION } from './documents';
+import { ResourceStorage } from './resource-storage';
+import { insertIgnoringDuplicates } from './tenant-scope';
+
 /**
  * `resource_ids`: one claim per resource key (`resourceKey(v, c, t, id)`) naming the user who owns
- * it. Sharded on `_id` (docs/scaling.md), so its `_id` is unique across the whole cluster where the
- * resource collections, sharded by (client, user), keep `_id` unique only within one user.
+ * it. Sharded on `_id` (docs/scaling.md), so its `_id` is unique across the whole cluster, where the
+ * resource collections, sharded by (client, user), keep `_id` unique only within one user: a new
+ * resource is claimed here before its first version is written, and two users of one client racing
+ * for one id are decided by this one insert on every engine.
  */
 export const RESOURCE_IDS_COLLECTION = 'resource_ids';
 
@@ -13,4 +23,133 @@ export interface ResourceIdDoc {
   u: number;
   /** When it was claimed or taken over (a claim without a resource is taken over once stale). */
   at: Date;
+}
+
+/**
+ * A claim whose user holds neither a current document nor a history row of the key after this
+ * long is abandoned (its creator died between claim and write, or a removal was cut off before
+ * the claim went): another user may take it over. A live create writes its resource within ms.
+ */
+const STALE_CLAIM_MS = 10_000;
+
+const BACKFILL_BATCH = 1000;
+
+@Injectable()
+export class ResourceIdsRepository {
+  constructor(
+    @InjectConnection() private readonly connection: Connection,
+    private readonly storage: ResourceStorage,
+  ) {}
+
+  private get ids(): mongo.Collection<ResourceIdDoc> {
+    return this.connection.db!.collection<ResourceIdDoc>(RESOURCE_IDS_COLLECTION);
+  }
+
+  /**
+   * Claims `keys` for the writer's user. Returns the keys another user of the client holds (the
+   * caller treats them as existing); every other key is this user's now, or was already.
+   */
+  async claim(ctx: TenantContext, userId: number, keys: readonly string[]): Promise<Set<string>> {
+    const refused = new Set<string>();
+    let pending = [...new Set(keys)];
+    // A claim released between our insert and our read is inserted again (once is enough: a
+    // release follows a removal, which does not repeat within a write).
+    for (let round = 0; round < 2 && pending.length > 0; round++) {
+      const at = new Date();
+      const taken = await insertIgnoringDuplicates(
+        this.ids,
+        pending.map((_id) => ({ _id, c: ctx.clientId, u: userId, at })),
+      );
+      const contested = taken.map((index) => pending[index]);
+      pending = [];
+      if (contested.length === 0) break;
+      const holders = await this.ids.find({ _id: { $in: contested } }).toArray();
+      const held = new Map(holders.map((h) => [h._id, h]));
+      pending = contested.filter((key) => !held.has(key));
+      for (const holder of holders) {
+        if (holder.u === userId) continue;
+        if (!(await this.takeOverAbandoned(ctx, holder, userId))) refused.add(holder._id);
+      }
+    }
+    for (const key of pending) refused.add(key);
+    return refused;
+  }
+
+  /** The owning user of each key that has a claim. */
+  async owners(keys: readonly string[]): Promise<Map<string, number>> {
+    if (keys.length === 0) return new Map();
+    const docs = await this.ids.find({ _id: { $in: [...keys] } }, { projection: { u: 1 } }).toArray();
+    return new Map(docs.map((doc) => [doc._id, doc.u]));
+  }
+
+  /** Gives the claims of removed resources back (after their current documents and history rows). */
+  async release(ctx: TenantContext, userId: number, keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return;
+    await this.ids.deleteMany({ _id: { $in: [...keys] }, c: ctx.clientId, u: userId });
+  }
+
+  /** `release` for every key of the user in `[from, to)` but `except` (a purge slice). */
+  async releaseRange(
+    ctx: TenantContext,
+    userId: number,
+    range: { from: string; to: string },
+    except: readonly string[],
+  ): Promise<void> {
+    const _id: { $gte: string; $lt: string; $nin?: string[] } = { $gte: range.from, $lt: range.to };
+    if (except.length > 0) _id.$nin = [...except];
+    await this.ids.deleteMany({ _id, c: ctx.clientId, u: userId });
+  }
+
+  /**
+   * Takes over a stale claim whose user has nothing under the key (compare-and-set on its user
+   * and time, so of two users taking over at once one wins). Look-ups by (client, user): routed.
+   */
+  private async takeOverAbandoned(
+    ctx: TenantContext,
+    holder: ResourceIdDoc,
+    userId: number,
+  ): Promise<boolean> {
+    if (Date.now() - holder.at.getTime() < STALE_CLAIM_MS) return false;
+    const { resources, history } = this.storage.scoped({ ...ctx, userId: holder.u });
+    const [current, row] = await Promise.all([
+      resources.findOne(resources.where({ _id: holder._id }), { projection: { _id: 1 } }),
+      history.findOne(history.where({ rk: holder._id }), { projection: { _id: 1 } }),
+    ]);
+    if (current || row) return false;
+    const moved = await this.ids.updateOne(
+      { _id: holder._id, u: holder.u, at: holder.at },
+      { $set: { u: userId, at: new Date() } },
+    );
+    return moved.matchedCount === 1;
+  }
+}
+
+/**
+ * Claims for current documents written before claims existed, in database `db` (`store shard` runs
+ * it before sharding: on a sharded engine only a claim keeps two users from one id). Operator work
+ * over every tenant, never behind an HTTP route. Returns how many claims were added.
+ */
+export async function backfillResourceIds(
+  db: mongo.Db,
+  onProgress?: (seen: number) => void,
+): Promise<number> {
+  const resources = db.collection<{ _id: string; c: string; u: number }>(RESOURCES_COLLECTION);
+  const ids = db.collection<ResourceIdDoc>(RESOURCE_IDS_COLLECTION);
+  let batch: ResourceIdDoc[] = [];
+  let added = 0;
+  let seen = 0;
+  const flush = async () => {
+    const existed = await insertIgnoringDuplicates(ids, batch);
+    added += batch.length - existed.length;
+    seen += batch.length;
+    batch = [];
+    onProgress?.(seen);
+  };
+  const at = new Date();
+  for await (const doc of resources.find({}, { projection: { c: 1, u: 1 } })) {
+    batch.push({ _id: doc._id, c: doc.c, u: doc.u, at });
+    if (batch.length >= BACKFILL_BATCH) await flush();
+  }
+  if (batch.length > 0) await flush();
+  return added;
 }

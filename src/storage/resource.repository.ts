@@ -4,6 +4,7 @@ import { historyKey, resourceKey, type FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { entriesWithinBudget } from './page-budget';
 import type { HistoryDoc, ResourceDoc } from './documents';
+import { ResourceIdsRepository } from './resource-ids.repository';
 import { ResourceStorage, type TenantStore } from './resource-storage';
 import {
   type Conditions,
@@ -12,6 +13,7 @@ import {
   type ScopedFilter,
   type TenantDocument,
 } from './tenant-scope';
+import { LAST_UPDATED_INDEX, USER_LAST_UPDATED_INDEX } from './indexes';
 
 /** Options of `search`: the search lib builds `filter`/`sort`; the repository adds tenant and version. */
 export interface StoreSearchOptions {
@@ -64,6 +66,16 @@ function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): Resourc
 }
 
 /** The whole client: a user's writer must see other users' ids to answer 409 (docs/storage.md). */
+/**
+ * The index a search runs on in this context: one user's search in lastUpdated order reads the
+ * user's own lastUpdated index (a client-wide one would hold every user's entries, each tested for
+ * `u` on its stored document).
+ */
+function forContext(ctx: TenantContext, hint: string | undefined): { hint?: string } {
+  if (hint === undefined) return {};
+  return { hint: hint === LAST_UPDATED_INDEX && ctx.userId !== null ? USER_LAST_UPDATED_INDEX : hint };
+}
+
 function clientWide(ctx: TenantContext): TenantContext {
   return ctx.userId === null ? ctx : { ...ctx, userId: null };
 }
@@ -101,7 +113,10 @@ async function byIds<T extends TenantDocument>(
  */
 @Injectable()
 export class ResourceRepository {
-  constructor(private readonly storage: ResourceStorage) {}
+  constructor(
+    private readonly storage: ResourceStorage,
+    private readonly ids: ResourceIdsRepository,
+  ) {}
 
   private scoped(ctx: TenantContext): TenantStore {
     return this.storage.scoped(ctx);
@@ -118,9 +133,19 @@ export class ResourceRepository {
     return findScoped(this.scoped(ctx).resources, key);
   }
 
-  /** The current document whoever of the client owns it: writers decide 409 on it. */
-  findCurrentInClient(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
-    return this.findCurrent(clientWide(ctx), key);
+  /**
+   * The current document whoever of the client owns it: writers decide 409 on it. Routed by owner
+   * (docs/scaling.md): the caller's own document, else the owner its id claim names; no claim, no
+   * resource. A claim of the caller's without a document of the caller's (its own create in
+   * flight, or an id written before claims existed, on an unsharded database) asks the whole client.
+   */
+  async findCurrentInClient(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
+    if (ctx.userId === null) return this.findCurrent(ctx, key);
+    const own = await this.findCurrent(ctx, key);
+    if (own) return own;
+    const owner = (await this.ids.owners([key])).get(key);
+    if (owner === undefined) return null;
+    return this.findCurrent(owner === ctx.userId ? clientWide(ctx) : { ...ctx, userId: owner }, key);
   }
 
   /** Current documents of many keys of the client (bundle ingest's one look-up). */
@@ -159,7 +184,7 @@ export class ResourceRepository {
     options: StoreSearchOptions,
   ): Promise<StoreSearchResult> {
     const filter = this.searchFilter(ctx, version, options);
-    const hint = options.hint === undefined ? {} : { hint: options.hint };
+    const hint = forContext(ctx, options.hint);
     const [docs, total] = await Promise.all([
       options.limit > 0
         ? this.sortedPage<ResourceDoc>(ctx, filter, {
@@ -192,10 +217,7 @@ export class ResourceRepository {
     if (skip > 0) stages.push({ $skip: skip });
     if (options.projection) stages.push({ $project: options.projection });
     return this.scoped(ctx)
-      .resources.aggregate<T>(filter, stages, {
-        ...(options.hint === undefined ? {} : { hint: options.hint }),
-        ...bson,
-      })
+      .resources.aggregate<T>(filter, stages, { ...forContext(ctx, options.hint), ...bson })
       .toArray();
   }
 
@@ -262,10 +284,7 @@ export class ResourceRepository {
     options: Pick<StoreSearchOptions, 'type' | 'filter' | 'hint'>,
   ): Promise<number> {
     const filter = this.searchFilter(ctx, version, { ...options, limit: 0 });
-    return this.scoped(ctx).resources.countDocuments(
-      filter,
-      options.hint === undefined ? {} : { hint: options.hint },
-    );
+    return this.scoped(ctx).resources.countDocuments(filter, forContext(ctx, options.hint));
   }
 
   /**
@@ -376,6 +395,7 @@ export class ResourceRepository {
     const { resources, history } = this.scoped(ctx);
     const removed = await resources.deleteMany(resources.where({ _id: { $in: [...keys] } }));
     await history.deleteMany(history.where({ rk: { $in: [...keys] } }));
+    await this.releaseIds(ctx, keys);
     return removed.deletedCount;
   }
 
@@ -395,8 +415,12 @@ export class ResourceRepository {
   // Documents are written under the context they were built from (ScopedCollection checks that
   // each belongs to it); look-ups of a version's row are client-wide, as its key is.
 
-  /** Step 1 for a new resource. False when the key exists already (someone created it first). */
+  /**
+   * Step 1 for a new resource: its id claim (resource-ids.repository.ts), then the document. False
+   * when the key exists already or another user holds its claim (someone created it first).
+   */
   async insertCurrent(ctx: TenantContext, doc: ResourceDoc): Promise<boolean> {
+    if ((await this.ids.claim(ctx, doc.u, [doc._id])).size > 0) return false;
     return (await this.scoped(ctx).resources.insertIgnoringDuplicates([doc])).length === 0;
   }
 
@@ -406,8 +430,20 @@ export class ResourceRepository {
    */
   async insertCurrentMany(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
     if (docs.length === 0) return new Set();
-    const existing = await this.scoped(ctx).resources.insertIgnoringDuplicates(docs);
-    return new Set(existing.map((index) => docs[index]._id));
+    const refused = await this.claimAll(ctx, docs);
+    const claimed = docs.filter((doc) => !refused.has(doc._id));
+    const existing = await this.scoped(ctx).resources.insertIgnoringDuplicates(claimed);
+    return new Set([...refused, ...existing.map((index) => claimed[index]._id)]);
+  }
+
+  /** Id claims of new documents, per owning user; returns the keys another user holds. */
+  private async claimAll(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
+    const refused = new Set<string>();
+    for (const userId of new Set(docs.map((doc) => doc.u))) {
+      const keys = docs.filter((doc) => doc.u === userId).map((doc) => doc._id);
+      for (const key of await this.ids.claim(ctx, userId, keys)) refused.add(key);
+    }
+    return refused;
   }
 
   /**
@@ -477,7 +513,9 @@ export class ResourceRepository {
 
   /** Inserts current documents that may exist already (Provenances with deterministic ids). */
   async insertCurrentIgnoringExisting(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<void> {
-    await this.scoped(ctx).resources.insertIgnoringDuplicates(docs);
+    if (docs.length === 0) return;
+    const refused = await this.claimAll(ctx, docs);
+    await this.scoped(ctx).resources.insertIgnoringDuplicates(docs.filter((doc) => !refused.has(doc._id)));
   }
 
   /**
@@ -499,6 +537,24 @@ export class ResourceRepository {
   }
 
   /**
+   * Rewrites version `vid` of a resource in place, current document and history row, with no new
+   * version: a removal of other resources taking them out of a bundle's Provenance (`$everything`
+   * DELETE), so that nothing still names what was removed. No-op if the resource moved on.
+   */
+  async rewriteInPlace(
+    ctx: TenantContext,
+    key: string,
+    vid: number,
+    next: { json: string; idx: object | undefined },
+  ): Promise<void> {
+    const { resources, history } = this.scoped(ctx);
+    const set = next.idx === undefined ? { $set: { json: next.json } } : { $set: next };
+    const moved = await resources.updateOne(resources.where({ _id: key }, { vid }), set);
+    if (moved.matchedCount === 0) return;
+    await history.updateOne(history.where({ _id: historyKey(key, vid) }), { $set: { json: next.json } });
+  }
+
+  /**
    * Removes a resource for good: the current document first (every reader sees 404 at once), then
    * its history rows (a crash in between leaves orphan rows no reader sees; `store check` deletes them).
    */
@@ -506,6 +562,12 @@ export class ResourceRepository {
     const { resources, history } = this.scoped(ctx);
     const removed = await resources.deleteOne(resources.where({ _id: key }));
     await history.deleteMany(history.where({ rk: key }));
+    await this.releaseIds(ctx, [key]);
     return removed.deletedCount === 1;
+  }
+
+  /** Id claims of removed resources go last: the id is free once nothing of it is left. */
+  private async releaseIds(ctx: TenantContext, keys: readonly string[]): Promise<void> {
+    if (ctx.userId !== null) await this.ids.release(ctx, ctx.userId, keys);
   }
 }

@@ -53,6 +53,8 @@ export async function shardCollections(
   client: mongo.MongoClient,
   dbName: string,
   engine: ShardEngine,
+  /** Runs after the checks, before the first change of a shard key (the id-claim backfill). */
+  prepare: () => Promise<void> = async () => undefined,
 ): Promise<ShardOutcome[]> {
   const admin = client.db('admin');
   const current = client.db('config').collection<{ _id: string; key: ShardKey }>('collections');
@@ -69,6 +71,7 @@ export async function shardCollections(
     }
     existing.set(name, found.key);
   }
+  await prepare();
   if (engine === 'mongodb') await admin.command({ enableSharding: dbName });
   const outcomes: ShardOutcome[] = [];
   for (const { name, key } of targets) {

@@ -3,6 +3,7 @@ import { ConditionalKeysRepository } from './conditional-keys.repository';
 import { HistoryRepository } from './history.repository';
 import { StoreMaintenanceRepository } from './maintenance.repository';
 import { ReindexRepository } from './reindex.repository';
+import { ResourceIdsRepository } from './resource-ids.repository';
 import { ResourceRepository } from './resource.repository';
 import { ResourceStorage } from './resource-storage';
 
@@ -19,6 +20,7 @@ import { ResourceStorage } from './resource-storage';
     StoreMaintenanceRepository,
     ReindexRepository,
     ConditionalKeysRepository,
+    ResourceIdsRepository,
   ],
   exports: [
     ResourceStorage,
@@ -27,6 +29,7 @@ import { ResourceStorage } from './resource-storage';
     StoreMaintenanceRepository,
     ReindexRepository,
     ConditionalKeysRepository,
+    ResourceIdsRepository,
   ],
 })
 export class StorageModule {}

@@ -1,5 +1,15 @@
 import { mongo } from 'mongoose';
-import { createTestApp, runCliInProcess, TestApp } from '@app/testing';
+import request from 'supertest';
+import {
+  bearer,
+  createClient,
+  createTestApp,
+  createUser,
+  IDENTITY_TEST_ENV,
+  runCliInProcess,
+  TestApp,
+  TestUser,
+} from '@app/testing';
 import type { ShardEngine } from '../../src/storage/shard-engine';
 import { SHARDED_COLLECTIONS, shardKeyOf } from '../../src/storage/shard-keys';
 
@@ -68,6 +78,45 @@ describe('store shard on the cluster (sharded e2e)', () => {
     expect(run.stderr).toMatch(/resource_history is sharded on \{"c":"hashed"\}/);
     expect((await shardKeys(dbName)).has('resources')).toBe(false);
     await client.db(dbName).dropDatabase();
+  });
+
+  it('shards a database in use: existing resources get their id claims, the app goes on serving', async () => {
+    const engineSaved = process.env.TEST_SHARD_ENGINE;
+    delete process.env.TEST_SHARD_ENGINE;
+    const plain = await createTestApp(IDENTITY_TEST_ENV).finally(
+      () => (process.env.TEST_SHARD_ENGINE = engineSaved),
+    );
+    try {
+      const owner = await createClient(plain);
+      const [alice, bob] = await Promise.all([createUser(plain, owner), createUser(plain, owner)]);
+      const put = (user: TestUser, id: string) =>
+        request(plain.server)
+          .put(`/r4/Patient/${id}`)
+          .set(bearer(user.access_token))
+          .set('Content-Type', 'application/fhir+json')
+          .send(JSON.stringify({ resourceType: 'Patient', id }));
+      await put(alice, 'before-1').expect(201);
+      await put(alice, 'before-2').expect(201);
+      const db = plain.connection.db!;
+      expect(await shardKeys(plain.dbName)).toEqual(new Map());
+      // as written before claims existed
+      await db.collection('resource_ids').deleteMany({});
+      const current = await db.collection('resources').countDocuments({});
+      const run = await shard(plain.dbName);
+      expect(run.exitCode ?? 0).toBe(0);
+      expect(JSON.parse(run.stdout).claimsAdded).toBe(current);
+      const keys = await shardKeys(plain.dbName);
+      for (const collection of SHARDED_COLLECTIONS) {
+        expect(keys.get(collection.name)).toEqual(shardKeyOf(collection, engine));
+      }
+      expect(await db.collection('resources').countDocuments({})).toBe(current);
+      await request(plain.server).get('/r4/Patient/before-1').set(bearer(alice.access_token)).expect(200);
+      await put(bob, 'before-2').expect(409);
+      await put(bob, 'after-1').expect(201);
+      await put(alice, 'after-1').expect(409);
+    } finally {
+      await plain.close();
+    }
   });
 
   it("the test app's own database was sharded before the app started", async () => {

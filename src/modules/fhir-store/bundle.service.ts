@@ -27,7 +27,7 @@ import { returnPreference } from './prefer';
 import { assertValid, FhirStoreService } from './fhir-store.service';
 import type { ResourceDoc } from '../../storage/documents';
 import { ResourceRepository } from '../../storage/resource.repository';
-import { ResourceWriter, type WrittenVersion } from './resource-writer';
+import { ResourceWriter, type BundleWrites, type WrittenVersion } from './resource-writer';
 import { SearchService } from './search/search.service';
 
 /** docs/api.md §13: resources per posted bundle. */
@@ -85,8 +85,8 @@ const statusLine = (status: number) => `${status} ${REASON[status] ?? ''}`.trim(
  * `POST /{v}` with a `transaction` or `batch` Bundle (docs/api.md §5, §13): at most 20 entries, each
  * validated and stored independently (valid entries stored, invalid ones not), `urn:uuid:`
  * placeholders resolved everywhere first. New resources go to the database in one bulk insert
- * with their history rows and Provenances in one more; existing ids fall back to the per-entry
- * compare-and-set path.
+ * with their history rows in one more; existing ids fall back to the per-entry compare-and-set
+ * path. One Provenance lists everything the bundle wrote (docs/storage.md).
  */
 @Injectable()
 export class BundleService {
@@ -139,9 +139,17 @@ export class BundleService {
       await this.settle(entry.index, responses, () => this.deleteEntry(ctx, version, entry));
     }
     const representation = returnPreference(prefer) === 'representation';
-    await this.writeAll(ctx, version, plans, responses, representation);
-    for (const entry of ordered.filter((e) => e.method === 'PATCH')) {
-      await this.settle(entry.index, responses, () => this.patchEntry(ctx, version, entry, representation));
+    // One Provenance for everything the bundle wrote, recorded even when a write threw midway.
+    const written: BundleWrites = [];
+    try {
+      await this.writeAll(ctx, version, plans, responses, representation, written);
+      for (const entry of ordered.filter((e) => e.method === 'PATCH')) {
+        await this.settle(entry.index, responses, () =>
+          this.patchEntry(ctx, version, entry, representation, written),
+        );
+      }
+    } finally {
+      await this.writer.recordProvenance(ctx, version, written);
     }
     // One byte budget for the whole response, spent in processing order (docs/security.md "Page
     // byte budget"): entries are served in full while some is left, the one crossing it included.
@@ -274,7 +282,7 @@ export class BundleService {
 
   /**
    * Fast path: one look-up of every key, one bulk insert of the new resources, one bulk write of
-   * their history rows and Provenances. Existing ids, repeated ids and conditional updates go
+   * their history rows (their Provenance is the bundle's, in `written`). Existing ids, repeated ids and conditional updates go
    * through the per-entry compare-and-set path, in bundle order.
    */
   private async writeAll(
@@ -283,6 +291,7 @@ export class BundleService {
     plans: WritePlan[],
     responses: TransactionResponseEntry[],
     representation: boolean,
+    written: BundleWrites,
   ): Promise<void> {
     const keyOf = (plan: WritePlan) => this.repository.key(ctx, version, plan.type, plan.id);
     const seen = new Set<string>();
@@ -319,17 +328,19 @@ export class BundleService {
       ctx,
       version,
       inserted.map(([, doc]) => ({ previous: null, doc })),
+      written,
     );
     for (const [plan, doc] of inserted)
       responses[plan.entry.index] = this.writtenEntry(version, { doc, created: true }, representation);
     const slow = plans.filter((plan) => known.has(plan) || single.includes(plan));
     for (const plan of slow) {
       await this.settle(plan.entry.index, responses, async () => {
-        const written = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
+        const stored = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
           ifMatch: plan.ifMatch,
           createOnly: plan.createOnly,
+          bundle: written,
         });
-        return this.writtenEntry(version, written, representation);
+        return this.writtenEntry(version, stored, representation);
       });
     }
   }
@@ -373,6 +384,7 @@ export class BundleService {
     version: FhirVersion,
     entry: RequestEntry,
     representation: boolean,
+    written: BundleWrites,
   ): Promise<TransactionResponseEntry> {
     const target = parseRequestUrl(entry.url);
     if (!target?.id || target.versionId || target.query) {
@@ -380,8 +392,16 @@ export class BundleService {
     }
     const type = typeParam(version, target.type);
     const document = entryPatchDocument(entry.resource);
-    const written = await this.patches.apply(ctx, version, type, idParam(target.id), document, entry.ifMatch);
-    return this.writtenEntry(version, written, representation);
+    const patched = await this.patches.apply(
+      ctx,
+      version,
+      type,
+      idParam(target.id),
+      document,
+      entry.ifMatch,
+      written,
+    );
+    return this.writtenEntry(version, patched, representation);
   }
 
   /**

@@ -11,7 +11,7 @@ import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from './fhir-reply';
 import { assertValid, FhirStoreService, ifMatchVersion } from './fhir-store.service';
 import { ResourceRepository } from '../../storage/resource.repository';
-import { ResourceWriter, type WrittenVersion } from './resource-writer';
+import { ResourceWriter, type BundleWrites, type WrittenVersion } from './resource-writer';
 
 /** The patch document and the format its Content-Type (or a transaction entry) names. */
 export type PatchDocument =
@@ -104,6 +104,7 @@ export class PatchService {
     id: string,
     document: PatchDocument,
     ifMatchHeader?: string,
+    bundle?: BundleWrites,
   ): Promise<WrittenVersion> {
     assertPatchable(version);
     const ifMatch = ifMatchVersion(ifMatchHeader);
@@ -127,7 +128,7 @@ export class PatchService {
           : await applyFhirPathPatch(this.select, version, resource, document.parameters);
       this.assertPatchedValid(version, type, id, patched);
       try {
-        return await this.writer.upsert(ctx, version, type, id, patched, { ifMatch: current.vid });
+        return await this.writer.upsert(ctx, version, type, id, patched, { ifMatch: current.vid, bundle });
       } catch (error) {
         // another writer moved the resource meanwhile: re-apply on its version (without If-Match)
         const lost = error instanceof OperationOutcomeError && error.status === 412;

@@ -30,6 +30,12 @@ export interface CompletedWrite {
   historyWritten?: boolean;
 }
 
+/**
+ * The writes of one transaction or batch whose Provenance is recorded once, after the bundle's last
+ * write (`ResourceWriter.recordProvenance`), instead of one per entry (docs/storage.md).
+ */
+export type BundleWrites = CompletedWrite[];
+
 /** A claimed version whose current document has not moved for this long is taken as abandoned. */
 const STALE_CLAIM_MS = 10_000;
 
@@ -135,6 +141,7 @@ export class ResourceWriter {
    * version of the caller's resource; 409 when another user of the client owns the id; 412 when
    * `ifMatch` names another version. Retries against concurrent writers until it lands.
    * `known` is a current document the caller already read (bundle ingest), `null` = known absent.
+   * `bundle`: the write is a bundle entry; its Provenance is the bundle's (see `complete`).
    * `createOnly`: the id must not name a live resource (409): a conditional update that matched
    * nothing may create with the body's id but never overwrite another resource
    * (https://hl7.org/fhir/R4/http.html#cond-update).
@@ -145,7 +152,12 @@ export class ResourceWriter {
     type: string,
     id: string,
     resource: Record<string, unknown>,
-    options: { ifMatch?: number; known?: ResourceDoc | null; createOnly?: boolean } = {},
+    options: {
+      ifMatch?: number;
+      known?: ResourceDoc | null;
+      createOnly?: boolean;
+      bundle?: BundleWrites;
+    } = {},
   ): Promise<WrittenVersion> {
     const key = this.repository.key(ctx, version, type, id);
     const userId = writerUserId(ctx);
@@ -179,7 +191,12 @@ export class ResourceWriter {
         ? await this.replaceVersion(ctx, version, current, doc, attempt)
         : await this.repository.insertCurrent(ctx, doc);
       if (landed) {
-        await this.complete(ctx, version, [{ previous: current, doc, historyWritten: current !== null }]);
+        await this.complete(
+          ctx,
+          version,
+          [{ previous: current, doc, historyWritten: current !== null }],
+          options.bundle,
+        );
         return { doc, created: !current || current.del };
       }
       if (Date.now() > deadline) {
@@ -285,38 +302,88 @@ export class ResourceWriter {
 
   /**
    * Steps 2–3 for writes already in `resources`: history rows of the new versions (and of the
-   * versions they replaced, in case a crash had left those missing), then one Provenance per
-   * create/update of a non-Provenance resource. All in two bulk calls.
+   * versions they replaced, in case a crash had left those missing), then the Provenance of each
+   * create/update of a non-Provenance resource: one per write, or, for the entries of a bundle
+   * (`bundle` given), collected there for the bundle's one Provenance (`recordProvenance`).
    */
-  async complete(ctx: TenantContext, version: FhirVersion, writes: readonly CompletedWrite[]): Promise<void> {
+  async complete(
+    ctx: TenantContext,
+    version: FhirVersion,
+    writes: readonly CompletedWrite[],
+    bundle?: BundleWrites,
+  ): Promise<void> {
     const rows = writes.filter((w) => !w.historyWritten).map(({ doc }) => historyOf(doc));
-    const provenances = writes
-      .filter(({ doc }) => !doc.del && doc.t !== 'Provenance')
-      .map(({ previous, doc }) =>
-        this.provenanceFor(ctx, version, doc, previous && !previous.del ? 'update' : 'create'),
-      );
+    if (bundle) {
+      bundle.push(...writes);
+      await this.repository.insertHistory(ctx, rows);
+      return;
+    }
+    const provenances = provenanceGroups(writes).map(([activity, targets]) =>
+      this.provenanceFor(ctx, version, targets, activity),
+    );
+    await this.storeProvenances(ctx, rows, provenances);
+  }
+
+  /**
+   * The Provenance of a bundle's writes (https://hl7.org/fhir/R4/provenance.html: `target` 1..*):
+   * one listing every resource the bundle created or updated, or two when it did both
+   * (`activity` is 0..1). Recorded after the bundle's last write; a crash before it leaves
+   * versions without Provenance that `store check --repair` gives one each.
+   */
+  async recordProvenance(ctx: TenantContext, version: FhirVersion, bundle: BundleWrites): Promise<void> {
+    const provenances: ResourceDoc[] = [];
+    for (const [activity, targets] of provenanceGroups(bundle)) {
+      provenances.push(this.provenanceFor(ctx, version, targets, activity));
+    }
+    await this.storeProvenances(ctx, [], provenances);
+  }
+
+  private async storeProvenances(
+    ctx: TenantContext,
+    rows: readonly HistoryDoc[],
+    provenances: readonly ResourceDoc[],
+  ): Promise<void> {
     await Promise.all([
       this.repository.insertHistory(ctx, [...rows, ...provenances.map(historyOf)]),
       this.repository.insertCurrentIgnoringExisting(ctx, provenances),
     ]);
   }
 
-  /** The Provenance of one version, under the writer's user, with its deterministic id. */
+  /**
+   * The Provenance of one or more versions written together, under the writer's user, with a
+   * deterministic id (from the first target's key and version: a repair or a retry makes exactly
+   * one) and `recorded` = the latest of their lastUpdated.
+   */
   provenanceFor(
     ctx: TenantContext,
     version: FhirVersion,
-    target: ResourceDoc,
+    targets: readonly ResourceDoc[],
     activity: 'create' | 'update',
   ): ResourceDoc {
-    const id = provenanceIdFor(target._id, target.vid);
+    const [first] = targets;
+    const id = provenanceIdFor(first._id, first.vid);
+    const recorded = new Date(Math.max(...targets.map((target) => target.lu.getTime())));
     const provenance = buildProvenance({
       version,
       id,
-      target: `${target.t}/${target.id}/_history/${target.vid}`,
-      recorded: target.lu.toISOString(),
+      targets: targets.map((target) => `${target.t}/${target.id}/_history/${target.vid}`),
+      recorded: recorded.toISOString(),
       activity,
       clientId: ctx.clientId,
     });
-    return this.buildDoc({ ...ctx, userId: target.u }, version, 'Provenance', id, 1, target.lu, provenance);
+    return this.buildDoc({ ...ctx, userId: first.u }, version, 'Provenance', id, 1, recorded, provenance);
   }
+}
+
+/**
+ * The writes that get a Provenance (creates and updates of anything but a Provenance; not
+ * deletes), grouped by activity in write order: creates first, then updates.
+ */
+function provenanceGroups(writes: readonly CompletedWrite[]): Array<['create' | 'update', ResourceDoc[]]> {
+  const groups = { create: [] as ResourceDoc[], update: [] as ResourceDoc[] };
+  for (const { previous, doc } of writes) {
+    if (doc.del || doc.t === 'Provenance') continue;
+    groups[previous && !previous.del ? 'update' : 'create'].push(doc);
+  }
+  return (['create', 'update'] as const).filter((a) => groups[a].length > 0).map((a) => [a, groups[a]]);
 }

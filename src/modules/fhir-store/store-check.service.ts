@@ -80,14 +80,33 @@ export class StoreCheckService {
     const keyOf = (d: ResourceDoc | HistoryDoc) =>
       resourceKey(d.v, d.c, 'Provenance', provenanceIdFor('rk' in d ? d.rk : d._id, d.vid));
     const present = await this.maintenance.existingCurrentKeys(needing.map(keyOf));
-    const missing = needing.filter((d) => !present.has(keyOf(d)));
+    const missing = await this.notInBundleProvenances(needing.filter((d) => !present.has(keyOf(d))));
     if (repair && missing.length > 0) {
       const provenances = missing.map((d) => {
         const target: ResourceDoc = { ...d, _id: 'rk' in d ? d.rk : d._id };
-        return this.writer.provenanceFor(ownerContext(d), d.v, target, d.vid === 1 ? 'create' : 'update');
+        return this.writer.provenanceFor(ownerContext(d), d.v, [target], d.vid === 1 ? 'create' : 'update');
       });
       await this.maintenance.insertMissing({ current: provenances, history: provenances.map(historyOf) });
     }
     return missing.length;
+  }
+
+  /**
+   * Of versions without a Provenance of their own id, those no bundle's Provenance lists either
+   * (a bundle's is named after its first target only: ResourceWriter.recordProvenance).
+   */
+  private async notInBundleProvenances<T extends ResourceDoc | HistoryDoc>(
+    versions: readonly T[],
+  ): Promise<T[]> {
+    const byTenant = new Map<string, T[]>();
+    for (const d of versions) byTenant.set(`${d.v}|${d.c}`, [...(byTenant.get(`${d.v}|${d.c}`) ?? []), d]);
+    const missing: T[] = [];
+    for (const group of byTenant.values()) {
+      const { v, c } = group[0];
+      const references = [...new Set(group.map((d) => `${d.t}/${d.id}`))];
+      const listed = await this.maintenance.provenanceTargets(v, c, references);
+      missing.push(...group.filter((d) => !listed.has(`${d.t}/${d.id}/_history/${d.vid}`)));
+    }
+    return missing;
   }
 }

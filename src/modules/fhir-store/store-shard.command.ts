@@ -2,6 +2,7 @@ import { mongo } from 'mongoose';
 import { parseSettings } from '../../config/settings';
 import { resolveDatabase } from '../../database/embedded-database';
 import { detectShardEngine, ShardRefusal } from '../../storage/shard-engine';
+import { backfillResourceIds } from '../../storage/resource-ids.repository';
 import { shardCollections } from '../../storage/shard-keys';
 
 /**
@@ -16,8 +17,16 @@ export async function storeShard(): Promise<void> {
   try {
     await client.connect();
     const engine = await detectShardEngine(client, settings.mongoDb);
-    const collections = await shardCollections(client, settings.mongoDb, engine);
-    process.stdout.write(`${JSON.stringify({ database: settings.mongoDb, engine, collections })}\n`);
+    let claimsAdded = 0;
+    // Claims first: once the resources are spread by user, only a claim keeps an id to one user.
+    const collections = await shardCollections(client, settings.mongoDb, engine, async () => {
+      claimsAdded = await backfillResourceIds(client.db(settings.mongoDb), (seen) =>
+        process.stderr.write(`store shard: id claims checked for ${seen} resources\n`),
+      );
+    });
+    process.stdout.write(
+      `${JSON.stringify({ database: settings.mongoDb, engine, claimsAdded, collections })}\n`,
+    );
   } catch (error) {
     if (!(error instanceof ShardRefusal)) throw error;
     process.stderr.write(`store shard: refused: ${error.message}\n`);

@@ -3,6 +3,7 @@ import type { FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { HistoryDoc, ResourceDoc } from '../../storage/documents';
 import { USER_TYPE_INDEX } from '../../storage/indexes';
+import { ResourceIdsRepository } from '../../storage/resource-ids.repository';
 import { ResourceStorage, type TenantStore } from '../../storage/resource-storage';
 import type { Conditions, ScopedCollection, ScopedFilter } from '../../storage/tenant-scope';
 import { groupBy } from './group-by';
@@ -42,7 +43,10 @@ export interface HistoryRowRef {
  */
 @Injectable()
 export class PurgeRepository {
-  constructor(private readonly storage: ResourceStorage) {}
+  constructor(
+    private readonly storage: ResourceStorage,
+    private readonly ids: ResourceIdsRepository,
+  ) {}
 
   private scoped(ctx: TenantContext): TenantStore {
     return this.storage.scoped(ctx);
@@ -90,8 +94,9 @@ export class PurgeRepository {
   }
 
   /**
-   * Removes every history row of the given (already removed) resources; returns how many. One
-   * statement: in the (v, c, u, rk) index the key follows the tenant prefix, so each key is a probe.
+   * Removes every history row of the given (already removed) resources, then their id claims;
+   * returns how many rows. One statement: in the (v, c, u, rk) index the key follows the tenant
+   * prefix, so each key is a probe.
    */
   async removeHistoryOf(
     ctx: TenantContext,
@@ -99,9 +104,9 @@ export class PurgeRepository {
     refs: ReadonlyArray<Pick<ResourceKeyRef, 'key'>>,
   ): Promise<number> {
     const history = this.scoped(ctx).history;
-    const result = await history.deleteMany(
-      this.tenantFirst(history, { v: version, rk: { $in: refs.map((ref) => ref.key) } }),
-    );
+    const keys = refs.map((ref) => ref.key);
+    const result = await history.deleteMany(this.tenantFirst(history, { v: version, rk: { $in: keys } }));
+    if (ctx.userId !== null) await this.ids.release(ctx, ctx.userId, keys);
     return result.deletedCount;
   }
 
@@ -153,7 +158,10 @@ export class PurgeRepository {
     return docs.map((doc) => doc._id);
   }
 
-  /** Deletes the user's history rows of the resources in `range` but `except`; returns how many. */
+  /**
+   * Deletes the user's history rows of the resources in `range` but `except`, then their id claims;
+   * returns how many rows.
+   */
   async removeHistoryInRange(
     ctx: TenantContext,
     version: FhirVersion,
@@ -164,6 +172,7 @@ export class PurgeRepository {
     if (except.length > 0) rk.$nin = [...except];
     const history = this.scoped(ctx).history;
     const result = await history.deleteMany(this.tenantFirst(history, { v: version, rk }));
+    if (ctx.userId !== null) await this.ids.releaseRange(ctx, ctx.userId, range, except);
     return result.deletedCount;
   }
 

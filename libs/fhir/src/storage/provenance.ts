@@ -1,8 +1,9 @@
 import type { FhirVersion } from '../definitions/fhir-version';
 
 /**
- * The Provenance stored beside every create/update of a non-Provenance resource (docs/api.md §5),
- * in the shape of each FHIR version:
+ * The Provenance stored beside every create/update of a non-Provenance resource (docs/api.md §5):
+ * one per single write, one per transaction/batch listing every resource it wrote (`target` 1..*
+ * in every version), in the shape of each FHIR version:
  * - R4 https://hl7.org/fhir/R4/provenance.html: `target`, `recorded`, `activity` (CodeableConcept,
  *   v3-DataOperation), `agent.who` (Reference).
  * - STU3 https://hl7.org/fhir/STU3/provenance.html: `activity` is a Coding, `agent.whoReference`.
@@ -16,8 +17,8 @@ export type ProvenanceActivity = 'create' | 'update';
 export interface ProvenanceInput {
   version: FhirVersion;
   id: string;
-  /** Versioned reference of the target, `Type/id/_history/vid`. */
-  target: string;
+  /** Versioned references of the targets, `Type/id/_history/vid` (at least one). */
+  targets: readonly string[];
   recorded: string;
   activity: ProvenanceActivity;
   /** client_id of the application that wrote the target: the agent. */
@@ -43,7 +44,7 @@ export function buildProvenance(input: ProvenanceInput): Record<string, unknown>
   const base = {
     resourceType: 'Provenance',
     id: input.id,
-    target: [{ reference: input.target }],
+    target: input.targets.map((reference) => ({ reference })),
     recorded: input.recorded,
   };
   switch (input.version) {

@@ -175,16 +175,22 @@ describe('content negotiation', () => {
 
 describe('Provenance and CapabilityStatement shapes validate against their version', () => {
   for (const version of ['r4', 'stu3', 'dstu2'] as const) {
-    it(`${version} Provenance`, () => {
-      const provenance = buildProvenance({
-        version,
-        id: 'p1',
-        target: 'Patient/a/_history/1',
-        recorded: '2024-01-01T00:00:00.000Z',
-        activity: 'create',
-        clientId: 'client-1',
-      });
-      expect(validateResource(version, provenance, 'Provenance')).toEqual([]);
+    it(`${version} Provenance, of one write and of a bundle's`, () => {
+      for (const targets of [
+        ['Patient/a/_history/1'],
+        ['Patient/a/_history/1', 'Observation/b/_history/3'],
+      ]) {
+        const provenance = buildProvenance({
+          version,
+          id: 'p1',
+          targets,
+          recorded: '2024-01-01T00:00:00.000Z',
+          activity: 'create',
+          clientId: 'client-1',
+        });
+        expect(provenance.target).toEqual(targets.map((reference) => ({ reference })));
+        expect(validateResource(version, provenance, 'Provenance')).toEqual([]);
+      }
     });
   }
 

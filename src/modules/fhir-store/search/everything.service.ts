@@ -15,6 +15,7 @@ import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
+import { searchIndexOf } from '../../../storage/search-indexing';
 import { entriesWithinBudget } from '../../../storage/page-budget';
 import { compareKeys, compartmentBefore, everythingPageLayout } from './everything-page';
 import {
@@ -198,9 +199,9 @@ export class EverythingService {
     for (;;) {
       const batch = await this.repository.findFields(ctx, version, compartment, {}, BATCH);
       if (batch.length === 0) break;
-      await this.removeWithProvenances(ctx, version, batch, count);
+      await this.removeWithProvenances(ctx, version, batch, patient, count);
     }
-    await this.removeWithProvenances(ctx, version, [patient], count);
+    await this.removeWithProvenances(ctx, version, [patient], patient, count);
     const removed = [...counts.entries()].sort(([a], [b]) => a.localeCompare(b));
     const totalRemoved = removed.reduce((sum, [, n]) => sum + n, 0);
     const outcome = operationOutcome([
@@ -216,28 +217,52 @@ export class EverythingService {
     return { status: 200, body: outcome };
   }
 
+  /**
+   * Removes `docs` (compartment resources of `patient`, which goes last) with the store's
+   * Provenances of them. A bundle's Provenance may also list resources that stay (shared
+   * Practitioners, Organizations): it keeps those targets, rewritten in place so that nothing names
+   * what was removed, and goes only when no target is left. The patient counts as removed from the
+   * start, so a Provenance in its compartment (it targets the patient) leaves the compartment then.
+   */
   private async removeWithProvenances(
     ctx: TenantContext,
     version: FhirVersion,
     docs: ReadonlyArray<{ _id: string; t: string; id: string }>,
+    patient: { t: string; id: string },
     count: (type: string, removed: number) => void,
   ): Promise<void> {
-    // The Provenances the store wrote for these resources (target `Type/id/_history/n`, indexed as `Type/id`).
-    const targets = docs.map((doc) => `target|${doc.t}/${doc.id}`);
+    const removedRef = new Set([patient, ...docs].map((doc) => `${doc.t}/${doc.id}`));
+    // Target `Type/id/_history/n`, indexed as `Type/id`.
     const provenances = await this.repository.findFields(
       ctx,
       version,
-      storeFilter({ t: 'Provenance', 'idx.ref': { $in: targets } }),
-      {},
+      storeFilter({ t: 'Provenance', 'idx.ref': { $in: [...removedRef].map((ref) => `target|${ref}`) } }),
+      { json: 1, vid: 1 },
       BATCH * 10,
     );
-    const removing = new Set(docs.map((doc) => doc._id));
-    const own = provenances
-      .filter((provenance) => !removing.has(provenance._id))
-      .map((provenance) => provenance._id);
+    const handled = new Set<string>();
+    const own: string[] = [];
+    for (const provenance of provenances) {
+      handled.add(provenance._id);
+      const resource = JSON.parse(provenance.json ?? '{}') as { target?: Array<{ reference?: string }> };
+      const kept = (resource.target ?? []).filter(
+        ({ reference }) => !removedRef.has(String(reference).split('/_history/')[0]),
+      );
+      if (kept.length === 0) {
+        own.push(provenance._id);
+        continue;
+      }
+      const rewritten = { ...resource, target: kept };
+      await this.repository.rewriteInPlace(ctx, provenance._id, provenance.vid!, {
+        json: JSON.stringify(rewritten),
+        idx: searchIndexOf(version, rewritten, this.settings),
+      });
+    }
     if (own.length > 0) count('Provenance', await this.repository.removeResources(ctx, own));
     const byType = new Map<string, string[]>();
-    for (const doc of docs) byType.set(doc.t, [...(byType.get(doc.t) ?? []), doc._id]);
+    for (const doc of docs) {
+      if (!handled.has(doc._id)) byType.set(doc.t, [...(byType.get(doc.t) ?? []), doc._id]);
+    }
     for (const [type, keys] of byType) count(type, await this.repository.removeResources(ctx, keys));
   }
 }

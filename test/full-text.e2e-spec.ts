@@ -12,7 +12,7 @@ import { entryIds } from '@app/testing/synthea';
 import { ReindexService } from '../src/modules/fhir-store/search/reindex.service';
 
 /**
- * Full-text search as a deployment option (FHIR_FULLTEXT, docs/storage.md): off by default, no
+ * Full-text search as a deployment option (FHIR_FULLTEXT, docs/storage.md): on by default; off: no
  * `_content` words stored or indexed, `_content`/`_text` refused with the setting named (ignored
  * only under `Prefer: handling=lenient`); a deployment that turns it on later runs `store reindex`.
  */
@@ -37,7 +37,7 @@ describe('full-text search setting (e2e)', () => {
     (await t.connection.collection('resources').indexes()).map((index) => index.name);
 
   beforeAll(async () => {
-    off = await createTestApp(IDENTITY_TEST_ENV);
+    off = await createTestApp({ ...IDENTITY_TEST_ENV, FHIR_FULLTEXT: 'off' });
     alice = await createUser(off, await createClient(off));
     for (const resource of [sinusitis, asthma]) {
       await request(off.server)
@@ -49,7 +49,7 @@ describe('full-text search setting (e2e)', () => {
   }, 60_000);
   afterAll(async () => off?.close());
 
-  describe('off (the default)', () => {
+  describe('off', () => {
     it('stores no words and has no words index; every other entry is there', async () => {
       expect(off.settings.fullText).toBe(false);
       const doc = await stored(off, 'ft-sinus');
@@ -109,16 +109,17 @@ describe('full-text search setting (e2e)', () => {
     });
   });
 
-  describe('turned on later, on the same database', () => {
+  describe('turned on later (the default setting), on the same database', () => {
     let on: TestApp;
     beforeAll(async () => {
-      on = await createTestApp({ ...IDENTITY_TEST_ENV, FHIR_FULLTEXT: 'on' }, { attachTo: off.dbName });
+      on = await createTestApp(IDENTITY_TEST_ENV, { attachTo: off.dbName });
     }, 60_000);
     afterAll(async () => on?.close());
     const content = (words: string) =>
       request(on.server).get(`/r4/Condition?_content=${words}`).set(bearer(alice.access_token)).expect(200);
 
     it('creates the words index and advertises _content; resources stored while off have no words until reindexed', async () => {
+      expect(on.settings.fullText).toBe(true);
       expect(await indexNames(on)).toContain('search_txt');
       const statement = await request(on.server).get('/r4/metadata').expect(200);
       expect(statement.body.rest[0].searchParam.map((p: any) => p.name)).toContain('_content');
@@ -140,7 +141,10 @@ describe('full-text search setting (e2e)', () => {
     });
 
     it('back off: start-up drops the words index and store reindex drops the words', async () => {
-      const again = await createTestApp(IDENTITY_TEST_ENV, { attachTo: off.dbName });
+      const again = await createTestApp(
+        { ...IDENTITY_TEST_ENV, FHIR_FULLTEXT: 'off' },
+        { attachTo: off.dbName },
+      );
       try {
         expect(await indexNames(again)).not.toContain('search_txt');
         await again.app.get(ReindexService).reindex('r4', 'Condition', () => undefined);

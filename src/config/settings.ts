@@ -243,7 +243,7 @@ export function parseSettings(env: Env): Settings {
     directorySeed: r.bool('DIRECTORY_SEED', true),
     directoryCacheMaxEntries: r.int('DIRECTORY_CACHE_MAX_ENTRIES', 250000, 0, 10000000),
     metricsEnabled: r.bool('METRICS_ENABLED', false),
-    fullText: r.oneOf('FHIR_FULLTEXT', ['on', 'off'] as const, 'off') === 'on',
+    fullText: r.oneOf('FHIR_FULLTEXT', ['on', 'off'] as const, 'on') === 'on',
   };
   if (r.problems.length > 0) throw new SettingsError(r.problems);
   return settings;

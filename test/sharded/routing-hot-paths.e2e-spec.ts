@@ -28,17 +28,10 @@ const ROUTED = SHARDED_COLLECTIONS.map((collection) => collection.name);
  */
 const KNOWN_USER_FAN_OUT: ReadonlyArray<{ why: string; matches: (query: RecordedQuery) => boolean }> = [
   {
-    why: "a writer reads the resource key client-wide (`_id` and client, no user) to answer 409 when another user of the client holds the id (ResourceRepository.findCurrentInClient): one shard once the id's owner is read from the `resource_ids` claim sharded on `_id`",
-    matches: ({ collection, command }) => {
-      const filter = command.filter as Record<string, unknown> | undefined;
-      return (
-        collection === 'resources' &&
-        command.find !== undefined &&
-        filter !== undefined &&
-        typeof filter._id === 'string' &&
-        JSON.stringify(Object.keys(filter).sort()) === '["_id","c"]'
-      );
-    },
+    why: 'a removal (purge) gives back the id claims of the resources it removed (docs/scaling.md "Uniqueness"): `resource_ids` is sharded on `_id` so that an id is unique across the cluster, hence the claims of one batch or key range sit on several shards',
+    // the release's filter (`_id` set or range, with client and user); a claim's own look-ups name `_id` only
+    matches: ({ collection, command }) =>
+      collection === 'resource_ids' && (command.filter as { u?: unknown } | undefined)?.u !== undefined,
   },
 ];
 

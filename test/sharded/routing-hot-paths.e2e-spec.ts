@@ -28,10 +28,8 @@ const ROUTED = SHARDED_COLLECTIONS.map((collection) => collection.name);
  */
 const KNOWN_USER_FAN_OUT: ReadonlyArray<{ why: string; matches: (query: RecordedQuery) => boolean }> = [
   {
-    why: 'a removal (purge) gives back the id claims of the resources it removed (docs/scaling.md "Uniqueness"): `resource_ids` is sharded on `_id` so that an id is unique across the cluster, hence the claims of one batch or key range sit on several shards',
-    // the release's filter (`_id` set or range, with client and user); a claim's own look-ups name `_id` only
-    matches: ({ collection, command }) =>
-      collection === 'resource_ids' && (command.filter as { u?: unknown } | undefined)?.u !== undefined,
+    why: 'a batch of id claims (resource-ids.repository.ts, docs/scaling.md "Uniqueness"): `resource_ids` is sharded on `_id` so that an id is unique across the cluster, so the look-up of a bundle\'s already-claimed keys and the release of a removal\'s claims reach the shards of those keys',
+    matches: ({ collection }) => collection === 'resource_ids',
   },
 ];
 

@@ -14,6 +14,8 @@ export default async function globalSetup(): Promise<void> {
   const handle = await resolveDatabase(process.env.MONGO_URL, dir);
   process.env.TEST_MONGO_URL = handle.uri;
   process.env.TEST_DB_DIR = dir;
+  // Which engine answers (plan expectations differ: test/query-plans.e2e-spec.ts sorted pages).
+  process.env.TEST_DB_ENGINE = handle.engine;
   (globalThis as any).__TEST_DB__ = handle;
   process.stderr.write(
     `\ne2e database: ${handle.engine} ${handle.description ?? ''} on port ${new URL(handle.uri).port}\n`,

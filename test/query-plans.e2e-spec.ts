@@ -1,6 +1,12 @@
 import request from 'supertest';
 import { bearer, createTestApp, IDENTITY_TEST_ENV, TestApp, TestClient, TestUser } from '@app/testing';
-import { explainQuery, recordQueries, scanViolations, type PlanReport } from '@app/testing/query-plans';
+import {
+  explainQuery,
+  recordQueries,
+  scanViolations,
+  sortsInMemory,
+  type PlanReport,
+} from '@app/testing/query-plans';
 import type { SyntheaRecord } from '@app/testing/synthea';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 import { ExportPlanner, type ExportScope } from '../src/modules/bulk-export/export-planner';
@@ -80,6 +86,43 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       }
     });
   }
+
+  /**
+   * A page of a type's search in lastUpdated order runs on the lastUpdated index (the user's own
+   * for a user). MongoDB reads it in order and stops after the page, no `SORT` stage; DocumentDB in
+   * this kit sorts every match (docs/storage.md "Sorted pages": its RUM fork could walk in order but
+   * is not safe at this version).
+   */
+  describe('sorted pages: the lastUpdated index, read in order where the engine can', () => {
+    const sortsEveryMatch = process.env.TEST_DB_ENGINE === 'documentdb';
+    const pageQuery = (reports: PlanReport[]) =>
+      reports.filter(
+        ({ query }) =>
+          query.collection === 'resources' &&
+          Array.isArray(query.command.pipeline) &&
+          (query.command.pipeline as object[]).some((stage) => '$sort' in stage),
+      );
+    const cases: Array<[string, string]> = [
+      ['_lastUpdated range', 'Observation?_lastUpdated=ge2020-01-01'],
+      ['_sort=-_lastUpdated', 'Observation?_sort=-_lastUpdated&_count=5'],
+      ['plain type search (default order, newest first)', 'Observation?_count=5'],
+    ];
+    for (const [name, path] of cases) {
+      it(name, async () => {
+        for (const [credential, index] of [
+          ['user', 'user_type_lastUpdated'],
+          ['client', 'type_lastUpdated'],
+        ] as const) {
+          const pages = pageQuery(
+            await plansOf(getOk(`/r4/${path}`, credentialHeaders(fixture, credential))),
+          );
+          expect(pages.length).toBe(1);
+          expect(pages[0].indexes).toContain(index);
+          expect(sortsInMemory(pages[0])).toBe(sortsEveryMatch);
+        }
+      });
+    }
+  });
 
   it("a user's _lastUpdated range can run on the user's own index", async () => {
     const reports = await plansOf(getOk('/r4/Observation?_lastUpdated=ge2020-01-01', userAuth()));

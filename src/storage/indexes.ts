@@ -10,12 +10,20 @@ import { indexSpecs } from './search/search-indexes';
 /** Per-user scans in (type, key) order: purge batches, a user's plain type search, export files. */
 export const USER_TYPE_INDEX = 'user_type';
 
+/**
+ * Type and lastUpdated, newest first: the default order of a search, `_lastUpdated` ranges, export
+ * ranges, purge `_before`. A search names the client-wide one; the repository runs a user's search on
+ * the user's own (`forContext`).
+ */
+export const LAST_UPDATED_INDEX = 'type_lastUpdated';
+export const USER_LAST_UPDATED_INDEX = 'user_type_lastUpdated';
+
 /** `fullText`: the deployment's full-text setting (`Settings.fullText`: the `_content` words index). */
 export const resourceIndexes = (fullText: boolean): readonly mongo.IndexDescription[] => [
-  { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: 'type_lastUpdated' },
+  { key: { v: 1, c: 1, t: 1, lu: -1, id: 1 }, name: LAST_UPDATED_INDEX },
   // A user's `_lastUpdated` and plain type searches: on `type_lastUpdated` the engine reads
   // every user's entries of the range and tests `u` on each stored document.
-  { key: { v: 1, c: 1, u: 1, t: 1, lu: -1, id: 1 }, name: 'user_type_lastUpdated' },
+  { key: { v: 1, c: 1, u: 1, t: 1, lu: -1, id: 1 }, name: USER_LAST_UPDATED_INDEX },
   { key: { v: 1, c: 1, u: 1, t: 1, _id: 1 }, name: USER_TYPE_INDEX },
   // Multikey `idx.*` indexes of the search entries (libs/fhir/src/search/search-index.ts).
   ...indexSpecs(fullText),

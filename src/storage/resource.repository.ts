@@ -13,6 +13,7 @@ import {
   type ScopedFilter,
   type TenantDocument,
 } from './tenant-scope';
+import { LAST_UPDATED_INDEX, USER_LAST_UPDATED_INDEX } from './indexes';
 
 /** Options of `search`: the search lib builds `filter`/`sort`; the repository adds tenant and version. */
 export interface StoreSearchOptions {
@@ -65,6 +66,16 @@ function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): Resourc
 }
 
 /** The whole client: a user's writer must see other users' ids to answer 409 (docs/storage.md). */
+/**
+ * The index a search runs on in this context: one user's search in lastUpdated order reads the
+ * user's own lastUpdated index (a client-wide one would hold every user's entries, each tested for
+ * `u` on its stored document).
+ */
+function forContext(ctx: TenantContext, hint: string | undefined): { hint?: string } {
+  if (hint === undefined) return {};
+  return { hint: hint === LAST_UPDATED_INDEX && ctx.userId !== null ? USER_LAST_UPDATED_INDEX : hint };
+}
+
 function clientWide(ctx: TenantContext): TenantContext {
   return ctx.userId === null ? ctx : { ...ctx, userId: null };
 }
@@ -173,7 +184,7 @@ export class ResourceRepository {
     options: StoreSearchOptions,
   ): Promise<StoreSearchResult> {
     const filter = this.searchFilter(ctx, version, options);
-    const hint = options.hint === undefined ? {} : { hint: options.hint };
+    const hint = forContext(ctx, options.hint);
     const [docs, total] = await Promise.all([
       options.limit > 0
         ? this.sortedPage<ResourceDoc>(ctx, filter, {
@@ -206,10 +217,7 @@ export class ResourceRepository {
     if (skip > 0) stages.push({ $skip: skip });
     if (options.projection) stages.push({ $project: options.projection });
     return this.scoped(ctx)
-      .resources.aggregate<T>(filter, stages, {
-        ...(options.hint === undefined ? {} : { hint: options.hint }),
-        ...bson,
-      })
+      .resources.aggregate<T>(filter, stages, { ...forContext(ctx, options.hint), ...bson })
       .toArray();
   }
 
@@ -276,10 +284,7 @@ export class ResourceRepository {
     options: Pick<StoreSearchOptions, 'type' | 'filter' | 'hint'>,
   ): Promise<number> {
     const filter = this.searchFilter(ctx, version, { ...options, limit: 0 });
-    return this.scoped(ctx).resources.countDocuments(
-      filter,
-      options.hint === undefined ? {} : { hint: options.hint },
-    );
+    return this.scoped(ctx).resources.countDocuments(filter, forContext(ctx, options.hint));
   }
 
   /**

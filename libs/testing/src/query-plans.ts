@@ -156,3 +156,8 @@ export function scanViolations(reports: readonly PlanReport[]): string[] {
     })
     .map((report) => `${report.stages.join('>')} :: ${report.query.summary}`);
 }
+
+/** Whether a plan sorts its input in memory (a `SORT` stage) rather than reading an index in order. */
+export function sortsInMemory(report: PlanReport): boolean {
+  return report.stages.includes('SORT');
+}

@@ -174,9 +174,25 @@ describe('buildFilter', () => {
     expect(index('Observation', { 'subject:identifier': 'urn:x|1' })).toBe('search_tok');
     expect(index('Observation', { 'code:not': 'x', _content: 'glucose' })).toBe('search_txt');
     expect(index('Observation', { 'patient.name': 'smith' })).toBe('search_ref');
-    // Left to the planner: no clause with a search index of its own.
+    // Left to the planner: no clause with a search index of its own, and not one type in
+    // lastUpdated order bounded by nothing else.
     expect(index('Observation', { _lastUpdated: 'ge2020', 'code:missing': 'true' })).toBeUndefined();
-    expect(index('Patient', {})).toBeUndefined();
+    expect(index('Patient', { _id: 'p1' })).toBeUndefined();
+    expect(index('Patient', { _sort: '_id' })).toBeUndefined();
+  });
+
+  it('names the lastUpdated index for one type in lastUpdated order bounded by nothing else', () => {
+    const index = (type: string, query: Record<string, string | string[]>) => built(type, query).index;
+    const queries: Array<Record<string, string | string[]>> = [
+      {},
+      { _lastUpdated: ['ge2020', 'lt2021'] },
+      { _sort: '_lastUpdated' },
+      { _sort: '-_lastUpdated' },
+    ];
+    for (const query of queries) expect(index('Observation', query)).toBe('type_lastUpdated');
+    // any other clause names its own index or none
+    expect(index('Observation', { _lastUpdated: 'ge2020', code: 'x' })).toBe('search_tok');
+    expect(index('Observation', { _lastUpdated: 'ge2020', _id: 'o1' })).toBeUndefined();
   });
 
   it('range clauses keep their buckets only where the bucket index may serve the search', () => {

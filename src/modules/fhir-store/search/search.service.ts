@@ -9,6 +9,7 @@ import {
 import { buildFilter } from '../../../storage/search/filter-builder';
 import type { Filter } from '../../../storage/search/filter-clauses';
 import { INDEX_NAMES } from '../../../storage/search/search-indexes';
+import { LAST_UPDATED_INDEX } from '../../../storage/indexes';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
@@ -118,7 +119,10 @@ export class SearchService {
     const { built, filter: searched } = await this.filterOf(ctx, version, parsed);
     const filter = within ? storeFilter({ $and: [searched, within.filter] }) : searched;
     // Without a clause of its own the search runs on the references the compartment names.
-    const index = within && built.index === undefined ? INDEX_NAMES.ref : built.index;
+    const index =
+      within && (built.index === undefined || built.index === LAST_UPDATED_INDEX)
+        ? INDEX_NAMES.ref
+        : built.index;
     const searchUrl = within?.url ?? (type ? `${base}/${version}/${type}` : `${base}/${version}`);
     const kept = linkPairs(pairs);
     const warnings = unknownParamsEntry(parsed.unknown);

@@ -4,8 +4,10 @@
 const base = require('./jest.config.js');
 const e2e = base.projects.find((p) => p.displayName === 'e2e');
 
-const onCluster = [
-  'test/sharded/**/*.e2e-spec.ts',
+// The cluster's own suites (routing, store shard, uniqueness races) always; the store suites below
+// with TEST_SHARDED_STORE_SUITES=1 (not yet measured green on the cluster: docs/scaling.md).
+const clusterSuites = ['test/sharded/**/*.e2e-spec.ts'];
+const storeSuites = [
   'test/fhir-store.e2e-spec.ts',
   'test/search-parameters.e2e-spec.ts',
   'test/search-results.e2e-spec.ts',
@@ -16,6 +18,8 @@ const onCluster = [
   'test/bulk-export.e2e-spec.ts',
   'test/purge.e2e-spec.ts',
 ];
+const onCluster =
+  process.env.TEST_SHARDED_STORE_SUITES === '1' ? [...clusterSuites, ...storeSuites] : clusterSuites;
 
 module.exports = {
   testTimeout: 120000,

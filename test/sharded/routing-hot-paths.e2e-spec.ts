@@ -28,17 +28,8 @@ const ROUTED = SHARDED_COLLECTIONS.map((collection) => collection.name);
  */
 const KNOWN_USER_FAN_OUT: ReadonlyArray<{ why: string; matches: (query: RecordedQuery) => boolean }> = [
   {
-    why: "a writer reads the resource key client-wide (`_id` and client, no user) to answer 409 when another user of the client holds the id (ResourceRepository.findCurrentInClient): one shard once the id's owner is read from the `resource_ids` claim sharded on `_id`",
-    matches: ({ collection, command }) => {
-      const filter = command.filter as Record<string, unknown> | undefined;
-      return (
-        collection === 'resources' &&
-        command.find !== undefined &&
-        filter !== undefined &&
-        typeof filter._id === 'string' &&
-        JSON.stringify(Object.keys(filter).sort()) === '["_id","c"]'
-      );
-    },
+    why: 'a batch of id claims (resource-ids.repository.ts, docs/scaling.md "Uniqueness"): `resource_ids` is sharded on `_id` so that an id is unique across the cluster, so the look-up of a bundle\'s already-claimed keys and the release of a removal\'s claims reach the shards of those keys',
+    matches: ({ collection }) => collection === 'resource_ids',
   },
 ];
 

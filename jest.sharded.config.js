@@ -4,8 +4,8 @@
 const base = require('./jest.config.js');
 const e2e = base.projects.find((p) => p.displayName === 'e2e');
 
-// The cluster's own suites (routing, store shard, uniqueness races) always; the store suites below
-// with TEST_SHARDED_STORE_SUITES=1 (not yet measured green on the cluster: docs/scaling.md).
+// The cluster's own suites (routing, store shard, uniqueness races) and the suites of the store's
+// sharded collections: reads, searches, tenancy, bundles, history, conditional, export and purge.
 const clusterSuites = ['test/sharded/**/*.e2e-spec.ts'];
 const storeSuites = [
   'test/fhir-store.e2e-spec.ts',
@@ -18,8 +18,7 @@ const storeSuites = [
   'test/bulk-export.e2e-spec.ts',
   'test/purge.e2e-spec.ts',
 ];
-const onCluster =
-  process.env.TEST_SHARDED_STORE_SUITES === '1' ? [...clusterSuites, ...storeSuites] : clusterSuites;
+const onCluster = [...clusterSuites, ...storeSuites];
 
 module.exports = {
   testTimeout: 120000,

@@ -13,7 +13,7 @@
  *
  * The server runs in its own process (`node dist/src/main.js`, like `npm start`), so the bench's
  * own work (sending, receiving) never shares the server's event loop; the heavy tenant's answers
- * are read to the end but not parsed. The CPU time of the server process in each phase is reported
+ * are read to the end but not parsed. The CPU time of the server process and of the embedded engine in each phase is reported
  * (from /proc). Prints a table and writes bench/results/fairness.json.
  * Run: npm run bench -- fairness   (MONGO_URL to use a running database; SERVER_NODE_ARGS to profile)
  */
@@ -24,8 +24,9 @@ import { join } from 'node:path';
 import { resolveDatabase } from '../src/database/embedded-database';
 import { parseSettings } from '../src/config/settings';
 import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
-import { httpJson, printTable } from './lib/bench-server';
+import { httpJson, httpJsonPolitely, printTable } from './lib/bench-server';
 import { percentile } from './lib/percentile';
+import { childrenCpuMs } from './lib/process-cpu';
 
 const VICTIM_PATIENTS = 50;
 const HEAVY_PATIENTS = Number(process.env.FAIRNESS_HEAVY_PATIENTS ?? 6);
@@ -123,6 +124,15 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/**
+ * CPU seconds used so far by the embedded engine (the bench's other descendants: PostgreSQL
+ * backends, the gateway); 0 with MONGO_URL. Contention on the engine, not on the server's event
+ * loop, is what a neighbour's heavy queries add.
+ */
+function engineCpuSeconds(serverPid: number): number {
+  return childrenCpuMs() / 1000 - cpuSeconds(serverPid);
+}
+
 function loadAverage(): string {
   return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 }
@@ -173,7 +183,7 @@ async function main(): Promise<void> {
     const heavyBytes = Math.floor(settings.maxResourceBytes * 0.9);
     const names = Math.min(settings.maxArrayLength, 1000);
     for (let i = 0; i < HEAVY_PATIENTS; i++) {
-      const res = await httpJson(
+      const res = await httpJsonPolitely(
         server.url,
         'POST',
         '/r4/Patient',
@@ -187,8 +197,15 @@ async function main(): Promise<void> {
       for (let i = 0; i < HEAVY_PATIENTS; i++) {
         for (let v = 1; v < HEAVY_VERSIONS; v++) {
           const patient = { ...heavyPatient(i, heavyBytes, names), id: `heavy-${i}` };
-          const res = await httpJson(server.url, 'PUT', `/r4/Patient/heavy-${i}`, patient, auth(heavyToken));
-          if (res.status >= 300) throw new Error(`heavy versions: ${res.status}`);
+          const res = await httpJsonPolitely(
+            server.url,
+            'PUT',
+            `/r4/Patient/heavy-${i}`,
+            patient,
+            auth(heavyToken),
+          );
+          if (res.status >= 300)
+            throw new Error(`heavy versions: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
         }
       }
     }
@@ -232,12 +249,14 @@ async function main(): Promise<void> {
 
     const load: string[] = [loadAverage()];
     let cpu = cpuSeconds(pid);
+    let engineCpu = engineCpuSeconds(pid);
     const baseline = newStats();
     await loop(victim, Date.now() + PHASE_MS, baseline);
     const baselineCpu = cpuSeconds(pid) - cpu;
+    const baselineEngineCpu = engineCpuSeconds(pid) - engineCpu;
     load.push(loadAverage());
 
-    const row = (phase: string, stats: LoopStats, cpuS: number) => {
+    const row = (phase: string, stats: LoopStats, cpuS: number, engineCpuS: number) => {
       const sorted = [...stats.latencies].sort((a, b) => a - b);
       return {
         phase,
@@ -247,14 +266,16 @@ async function main(): Promise<void> {
         statuses: [...stats.statuses.entries()].map(([s, n]) => `${s}×${n}`).join(' '),
         MB: Math.round(stats.bytes / 1e6),
         serverCpuS: cpuS,
+        engineCpuS: Math.round(engineCpuS * 100) / 100,
       };
     };
-    const rows = [row('victim alone', baseline, baselineCpu)];
+    const rows = [row('victim alone', baseline, baselineCpu, baselineEngineCpu)];
     const summary: Array<{ attack: Attack; ratio: number; loadAverage: string }> = [];
     for (const attack of SELECTED) {
       // a quiet second between phases: the previous attack's throttles and shares settle
       await new Promise((r) => setTimeout(r, 1000));
       cpu = cpuSeconds(pid);
+      engineCpu = engineCpuSeconds(pid);
       const contended = newStats();
       const heavy = newStats();
       const until = Date.now() + PHASE_MS;
@@ -264,9 +285,13 @@ async function main(): Promise<void> {
         ...Array.from({ length: HEAVY_CONNECTIONS }, () => loop(send, until, heavy, ignoreRetryAfter)),
       ]);
       const contendedCpu = cpuSeconds(pid) - cpu;
+      const contendedEngineCpu = engineCpuSeconds(pid) - engineCpu;
       load.push(loadAverage());
-      const victimRow = row(`victim during ${attack}`, contended, contendedCpu);
-      rows.push(victimRow, row(`  ${attack} (${HEAVY_CONNECTIONS} connections)`, heavy, contendedCpu));
+      const victimRow = row(`victim during ${attack}`, contended, contendedCpu, contendedEngineCpu);
+      rows.push(
+        victimRow,
+        row(`  ${attack} (${HEAVY_CONNECTIONS} connections)`, heavy, contendedCpu, contendedEngineCpu),
+      );
       summary.push({ attack, ratio: victimRow.p99Ms / rows[0].p99Ms, loadAverage: loadAverage() });
     }
     printTable(rows);

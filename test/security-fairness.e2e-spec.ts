@@ -188,3 +188,56 @@ describe('security: throttled clients refused before the pipeline (e2e)', () => 
     await request(t.server).get('/r4/Patient/flood').set(bearer('not-a-token')).expect(401);
   });
 });
+
+describe('security: what the engine read for a client is charged to it while others wait (e2e)', () => {
+  let t: TestApp;
+  let alice: TestUser;
+  let bob: TestUser;
+  beforeAll(async () => {
+    t = await createTestApp({
+      ...IDENTITY_TEST_ENV,
+      CLIENT_RESPONSE_BYTES_PER_SECOND: '20kb',
+      SEARCH_PAGE_MAX_BYTES: '12kb',
+    });
+    alice = await createUser(t, await createClient(t));
+    bob = await createUser(t, await createClient(t));
+    for (let i = 0; i < 5; i++) {
+      const patient = {
+        resourceType: 'Patient',
+        id: `large-${i}`,
+        text: {
+          status: 'generated',
+          div: `<div xmlns="http://www.w3.org/1999/xhtml">${'x'.repeat(10_000)}</div>`,
+        },
+      };
+      await request(t.server)
+        .put(`/r4/Patient/large-${i}`)
+        .set(bearer(alice.access_token))
+        .set('Prefer', 'return=minimal')
+        .set('Content-Type', 'application/fhir+json')
+        .send(JSON.stringify(patient))
+        .expect(201);
+    }
+  });
+  afterAll(async () => t?.close());
+
+  const search = (who = alice) => request(t.server).get('/r4/Patient?_count=5').set(bearer(who.access_token));
+  const refilled = () => new Promise((resolve) => setTimeout(resolve, 1_500));
+
+  it('a page that read five ~10 kB Patients and served one: alone, only the answer is charged; with another client active, the four left out too (429, Retry-After from that debt)', async () => {
+    await refilled();
+    const alone = await search().expect(200);
+    expect(alone.body.entry).toHaveLength(1); // 12 kB budget: one Patient per page
+    await search().expect(200); // ~10 kB of a 20 kB share spent: still served
+
+    await refilled();
+    await search(bob).expect(200); // bob is active from now on
+    const contended = await search().expect(200);
+    expect(contended.body.entry).toHaveLength(1);
+    // 20 kB share − ~10 kB answer − ~40 kB read and left out: ~30 kB in debt at 20 kB/s
+    const refused = await search().expect(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(2);
+    expect(refused.body.issue[0].code).toBe('throttled');
+    await search(bob).expect(200);
+  });
+});

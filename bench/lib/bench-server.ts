@@ -134,7 +134,7 @@ export async function httpJson(
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
-): Promise<{ status: number; body: any }> {
+): Promise<{ status: number; body: any; retryAfterS?: number }> {
   try {
     return await httpJsonOnce(baseUrl, method, path, body, headers);
   } catch (error) {
@@ -150,7 +150,7 @@ function httpJsonOnce(
   path: string,
   body: unknown,
   headers: Record<string, string>,
-): Promise<{ status: number; body: any }> {
+): Promise<{ status: number; body: any; retryAfterS?: number }> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -176,7 +176,12 @@ function httpJsonOnce(
           } catch {
             // not JSON: keep the text
           }
-          resolve({ status: res.statusCode ?? 0, body: parsed });
+          const retryAfter = Number(res.headers['retry-after']);
+          resolve({
+            status: res.statusCode ?? 0,
+            body: parsed,
+            ...(Number.isFinite(retryAfter) ? { retryAfterS: retryAfter } : {}),
+          });
         });
       },
     );
@@ -187,6 +192,25 @@ function httpJsonOnce(
     if (payload) req.write(payload);
     req.end();
   });
+}
+
+/**
+ * `httpJson` that waits as the server's Retry-After asks when refused with 429/503 (a well-behaved
+ * client loading data), up to `attempts` times.
+ */
+export async function httpJsonPolitely(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+  attempts = 20,
+): Promise<{ status: number; body: any }> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await httpJson(baseUrl, method, path, body, headers);
+    if ((res.status !== 429 && res.status !== 503) || attempt >= attempts) return res;
+    await new Promise((r) => setTimeout(r, Math.max(0.1, res.retryAfterS ?? 1) * 1000));
+  }
 }
 
 /** `clients` client applications with `users` users each, created through the real routes. */

@@ -67,6 +67,23 @@ describe('ClientConcurrency', () => {
     expect(() => c.acquire('c1')).not.toThrow();
   });
 
+  it('rows the engine read but the answer left out are charged while another client is active, not to a client alone', () => {
+    const alone = limiter(1000);
+    const lone = alone.acquire('c1');
+    lone.charge(500);
+    lone.chargeUnservedReads(5000);
+    lone.release();
+    expect(() => alone.acquire('c1')).not.toThrow();
+
+    const shared = limiter(1000);
+    shared.acquire('c2').release(); // c2 was active just now
+    const slot = shared.acquire('c1');
+    slot.charge(500);
+    slot.chargeUnservedReads(2000); // 1000 of burst − 500 − 2000: 1500 in debt
+    slot.release();
+    expect(refusal(() => shared.acquire('c1'))).toMatchObject({ status: 429, retryAfter: '2' });
+  });
+
   it('each admitted request reserves the mean answer size: large answers cannot all start at once', () => {
     const c = limiter(10_000);
     const warm = c.acquire('c1');

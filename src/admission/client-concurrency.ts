@@ -47,6 +47,12 @@ export interface ClientSlot {
   release(): void;
   /** Counts the reply's bytes against the client's share, in place of the reservation. */
   charge(bytes: number): void;
+  /**
+   * Counts stored bytes the engine read for the request but that its answer does not hold (the
+   * rows a byte-budgeted page looked at and left out) against the client's share, while another
+   * client is active: its cost to the others is the engine's work, not only the bytes it is sent.
+   */
+  chargeUnservedReads(bytes: number): void;
 }
 
 /**
@@ -93,6 +99,11 @@ export class ClientConcurrency {
         if (rate <= 0) return;
         this.spend(clientId, bytes - reserved, bytes);
         reserved = 0;
+      },
+      chargeUnservedReads: (bytes) => {
+        // alone on the server, nobody waits for the engine: work-conserving, as the in-flight cap
+        if (rate <= 0 || bytes <= 0 || !this.othersActive(clientId, Date.now())) return;
+        this.spend(clientId, bytes);
       },
       release: () => {
         if (released) return;

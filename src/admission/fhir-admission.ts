@@ -18,8 +18,12 @@ export class FhirAdmission {
     private readonly credentials: KnownCredentials,
   ) {}
 
-  /** `req`'s credentials were verified as `clientId`'s: the early refusal may know them from now on. */
-  async admit(clientId: string, req: Request, res: Response): Promise<void> {
+  /**
+   * `req`'s credentials were verified as `clientId`'s: the early refusal may know them from now on.
+   * Resolves, once the request may run, to the charge of the engine's reads it did not answer
+   * (TenantContext.chargeUnservedReads).
+   */
+  async admit(clientId: string, req: Request, res: Response): Promise<(bytes: number) => void> {
     this.credentials.remember(req, clientId);
     const slot = this.concurrency.acquire(clientId);
     // Every answer is charged to the client's share: by the reply path when it knows the size
@@ -37,6 +41,7 @@ export class FhirAdmission {
     res.once('close', slot.release);
     // then waits for its turn on the database (the client's slot is held while it waits)
     await this.lanes.admit(clientId, req, res);
+    return slot.chargeUnservedReads;
   }
 }
 

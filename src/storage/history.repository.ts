@@ -61,7 +61,7 @@ export class HistoryRepository {
     const history = this.storage.scoped(ctx).history;
     const filter = history.where({ rk: key }, this.windowFilter(window));
     const [{ docs: rows }, total] = await Promise.all([
-      findWithinBudget(history, filter, { ...page, sort: { vid: -1 } }),
+      findWithinBudget(ctx, history, filter, { ...page, sort: { vid: -1 } }),
       history.countDocuments(filter),
     ]);
     return { rows, total };
@@ -91,7 +91,7 @@ export class HistoryRepository {
       { ...(type ? { t: type } : {}), ...this.windowFilter(window) },
     );
     const [{ docs: rows }, total] = await Promise.all([
-      findWithinBudget(history, filter, { ...page, sort: { lu: -1, _id: -1 } }),
+      findWithinBudget(ctx, history, filter, { ...page, sort: { lu: -1, _id: -1 } }),
       history.countDocuments(filter),
     ]);
     return { rows, total };

@@ -1,3 +1,4 @@
+import type { TenantContext } from '../tenancy/tenant-context';
 import type { ScopedCollection, ScopedFilter, TenantDocument } from './tenant-scope';
 
 /**
@@ -14,14 +15,26 @@ export function entriesWithinBudget(sizes: readonly number[], maxBytes: number):
 }
 
 /**
- * One page (`skip`, `limit`, sorted) of documents with a `json` field, held to `maxBytes` of that
- * JSON: the engine reports each document's JSON size and returns the JSON only where it is small
+ * Bytes of the rows a page read that it does not serve (past the budget, or the one looked at to
+ * tell whether a next page exists): the engine decoded them for this request, so they are charged
+ * to the client's share (TenantContext.chargeUnservedReads), as the bytes served are.
+ */
+export function chargeUnserved(ctx: TenantContext, sizes: readonly number[], served: number): void {
+  let bytes = 0;
+  for (let i = served; i < sizes.length; i++) bytes += sizes[i];
+  if (bytes > 0) ctx.chargeUnservedReads?.(bytes);
+}
+
+/**
+ * One page (`skip`, `limit`, sorted) of `ctx`'s documents with a `json` field, held to `maxBytes`
+ * of that JSON (the rows left out are charged to the client: chargeUnserved): the engine reports each document's JSON size and returns the JSON only where it is small
  * enough that the whole reply stays within the budget; the larger ones that fit are then fetched
  * by `_id`. So a page of near-limit documents costs this process (BSON decoding on the shared
  * event loop) about `maxBytes`, not `limit` times the largest document. `cut`: fewer documents
  * were served than the query had for this page.
  */
 export async function findWithinBudget<T extends TenantDocument & { json?: string | null }>(
+  ctx: TenantContext,
   collection: ScopedCollection<T>,
   filter: ScopedFilter<T>,
   page: { sort: Record<string, 1 | -1>; skip: number; limit: number; maxBytes: number },
@@ -46,6 +59,11 @@ export async function findWithinBudget<T extends TenantDocument & { json?: strin
       rows.map((row) => row.size),
       page.maxBytes,
     ),
+  );
+  chargeUnserved(
+    ctx,
+    rows.map((row) => row.size),
+    kept.length,
   );
   const missing = kept.filter((row) => row.json === undefined).map((row) => row._id);
   const fetched = new Map<string, string | null>();

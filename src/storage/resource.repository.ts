@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { mongo } from 'mongoose';
 import { historyKey, resourceKey, type FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../tenancy/tenant-context';
-import { entriesWithinBudget } from './page-budget';
+import { chargeUnserved, entriesWithinBudget } from './page-budget';
 import type { HistoryDoc, ResourceDoc } from './documents';
 import { ResourceIdsRepository } from './resource-ids.repository';
 import { ResourceStorage, type TenantStore } from './resource-storage';
@@ -256,6 +256,11 @@ export class ResourceRepository {
       page.maxBytes,
     );
     const hasNext = rows.length > kept;
+    chargeUnserved(
+      ctx,
+      rows.map((row) => row.size),
+      kept,
+    );
     const served = rows.slice(0, kept);
     const missing = served.filter((row) => typeof row.json !== 'string').map((row) => row._id);
     const resources = this.scoped(ctx).resources;

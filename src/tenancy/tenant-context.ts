@@ -14,6 +14,12 @@ export interface TenantContext {
   readonly form: CredentialForm;
   /** The client's customer slug (population-level export path). */
   readonly customer?: string;
+  /**
+   * Set by admission on a FHIR request: charges the client's share with stored bytes the engine
+   * read for this request but did not answer (ClientSlot.chargeUnservedReads). The storage layer
+   * calls it where it knows them (byte-budgeted pages); absent elsewhere (CLI, jobs).
+   */
+  readonly chargeUnservedReads?: (bytes: number) => void;
 }
 
 /** The tenant part of every database filter. The only place that builds it. */

@@ -16,7 +16,7 @@ import type { FhirReply } from '../fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
 import { searchIndexOf } from '../../../storage/search-indexing';
-import { entriesWithinBudget } from '../../../storage/page-budget';
+import { chargeUnserved, entriesWithinBudget } from '../../../storage/page-budget';
 import { compareKeys, compartmentBefore, everythingPageLayout } from './everything-page';
 import {
   anyPatientCompartmentFilter,
@@ -127,13 +127,10 @@ export class EverythingService {
     let taken = 0;
     const page = layout.slots.map((slot) => (slot === 'compartment' ? docs[taken++] : singles[slot]));
     // The page byte budget: the slots in order while their JSON fits (at least one); next follows them.
-    const inBudget = page.slice(
-      0,
-      entriesWithinBudget(
-        page.map((doc) => doc?.json?.length ?? 0),
-        this.settings.searchPageMaxBytes,
-      ),
-    );
+    const sizes = page.map((doc) => doc?.json?.length ?? 0);
+    const fitting = entriesWithinBudget(sizes, this.settings.searchPageMaxBytes);
+    chargeUnserved(ctx, sizes, fitting);
+    const inBudget = page.slice(0, fitting);
     // A resource removed between the count and the page query leaves its slot empty.
     const entries = inBudget
       .filter((doc) => doc !== undefined)

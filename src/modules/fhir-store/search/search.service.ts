@@ -16,7 +16,7 @@ import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
-import { entriesWithinBudget } from '../../../storage/page-budget';
+import { chargeUnserved, entriesWithinBudget } from '../../../storage/page-budget';
 import { IncludeResolver } from './include-resolver';
 import { compartmentSearchFilter } from './patient-compartment';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
@@ -216,6 +216,7 @@ export class SearchService {
         kept = entriesWithinBudget(sizes, Math.max(0, room));
         if (kept === 1 && sizes[0] > room) kept = 0;
       }
+      chargeUnserved(ctx, sizes, kept);
       const included = await this.includes.read(ctx, version, additions.slice(0, kept));
       return { matches, included, cut: matches.length < docs.length };
     }

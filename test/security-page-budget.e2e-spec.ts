@@ -121,6 +121,31 @@ describe('security: history pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => {
       .set(bearer(alice.access_token))
       .set('Content-Type', 'application/fhir+json')
       .send(JSON.stringify(body));
+
+  it('a page cut by the budget that saw every match tells the total from what it read, without the count (which reads every match again)', async () => {
+    for (let i = 0; i < 4; i++)
+      expect((await put(`/r4/Patient/counted-${i}`, patientOf(`counted-${i}`, 'Counted', 7000))).status).toBe(
+        201,
+      );
+    // a count the answer relied on would show as 999
+    const countBy = jest.spyOn(t.app.get(ResourceRepository), 'countBy').mockResolvedValue(999);
+    const search = (query: string) =>
+      request(t.server)
+        .get(`/r4/Patient?family=Counted&${query}`)
+        .set(bearer(alice.access_token))
+        .expect(200);
+    try {
+      const cut = await search('_count=10');
+      expect(cut.body.entry.length).toBeLessThan(4);
+      expect(cut.body.total).toBe(4);
+      const later = await search('_count=10&_skip=2');
+      expect(later.body.total).toBe(4);
+      // more matches than the page looked at: only a count can tell
+      expect((await search('_count=1')).body.total).toBe(999);
+    } finally {
+      countBy.mockRestore();
+    }
+  });
   const observation = (id: string, patient: string, code: string) => ({
     resourceType: 'Observation',
     id,

@@ -228,8 +228,10 @@ export class ResourceRepository {
    * only for matches small enough that its whole reply stays within `maxBytes`; the larger
    * matches that fit are then fetched by `_id`. So a page of near-limit resources costs this
    * process (BSON decoding on the shared event loop) about `maxBytes`, not `size` times the largest
-   * resource. One more match than the page is looked at: `hasNext` says whether any is left.
-   * Strings are not re-validated as UTF-8 when decoded: every stored JSON was checked on the way
+   * resource. One more match than the page is looked at: `hasNext` says whether any is left, and
+   * when that one is not there the page saw every match from `skip` on: `matchesFromSkip` says how
+   * many (also when the budget served fewer), so the total needs no count (a count reads every
+   * match again). Strings are not re-validated as UTF-8 when decoded: every stored JSON was checked on the way
    * in (body-hygiene.ts), and the check costs about as much as the decoding itself.
    */
   async searchPage(
@@ -237,7 +239,7 @@ export class ResourceRepository {
     version: FhirVersion,
     options: Omit<StoreSearchOptions, 'limit' | 'count' | 'withoutIndex'>,
     page: { size: number; maxBytes: number },
-  ): Promise<{ docs: ResourceDoc[]; hasNext: boolean }> {
+  ): Promise<{ docs: ResourceDoc[]; hasNext: boolean; matchesFromSkip?: number }> {
     const size = { $strLenBytes: { $ifNull: ['$json', ''] } };
     const inlineBytes = Math.floor(page.maxBytes / (page.size + 1));
     const projection = {
@@ -279,7 +281,8 @@ export class ResourceRepository {
       const doc = typeof row.json === 'string' ? row : byId.get(row._id);
       return doc ? [withoutSize(doc)] : [];
     });
-    return { docs, hasNext };
+    const sawAll = rows.length <= page.size && (rows.length > 0 || (options.skip ?? 0) === 0);
+    return { docs, hasNext, ...(sawAll ? { matchesFromSkip: rows.length } : {}) };
   }
 
   /** Number of current non-deleted resources matching (Bundle.total, `_summary=count`). */

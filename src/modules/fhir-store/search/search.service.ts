@@ -142,7 +142,7 @@ export class SearchService {
     // (`_total=none`). The page may hold fewer than `_count` matches: SEARCH_PAGE_MAX_BYTES.
     const query = { filter, hint: index };
     const counter = parsed.total === 'none' ? undefined : this.lateCount(ctx, version, query);
-    let page: { docs: ResourceDoc[]; hasNext: boolean };
+    let page: { docs: ResourceDoc[]; hasNext: boolean; matchesFromSkip?: number };
     try {
       // no budget left: a page of size 0 still tells whether a match follows (no JSON is read)
       page = await this.repository.searchPage(
@@ -154,10 +154,13 @@ export class SearchService {
     } finally {
       counter?.stopIfNotStarted();
     }
-    // A page that reaches the end tells the total (most patient-scoped searches fit one page).
-    const lastPage = !page.hasNext && (page.docs.length > 0 || parsed.skip === 0);
+    // A page that saw the last match tells the total (most patient-scoped searches fit one page).
     const total =
-      counter === undefined ? undefined : lastPage ? parsed.skip + page.docs.length : await counter.count();
+      counter === undefined
+        ? undefined
+        : page.matchesFromSkip !== undefined
+          ? parsed.skip + page.matchesFromSkip
+          : await counter.count();
     const { matches, included, cut } = await this.withIncludes(
       ctx,
       version,

@@ -4,10 +4,14 @@
  * Reads, typical searches, creates, 20-entry transaction bundles, history,
  * `$everything` and, every `--export-every` seconds, a small bulk export, from `--connections`
  * closed-loop workers, each request for a random tenant (a user of one of several clients).
- * The workload stays the same over time, so that a drift is the server's, not the data's: creates
- * and bundles add Body Weight Observations to a patient of their own per tenant, which no read,
- * search, history or `$everything` of the loop touches (were they added to the loaded patients,
- * every `$everything` and patient search would return more each minute).
+ * The workload and the data stay the same over time, so that a drift is the server's, not the
+ * data's. Creates and bundles add Body Weight Observations to a patient of a writer user of their
+ * client, which no read, search, history or `$everything` of the loop touches (were they added to
+ * the loaded patients, every `$everything` and patient search would return more each minute); and
+ * every `--purge-every` seconds each writer purges its Observations and Provenances older than
+ * `--keep-writes` minutes (`DELETE /r4/purge?_type=…&_before=…`, as an app deleting data for
+ * good does), so the store holds a few minutes of writes, not hours of them (a 2-hour run that
+ * kept them grew the store a hundredfold, and measured the growth).
  * Every `--sample` seconds (default 60) a sample: throughput and p50/p99 per kind; the server's
  * RSS, V8 heap and event-loop delay (bench/lib/server-stats-preload.js, preloaded into the server
  * process); the embedded database's total RSS and PSS over all its processes (smaps_rollup), the
@@ -35,7 +39,8 @@ import { postPutTransaction } from './lib/fhir-load';
 type Resource = Record<string, unknown>;
 
 const USAGE = `npm run bench -- soak [--minutes 30] [--sample 60] [--clients 4] [--users 5]
-  [--patients 20] [--connections 16] [--export-every 30] [--out soak]
+  [--patients 20] [--connections 16] [--export-every 30] [--purge-every 30] [--keep-writes 2]
+  [--out soak]
 npm run bench -- soak --from <name>   (the analysis of bench/results/<name>.json again, rewritten)`;
 
 interface Options {
@@ -46,6 +51,10 @@ interface Options {
   patients: number;
   connections: number;
   exportEvery: number;
+  /** Seconds between two rounds of purges of the writers' older writes. */
+  purgeEvery: number;
+  /** Minutes a write stays before a purge removes it. */
+  keepWrites: number;
   /** Name of the result files in bench/results (JSON and SVG). */
   out: string;
   /** Name of earlier results to analyse again instead of running. */
@@ -61,6 +70,8 @@ function parseOptions(argv: string[]): Options {
     patients: 20,
     connections: 16,
     exportEvery: 30,
+    purgeEvery: 30,
+    keepWrites: 2,
     out: 'soak',
   };
   for (let i = 0; i < argv.length; i += 2) {
@@ -80,10 +91,11 @@ function parseOptions(argv: string[]): Options {
   return o;
 }
 
-const KINDS = ['read', 'search', 'create', 'bundle', 'history', 'everything', 'export'] as const;
+const KINDS = ['read', 'search', 'create', 'bundle', 'history', 'everything', 'export', 'purge'] as const;
 type Kind = (typeof KINDS)[number];
-/** Relative frequency of each kind in a worker's loop (export runs on a timer of its own). */
-const WEIGHTS: Array<[Exclude<Kind, 'export'>, number]> = [
+type LoopKind = Exclude<Kind, 'export' | 'purge'>;
+/** Relative frequency of each kind in a worker's loop (export and purge run on timers of their own). */
+const WEIGHTS: Array<[LoopKind, number]> = [
   ['read', 40],
   ['search', 35],
   ['create', 10],
@@ -92,11 +104,17 @@ const WEIGHTS: Array<[Exclude<Kind, 'export'>, number]> = [
   ['everything', 5],
 ];
 
+/** A user of a client that only receives the writes of the client's tenants, and purges them. */
+interface Writer {
+  user: BenchUser;
+  /** The patient that creates and bundles write to (read by nothing in the loop). */
+  patient: string;
+}
+
 interface Tenant {
   user: BenchUser;
   patients: Array<{ id: string; family: string }>;
-  /** The patient that creates and bundles write to (read by nothing in the loop). */
-  writePatient: string;
+  writer: Writer;
   observations: string[];
   encounters: string[];
 }
@@ -122,13 +140,13 @@ function newObservation(patient: string): Resource {
 }
 
 /** One request of the kind for the tenant: method, path below the server and body. */
-function request(kind: Exclude<Kind, 'export'>, t: Tenant): [string, string, unknown?] {
+function request(kind: LoopKind, t: Tenant): [string, string, BenchUser, unknown?] {
   const p = pick(t.patients);
   switch (kind) {
     case 'read':
       return Math.random() < 0.8
-        ? ['GET', `/r4/Observation/${pick(t.observations)}`]
-        : ['GET', `/r4/Patient/${p.id}`];
+        ? ['GET', `/r4/Observation/${pick(t.observations)}`, t.user]
+        : ['GET', `/r4/Patient/${p.id}`, t.user];
     case 'search':
       return [
         'GET',
@@ -141,18 +159,20 @@ function request(kind: Exclude<Kind, 'export'>, t: Tenant): [string, string, unk
           `/r4/Patient?name=${encodeURIComponent(p.family)}`,
           `/r4/Observation?code=${encodeURIComponent(`${LOINC}|8302-2`)}&date=ge2019-01-01`,
         ]),
+        t.user,
       ];
     case 'create':
-      return ['POST', '/r4/Observation', newObservation(t.writePatient)];
+      return ['POST', '/r4/Observation', t.writer.user, newObservation(t.writer.patient)];
     case 'bundle':
       return [
         'POST',
         '/r4',
+        t.writer.user,
         {
           resourceType: 'Bundle',
           type: 'transaction',
           entry: Array.from({ length: 20 }, () => ({
-            resource: newObservation(t.writePatient),
+            resource: newObservation(t.writer.patient),
             request: { method: 'POST', url: 'Observation' },
           })),
         },
@@ -161,9 +181,10 @@ function request(kind: Exclude<Kind, 'export'>, t: Tenant): [string, string, unk
       return [
         'GET',
         Math.random() < 0.5 ? `/r4/Patient/${p.id}/_history` : `/r4/Encounter/${pick(t.encounters)}/_history`,
+        t.user,
       ];
     case 'everything':
-      return ['GET', `/r4/Patient/${p.id}/$everything`];
+      return ['GET', `/r4/Patient/${p.id}/$everything`, t.user];
   }
 }
 
@@ -179,6 +200,8 @@ class Window {
   latencies = new Map<Kind, number[]>(KINDS.map((k) => [k, []]));
   errors = new Map<Kind, number>(KINDS.map((k) => [k, 0]));
   shed = new Map<Kind, number>(KINDS.map((k) => [k, 0]));
+  /** Resources the purges removed. */
+  purged = 0;
   firstError?: string;
   record(kind: Kind, ms: number, outcome: Outcome): void {
     if (outcome.shed) this.shed.set(kind, this.shed.get(kind)! + 1);
@@ -220,16 +243,59 @@ async function smallExport(url: string, t: Tenant): Promise<Outcome> {
   return { ok: true };
 }
 
-/** Loads `patients` Synthea R4 records spread round-robin over the tenants, PUT at their own ids. */
-async function loadTenants(own: OwnServer, patients: number): Promise<Tenant[]> {
-  const tenants: Tenant[] = own.users.map((user) => ({
+/** Resources removed by the purges of one round, summed over the writers. */
+const PURGE_TYPES = 'Observation,Provenance';
+
+/**
+ * The writer's Observations and Provenances written more than `keepMinutes` ago removed for good:
+ * the same request repeated while it answers 504 (its time budget ran out, what is removed stays
+ * removed). Resolves to the resources removed.
+ */
+async function purgeOldWrites(url: string, writer: Writer, keepMinutes: number): Promise<number> {
+  const before = new Date(Date.now() - keepMinutes * 60_000).toISOString();
+  const path = `/r4/purge?_type=${PURGE_TYPES}&_before=${encodeURIComponent(before)}`;
+  let removed = 0;
+  for (;;) {
+    const res = await httpJson(url, 'DELETE', path, undefined, {
+      Authorization: `Bearer ${writer.user.accessToken}`,
+    });
+    const text = JSON.stringify(res.body?.issue?.[0] ?? '');
+    removed += Number(/removed (\d+) resources/.exec(text)?.[1] ?? 0);
+    if (res.status === 200) return removed;
+    if (res.status !== 504) throw new Error(`purge ${res.status} ${text.slice(0, 200)}`);
+  }
+}
+
+/** A patient of the writer's own to write to. */
+async function newWriter(url: string, user: BenchUser): Promise<Writer> {
+  const res = await httpJson(
+    url,
+    'POST',
+    '/r4/Patient',
+    { resourceType: 'Patient', name: [{ family: 'Soakwriter', given: ['Scratch'] }] },
+    { Authorization: `Bearer ${user.accessToken}` },
+  );
+  if (res.status !== 201) throw new Error(`write patient: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  return { user, patient: String(res.body.id) };
+}
+
+/**
+ * The last user of each client becomes its writer; the others are the tenants, over which
+ * `patients` Synthea R4 records are spread round-robin, PUT at their own ids.
+ */
+async function loadTenants(own: OwnServer, patients: number): Promise<{ tenants: Tenant[]; writers: Writer[] }> {
+  const byClient = new Map<string, BenchUser[]>();
+  for (const user of own.users) byClient.set(user.clientId, [...(byClient.get(user.clientId) ?? []), user]);
+  const writerOf = new Map<string, Writer>();
+  for (const [clientId, users] of byClient) writerOf.set(clientId, await newWriter(own.url, users.pop()!));
+  const tenants: Tenant[] = [...byClient.values()].flat().map((user) => ({
     user,
     patients: [],
-    writePatient: '',
+    writer: writerOf.get(user.clientId)!,
     observations: [],
     encounters: [],
   }));
-  const { batches } = syntheaR4Batches(own.users.length, 20, patients);
+  const { batches } = syntheaR4Batches(tenants.length, 20, patients);
   for (const b of batches)
     for (const r of b.resources) {
       const t = tenants[b.user];
@@ -251,19 +317,7 @@ async function loadTenants(own: OwnServer, patients: number): Promise<Tenant[]> 
   const loaded = tenants.filter(
     (t) => t.patients.length > 0 && t.observations.length > 0 && t.encounters.length > 0,
   );
-  for (const t of loaded) {
-    const res = await httpJson(
-      own.url,
-      'POST',
-      '/r4/Patient',
-      { resourceType: 'Patient', name: [{ family: 'Soakwriter', given: ['Scratch'] }] },
-      { Authorization: `Bearer ${t.user.accessToken}` },
-    );
-    if (res.status !== 201)
-      throw new Error(`write patient: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-    t.writePatient = String(res.body.id);
-  }
-  return loaded;
+  return { tenants: loaded, writers: [...writerOf.values()] };
 }
 
 interface ServerStats {
@@ -290,6 +344,26 @@ async function serverStats(pid: number, file: string): Promise<ServerStats | und
   return undefined;
 }
 
+/**
+ * Documents in the store (current resources and history rows of all tenants) and its size on
+ * disk with indexes: what the purges keep steady.
+ */
+async function storeSize(own: OwnServer): Promise<{ documents: number; mb: number }> {
+  try {
+    const db = own.bench.connection.db!;
+    const counts = await Promise.all(
+      ['resources', 'resource_history'].map((name) => db.collection(name).estimatedDocumentCount()),
+    );
+    const stats = await db.stats();
+    return {
+      documents: counts[0] + counts[1],
+      mb: Math.round((Number(stats.storageSize) + Number(stats.indexSize)) / MB),
+    };
+  } catch {
+    return { documents: NaN, mb: NaN };
+  }
+}
+
 const MB = 1024 * 1024;
 const round1 = (n: number) => Math.round(n * 10) / 10;
 const round2 = (n: number) => Math.round(n * 100) / 100;
@@ -306,16 +380,17 @@ async function main(): Promise<void> {
   process.env.PROCESS_STATS_FILE = statsFile;
   process.env.SERVER_NODE_ARGS = `${process.env.SERVER_NODE_ARGS ?? ''} --require ${resolve(__dirname, 'lib', 'server-stats-preload.js')}`;
   // Tokens outlive the run (2 h by default).
-  const own = await startOwnServer(o.clients, o.users, {
+  // One more user per client: its writer.
+  const own = await startOwnServer(o.clients, o.users + 1, {
     ACCESS_TOKEN_TTL: String(Math.ceil(o.minutes * 60 + 3600)),
   });
   const samples: Array<Record<string, any>> = [];
   try {
     const gatewayPort = Number(new URL(own.bench.database.uri).port);
     process.stderr.write(
-      `engine ${own.engine}; ${own.users.length} tenants; loading ${o.patients} patients\n`,
+      `engine ${own.engine}; ${own.users.length - o.clients} tenants, ${o.clients} writers; loading ${o.patients} patients\n`,
     );
-    const tenants = await loadTenants(own, o.patients);
+    const { tenants, writers } = await loadTenants(own, o.patients);
     const loadedAt = loadavg();
     let window = new Window();
     const end = Date.now() + o.minutes * 60_000;
@@ -324,13 +399,13 @@ async function main(): Promise<void> {
         const t = pick(tenants);
         let r = Math.random() * WEIGHTS.reduce((n, [, w]) => n + w, 0);
         const kind = WEIGHTS.find(([, w]) => (r -= w) < 0)![0];
-        const [method, path, body] = request(kind, t);
+        const [method, path, user, body] = request(kind, t);
         await timed(
           () => window,
           kind,
           async () => {
             const res = await httpJson(own.url, method, path, body, {
-              Authorization: `Bearer ${t.user.accessToken}`,
+              Authorization: `Bearer ${user.accessToken}`,
             });
             return {
               ok: res.status < 400,
@@ -352,6 +427,21 @@ async function main(): Promise<void> {
         await new Promise((r) => setTimeout(r, o.exportEvery * 1000));
       }
     })();
+    const purger = (async () => {
+      while (Date.now() < end) {
+        await new Promise((r) => setTimeout(r, o.purgeEvery * 1000));
+        for (const writer of writers)
+          await timed(
+            () => window,
+            'purge',
+            async () => {
+              const removed = await purgeOldWrites(own.url, writer, o.keepWrites);
+              window.purged += removed;
+              return { ok: true };
+            },
+          );
+      }
+    })();
     const startedAt = Date.now();
     let cpuBefore = { server: cpuSeconds([own.serverPid]), db: cpuSeconds(own.databasePids()) };
     let last = startedAt;
@@ -370,11 +460,15 @@ async function main(): Promise<void> {
         const all = KINDS.flatMap((k) => w.latencies.get(k)!);
         const backends = postgresBackends(dbPids);
         const served = Math.max(1, all.length);
+        const store = await storeSize(own);
         const sample: Record<string, any> = {
           minute: round1((now - startedAt) / 60_000),
           'req/s': Math.round(all.length / seconds),
           errors: KINDS.reduce((n, k) => n + w.errors.get(k)!, 0),
           'shed 429': KINDS.reduce((n, k) => n + w.shed.get(k)!, 0),
+          'purged/s': Math.round(w.purged / seconds),
+          'stored docs': store.documents,
+          'store MB': store.mb,
           'p50 ms': round1(percentile(all, 50)),
           'p99 ms': round1(percentile(all, 99)),
           'server RSS MB': Math.round(memoryOf([own.serverPid]).rssMb),
@@ -415,7 +509,7 @@ async function main(): Promise<void> {
         );
       }
     })();
-    await Promise.all([...workers, exporter, sampler]);
+    await Promise.all([...workers, exporter, purger, sampler]);
     if (samples.some((x) => x.errors > 0)) console.error(`server output: ${own.process.output.slice(-3000)}`);
     report(o, own.engine, tenants.length, loadedAt, samples);
   } catch (error) {
@@ -491,14 +585,15 @@ function report(
   console.log('\nper kind (req/s, p50/p99 ms) in the first and the last sample:');
   const [first, lastSample] = [samples[Math.min(1, samples.length - 1)], samples[samples.length - 1]];
   printTable(
-    KINDS.map((k) => ({
+    // results of runs before a kind existed lack it
+    KINDS.filter((k) => first.kinds[k] && lastSample.kinds[k]).map((k) => ({
       kind: k,
       'first req/s': first.kinds[k].perSecond,
       'first p50/p99': `${first.kinds[k].p50}/${first.kinds[k].p99}`,
       'last req/s': lastSample.kinds[k].perSecond,
       'last p50/p99': `${lastSample.kinds[k].p50}/${lastSample.kinds[k].p99}`,
-      errors: samples.reduce((n, s) => n + s.kinds[k].errors, 0),
-      'shed 429': samples.reduce((n, s) => n + s.kinds[k].shed, 0),
+      errors: samples.reduce((n, s) => n + (s.kinds[k]?.errors ?? 0), 0),
+      'shed 429': samples.reduce((n, s) => n + (s.kinds[k]?.shed ?? 0), 0),
     })),
   );
   const drifts = {
@@ -560,6 +655,7 @@ function report(
             series('database PSS', 'db PSS MB'),
             series('database private', 'db private MB'),
             series('database shared', 'db shared MB'),
+            series('store on disk', 'store MB'),
           ],
         },
         {

@@ -379,6 +379,9 @@ async function main(): Promise<void> {
   const statsFile = join(tmpdir(), `soak-server-stats-${process.pid}.json`);
   process.env.PROCESS_STATS_FILE = statsFile;
   process.env.SERVER_NODE_ARGS = `${process.env.SERVER_NODE_ARGS ?? ''} --require ${resolve(__dirname, 'lib', 'server-stats-preload.js')}`;
+  // A fault's stack in the server's output (its last 20,000 characters are kept): errors only,
+  // which a healthy run does not write.
+  process.env.BENCH_LOG_LEVEL ??= 'error';
   // Tokens outlive the run (2 h by default).
   // One more user per client: its writer.
   const own = await startOwnServer(o.clients, o.users + 1, {
@@ -510,7 +513,7 @@ async function main(): Promise<void> {
       }
     })();
     await Promise.all([...workers, exporter, purger, sampler]);
-    if (samples.some((x) => x.errors > 0)) console.error(`server output: ${own.process.output.slice(-3000)}`);
+    if (samples.some((x) => x.errors > 0)) console.error(`server output: ${own.process.output.slice(-20000)}`);
     report(o, own.engine, tenants.length, loadedAt, samples);
   } catch (error) {
     if (own.process.child?.exitCode !== null)

@@ -275,7 +275,8 @@ async function newWriter(url: string, user: BenchUser): Promise<Writer> {
     { resourceType: 'Patient', name: [{ family: 'Soakwriter', given: ['Scratch'] }] },
     { Authorization: `Bearer ${user.accessToken}` },
   );
-  if (res.status !== 201) throw new Error(`write patient: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  if (res.status !== 201)
+    throw new Error(`write patient: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
   return { user, patient: String(res.body.id) };
 }
 
@@ -283,7 +284,10 @@ async function newWriter(url: string, user: BenchUser): Promise<Writer> {
  * The last user of each client becomes its writer; the others are the tenants, over which
  * `patients` Synthea R4 records are spread round-robin, PUT at their own ids.
  */
-async function loadTenants(own: OwnServer, patients: number): Promise<{ tenants: Tenant[]; writers: Writer[] }> {
+async function loadTenants(
+  own: OwnServer,
+  patients: number,
+): Promise<{ tenants: Tenant[]; writers: Writer[] }> {
   const byClient = new Map<string, BenchUser[]>();
   for (const user of own.users) byClient.set(user.clientId, [...(byClient.get(user.clientId) ?? []), user]);
   const writerOf = new Map<string, Writer>();
@@ -513,7 +517,8 @@ async function main(): Promise<void> {
       }
     })();
     await Promise.all([...workers, exporter, purger, sampler]);
-    if (samples.some((x) => x.errors > 0)) console.error(`server output: ${own.process.output.slice(-20000)}`);
+    if (samples.some((x) => x.errors > 0))
+      console.error(`server output: ${own.process.output.slice(-20000)}`);
     report(o, own.engine, tenants.length, loadedAt, samples);
   } catch (error) {
     if (own.process.child?.exitCode !== null)

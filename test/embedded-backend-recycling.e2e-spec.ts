@@ -80,6 +80,20 @@ describe('embedded DocumentDB: gateway backends are recycled (e2e)', () => {
     expect(failures).toEqual([]);
   }, 180_000);
 
+  it('keeps the backend of an open cursor: a read of several batches fetched slowly gets all of them', async () => {
+    const rows = client.db('recycling').collection<{ _id: number; pad: string }>('rows');
+    await rows.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: i, pad: 'p'.repeat(100) })));
+    // A cursor of three batches with a limit (a purge's batch of keys is one): the gateway pins it
+    // to the backend of its first page (without a limit it continues statelessly on any backend).
+    const cursor = rows.find({}, { limit: 300, batchSize: 100 });
+    const seen: number[] = [];
+    for (let i = 0; i < 100; i++) seen.push((await cursor.next())!._id);
+    // The backend is past the bound (3 s) and idle through several runs of the job (every 1 s).
+    await new Promise((r) => setTimeout(r, 6000));
+    for await (const row of cursor) seen.push(row._id);
+    expect(seen).toHaveLength(300);
+  }, 60_000);
+
   it('closes the backends once they are left idle', async () => {
     await until('no backend left', async () =>
       (await db.gatewayBackends()).length === 0 ? true : undefined,

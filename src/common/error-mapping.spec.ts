@@ -15,6 +15,20 @@ describe('mapError: database outages are 503, not 500', () => {
     }
   });
 
+  it('a cursor the engine no longer holds (CursorNotFound, code 43) → 503 transient with Retry-After', () => {
+    const err = Object.assign(new Error('Provided cursor was not found.'), {
+      name: 'MongoServerError',
+      code: 43,
+      codeName: 'CursorNotFound',
+    });
+    expect(mapError(err)).toMatchObject({
+      status: 503,
+      code: 'transient',
+      internal: false,
+      headers: { 'Retry-After': '5' },
+    });
+  });
+
   it('keeps other errors internal (500) without their message', () => {
     const mapped = mapError(new Error('boom: secret detail'));
     expect(mapped.status).toBe(500);

@@ -69,6 +69,15 @@ function timedOut(err: Error, depth = 0): 'server' | 'client' | undefined {
   return undefined;
 }
 
+/**
+ * The engine no longer holds a cursor the request was reading (CursorNotFound, code 43): closed
+ * by its idle time-out or with the connection it was pinned to. Nothing of the request is half
+ * done that a repetition would not finish, so the client may repeat it.
+ */
+function cursorLost(err: Error): boolean {
+  return (err as Error & { code?: number }).code === 43;
+}
+
 /** Seconds a client should wait before retrying a 503. */
 const RETRY_AFTER = '5';
 
@@ -137,6 +146,15 @@ export function mapError(err: unknown): MappedError {
         status: 503,
         code: 'transient',
         message: 'the database is not reachable; retry later',
+        headers: { 'Retry-After': RETRY_AFTER },
+        internal: false,
+      };
+    }
+    if (cursorLost(err)) {
+      return {
+        status: 503,
+        code: 'transient',
+        message: 'the database closed a cursor before this request had read it to the end; retry',
         headers: { 'Retry-After': RETRY_AFTER },
         internal: false,
       };

@@ -9,7 +9,8 @@
  * without bound. The gateway of this kit has no setting for a connection's lifetime and the
  * driver's connections do not map to backends (the pool is shared by all of them), so the engine
  * replaces its old backends itself: a pg_cron job terminates, every few seconds, one backend of
- * the gateway's data pool that is older than the bound and idle outside any transaction, the one
+ * the gateway's data pool that is older than the bound, idle outside any transaction and holding
+ * no open cursor, the one
  * that went idle last — the last in the gateway's queue, so the one it is least likely to hand
  * out at that moment. The gateway notices the closed connection when it next takes it from its
  * pool and opens a new one. Backends idle for long (load gone) are closed by PostgreSQL itself
@@ -53,7 +54,11 @@ function checked(r: BackendRecycling): BackendRecycling {
 export function backendRecyclingSql(role: string, recycling: BackendRecycling): string {
   if (!/^\w+$/.test(role)) throw new Error(`role: ${role}`);
   const r = checked(recycling);
-  // Idle outside a transaction, no snapshot and no relation lock: nothing of a request is open on it.
+  // Idle outside a transaction, no snapshot and no relation lock: nothing of a request is open on
+  // it. Nor a cursor: the gateway pins a cursor of more than one batch to the backend that served
+  // its first page (persistConnection), which then sits idle with that page's call as its last
+  // statement until the next getMore; closing it loses the cursor (CursorNotFound). Every cursor
+  // call of the gateway names a `…cursor…` function, other requests end with other statements.
   const job = [
     'SELECT pg_terminate_backend(expired.pid) FROM (',
     'SELECT a.pid FROM pg_stat_activity a',
@@ -61,6 +66,7 @@ export function backendRecyclingSql(role: string, recycling: BackendRecycling): 
     "AND a.state = 'idle' AND a.backend_xid IS NULL AND a.backend_xmin IS NULL",
     `AND a.backend_start < now() - interval '${r.maxAgeSeconds} seconds'`,
     "AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'relation')",
+    "AND a.query NOT ILIKE '%cursor%'",
     'ORDER BY a.state_change DESC LIMIT 1) expired;',
     // pg_cron records every run: keep this job's last hour only
     "DELETE FROM cron.job_run_details WHERE end_time < now() - interval '1 hour'",

@@ -68,6 +68,19 @@ describe('ScopedCollection', () => {
     expect(calls).toHaveLength(2);
   });
 
+  it('asks for a read with a limit in one reply, unless the caller sized its batches', () => {
+    const { collection, calls } = recordingCollection();
+    const scoped = new ScopedCollection(collection, user);
+    scoped.find(scoped.where(), { limit: 3750, projection: { _id: 1 } });
+    scoped.find(scoped.where(), { limit: 3750, batchSize: 100 });
+    scoped.find(scoped.where());
+    expect(calls.map((call) => call.args[1])).toEqual([
+      { limit: 3750, projection: { _id: 1 }, batchSize: 3750 },
+      { limit: 3750, batchSize: 100 },
+      {},
+    ]);
+  });
+
   it('takes only filters that carry the tenant keys (checked by the compiler)', () => {
     const { collection, calls } = recordingCollection();
     const scoped = new ScopedCollection(collection, user);

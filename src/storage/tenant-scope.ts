@@ -48,8 +48,14 @@ export class ScopedCollection<T extends TenantDocument> {
     return this.collection.findOne<T>(filter, options ?? {});
   }
 
+  /**
+   * A read with a limit comes in one reply (up to the engine's 16 MB a batch): one round trip,
+   * and no cursor left open between replies (DocumentDB's gateway pins such a cursor to one of
+   * its backends until it is read to the end).
+   */
   find(filter: ScopedFilter<T>, options?: mongo.FindOptions): mongo.FindCursor<T> {
-    return this.collection.find(filter, options) as mongo.FindCursor<T>;
+    const oneReply = options?.limit && options.batchSize === undefined ? { batchSize: options.limit } : {};
+    return this.collection.find(filter, { ...options, ...oneReply }) as mongo.FindCursor<T>;
   }
 
   /** A pipeline whose first stage is the scoped `$match`. */

@@ -81,6 +81,11 @@ function cursorLost(err: Error): boolean {
 /** Seconds a client should wait before retrying a 503. */
 const RETRY_AFTER = '5';
 
+/** A 503 the client may repeat after Retry-After: not our fault, not logged with a stack. */
+function retryLater(code: IssueCode, message: string): MappedError {
+  return { status: 503, code, message, headers: { 'Retry-After': RETRY_AFTER }, internal: false };
+}
+
 export function mapError(err: unknown): MappedError {
   if (err instanceof OperationOutcomeError) {
     const first = err.outcome.issue[0];
@@ -130,34 +135,19 @@ export function mapError(err: unknown): MappedError {
     if (timeout) {
       // Issue 16: a query over its time limit, or a database that does not answer (stopped,
       // overloaded), costs this request DB_TIMEOUT_MS at most and answers 503, never 500.
-      return {
-        status: 503,
-        code: timeout === 'server' ? 'too-costly' : 'transient',
-        message:
-          timeout === 'server'
-            ? 'the request needed more database time than one request may take; narrow it or retry later'
-            : 'the database did not answer in time (DB_TIMEOUT_MS); retry later',
-        headers: { 'Retry-After': RETRY_AFTER },
-        internal: false,
-      };
+      return timeout === 'server'
+        ? retryLater(
+            'too-costly',
+            'the request needed more database time than one request may take; narrow it or retry later',
+          )
+        : retryLater('transient', 'the database did not answer in time (DB_TIMEOUT_MS); retry later');
     }
-    if (isDbUnavailable(err)) {
-      return {
-        status: 503,
-        code: 'transient',
-        message: 'the database is not reachable; retry later',
-        headers: { 'Retry-After': RETRY_AFTER },
-        internal: false,
-      };
-    }
+    if (isDbUnavailable(err)) return retryLater('transient', 'the database is not reachable; retry later');
     if (cursorLost(err)) {
-      return {
-        status: 503,
-        code: 'transient',
-        message: 'the database closed a cursor before this request had read it to the end; retry',
-        headers: { 'Retry-After': RETRY_AFTER },
-        internal: false,
-      };
+      return retryLater(
+        'transient',
+        'the database closed a cursor before this request had read it to the end; retry',
+      );
     }
     if (e.code === 11000) {
       return {

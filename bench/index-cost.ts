@@ -9,7 +9,8 @@
  *   INDEX_COST_ROUNDS=<n>, default 3: each configuration's median time counts;
  *   INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes, not each index alone;
  *   INDEX_COST_LAYOUTS=1: `resources` in today's layout against candidate layouts, docs/storage.md
- *   "Storage design evaluated": without `_content` words, one composite multikey index)
+ *   "Storage design evaluated": without `_content` words, one composite multikey index, search
+ *   entries as ordered keys in a side collection)
  * Each run also reports the CPU the engine's processes (children of this one) used.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -47,6 +48,25 @@ function compositeDoc(doc: Document): Document {
   );
   const { txt: _txt, tok: _tok, str: _str, uri: _uri, bkt: _bkt, ...rest } = idx;
   return { ...doc, idx: { ...rest, k } };
+}
+
+/**
+ * The ordered-key layout: the resource document without its search arrays, and one document per
+ * search entry in a side collection whose `_id` is the entry itself behind the tenant and type
+ * (`${v}|${c}|${u}|${t}|${family}:${param}|${value}|${resource key}`), so a parameter's values are
+ * one contiguous range of the `_id` B-tree: no index but `_id`, and a range read in key order can
+ * stop after a page.
+ */
+function keysLayout(doc: Document): { resource: Document; keys: Document[] } {
+  const idx = (doc.idx ?? {}) as Record<string, unknown>;
+  const prefix = [doc.v, doc.c, doc.u, doc.t].join('|');
+  const keys = [...SELECTIVE, 'ref' as const].flatMap((family) =>
+    ((idx[family] as string[] | undefined) ?? []).map((e) => ({
+      _id: `${prefix}|${family}:${e}|${doc._id}`,
+    })),
+  );
+  const { txt: _txt, tok: _tok, str: _str, uri: _uri, bkt: _bkt, ref: _ref, ...rest } = idx;
+  return { resource: { ...doc, idx: rest }, keys: [...new Map(keys.map((k) => [k._id, k])).values()] };
 }
 
 function withoutContent(doc: Document): Document {
@@ -97,7 +117,8 @@ async function main(): Promise<void> {
         (index) => !Object.keys(index.key).some((path) => path.startsWith('idx.')),
       );
       const tenantType = { v: 1, c: 1, t: 1 };
-      const configs: Array<[string, IndexDescription[], Document[]]> = LAYOUTS
+      const keyed = docs[name].map(keysLayout);
+      const configs: Array<[string, IndexDescription[], Document[], Document[]?]> = LAYOUTS
         ? [
             ['_id only', [], docs[name]],
             [`today: all ${declared.length}`, declared, docs[name]],
@@ -120,12 +141,18 @@ async function main(): Promise<void> {
               [...scalar, { key: { ...tenantType, 'idx.k': 1 }, name: 'search_k' }],
               docs[name].map(compositeDoc),
             ],
+            [
+              `ordered keys: ${scalar.length} scalar + a side collection of keys (_id only)`,
+              scalar,
+              keyed.map((k) => k.resource),
+              keyed.flatMap((k) => k.keys),
+            ],
           ]
         : [
             ['_id only', [], docs[name]],
             ...(ONLY_ALL
               ? []
-              : declared.map((index): [string, IndexDescription[], Document[]] => [
+              : declared.map((index): [string, IndexDescription[], Document[], Document[]?] => [
                   `+ ${index.name}`,
                   [index],
                   docs[name],
@@ -136,9 +163,9 @@ async function main(): Promise<void> {
       const times = configs.map(() => [] as number[]);
       const cpu = configs.map(() => [] as number[]);
       for (let round = 0; round < ROUNDS; round++) {
-        for (const [c, [label, indexes, input]] of configs.entries()) {
+        for (const [c, [label, indexes, input, side]] of configs.entries()) {
           const cpuBefore = childrenCpuMs();
-          times[c].push(await insertMs(target, `${name}_${c}`, indexes, input));
+          times[c].push(await insertMs(target, `${name}_${c}`, indexes, input, side));
           cpu[c].push(childrenCpuMs() - cpuBefore);
           process.stderr.write(
             `${name} ${label} round ${round + 1}: ${times[c][round].toFixed(0)} ms, engine CPU ${cpu[c][round].toFixed(0)} ms\n`,
@@ -146,11 +173,15 @@ async function main(): Promise<void> {
         }
       }
       const per1000 = times.map((t) => (median(t) / docs[name].length) * 1000);
-      for (const [c, [label, indexes, input]] of configs.entries()) {
+      for (const [c, [label, indexes, input, side]] of configs.entries()) {
         rows.push({
           collection: name,
           indexes: label,
-          'entries/doc': indexes.length === 1 ? entriesPerDoc(input, indexes[0]) : totalEntries(input),
+          'entries/doc': side
+            ? `${(side.length / input.length).toFixed(1)} keys`
+            : indexes.length === 1
+              ? entriesPerDoc(input, indexes[0])
+              : totalEntries(input),
           'docs/s': Math.round(1e6 / per1000[c]),
           'ms/1000 docs': per1000[c].toFixed(0),
           'extra ms/1000 docs': c === 0 ? '' : (per1000[c] - per1000[0]).toFixed(0),
@@ -158,12 +189,19 @@ async function main(): Promise<void> {
         });
       }
     }
+    const probe = LAYOUTS ? await pageProbe(target, db, docs.resources) : undefined;
     await target.dropDatabase();
     const load = loadavg().map((l) => l.toFixed(1));
     console.log(
       `\nindex insert cost — ${server.engine}, ${unique.length} documents per run, load average ${load.join(' ')}`,
     );
     printTable(rows);
+    if (probe) {
+      console.log(
+        `\nfirst page of 20 by one token (${probe.entry}, ${probe.matches} matches), median of ${PROBE_RUNS}:`,
+      );
+      printTable(probe.rows);
+    }
     mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(
       join(__dirname, 'results', LAYOUTS ? 'index-layouts.json' : 'index-cost.json'),
@@ -173,6 +211,7 @@ async function main(): Promise<void> {
           documents: unique.length,
           loadAverage: loadavg(),
           rows,
+          probe,
           summary: rows
             .filter((row) => row.indexes === '_id only' || row.indexes.startsWith('all'))
             .map((row) => ({
@@ -196,21 +235,124 @@ async function insertMs(
   name: string,
   indexes: IndexDescription[],
   docs: Document[],
+  sideKeys?: Document[],
 ): Promise<number> {
   const collection = target.collection(name);
   await target.createCollection(name);
   if (indexes.length > 0) await collection.createIndexes(indexes);
+  const side = sideKeys ? target.collection(`${name}_keys`) : undefined;
+  if (side) await target.createCollection(side.collectionName);
+  // a resource's keys go with it: the same batch of resources, then their keys
+  // the last part of a key and of a resource's `_id` is the resource's id
+  const idOf = (doc: Document) => String(doc._id).split('|').pop()!;
+  const keysOf = new Map<string, Document[]>();
+  for (const key of sideKeys ?? []) keysOf.set(idOf(key), [...(keysOf.get(idOf(key)) ?? []), key]);
   const started = process.hrtime.bigint();
   // copies: insertMany sets `_id` on what it is given
   for (let i = 0; i < docs.length; i += BATCH) {
+    const batch = docs.slice(i, i + BATCH);
     await collection.insertMany(
-      docs.slice(i, i + BATCH).map((doc) => ({ ...doc })),
+      batch.map((doc) => ({ ...doc })),
       { ordered: false },
     );
+    const keys = side ? batch.flatMap((doc) => keysOf.get(idOf(doc)) ?? []) : [];
+    if (side && keys.length > 0)
+      await side.insertMany(
+        keys.map((key) => ({ ...key })),
+        { ordered: false },
+      );
   }
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   await collection.drop();
+  await side?.drop();
   return ms;
+}
+
+const PROBE_RUNS = 31;
+/** Copies of the sample the page probe stores (new ids, same user): more matches per token. */
+const PROBE_COPIES = Number(process.env.INDEX_COST_PROBE_COPIES ?? 20);
+
+/**
+ * A first page of 20 Observations by their most frequent token, over `PROBE_COPIES` copies of the
+ * sample, in today's layout (the `idx.tok`
+ * index, sorted by lastUpdated as a search is) and in the ordered-key layout (a range of the side
+ * collection's `_id` read in key order, then the 20 resources by key): milliseconds per page.
+ */
+async function pageProbe(target: mongo.Db, db: mongo.Db, sample: Document[]) {
+  const docs = Array.from({ length: PROBE_COPIES }, (_, copy) =>
+    sample.map((doc): Document => ({ ...doc, _id: `${doc._id}-${copy}` })),
+  ).flat();
+  const declared = (await db.collection('resources').listIndexes().toArray())
+    .filter((index) => index.name !== '_id_')
+    .map(({ key, name }) => ({ key, name }));
+  const scalar = declared.filter((index) => !Object.keys(index.key).some((path) => path.startsWith('idx.')));
+  const today = target.collection('probe_today');
+  const resources = target.collection('probe_resources');
+  const keys = target.collection('probe_keys');
+  await today.createIndexes(declared);
+  await resources.createIndexes(scalar);
+  const keyed = docs.map(keysLayout);
+  for (let i = 0; i < docs.length; i += BATCH) {
+    await today.insertMany(
+      docs.slice(i, i + BATCH).map((doc) => ({ ...doc })),
+      { ordered: false },
+    );
+    await resources.insertMany(
+      keyed.slice(i, i + BATCH).map((k) => ({ ...k.resource })),
+      { ordered: false },
+    );
+    await keys.insertMany(
+      keyed.slice(i, i + BATCH).flatMap((k) => k.keys.map((key) => ({ ...key }))),
+      { ordered: false },
+    );
+  }
+  const counts = new Map<string, number>();
+  for (const doc of docs.filter((d) => d.t === 'Observation'))
+    for (const entry of ((doc.idx as Record<string, string[]>).tok ?? []).filter((e) =>
+      e.startsWith('code|'),
+    ))
+      counts.set(entry, (counts.get(entry) ?? 0) + 1);
+  const [entry, matches] = [...counts].sort((a, b) => b[1] - a[1])[0];
+  const first = docs.find((d) => d.t === 'Observation')!;
+  const prefix = `${[first.v, first.c, first.u, first.t].join('|')}|tok:${entry}|`;
+  const ways: Array<[string, () => Promise<number>]> = [
+    [
+      'today: idx.tok index, sort by lastUpdated, limit 20',
+      async () =>
+        (
+          await today
+            .find({ v: first.v, c: first.c, u: first.u, t: 'Observation', 'idx.tok': entry })
+            .sort({ lu: -1 })
+            .limit(20)
+            .toArray()
+        ).length,
+    ],
+    [
+      'ordered keys: _id range in key order, limit 20, then the 20 resources by key',
+      async () => {
+        const page = await keys
+          .find({ _id: { $gte: prefix, $lt: `${prefix}\uffff` } as never })
+          .limit(20)
+          .toArray();
+        const resourceKeys = page.map((key) => String(key._id).slice(prefix.length));
+        return (await resources.find({ _id: { $in: resourceKeys } as never }).toArray()).length;
+      },
+    ],
+  ];
+  const times = ways.map(() => [] as number[]);
+  for (let run = 0; run < PROBE_RUNS; run++)
+    for (const [w, [, page]] of ways.entries()) {
+      const started = process.hrtime.bigint();
+      if ((await page()) !== Math.min(20, matches))
+        throw new Error(`probe: ${ways[w][0]} did not give a full page`);
+      times[w].push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+  return {
+    entry,
+    matches,
+    documents: docs.length,
+    rows: ways.map(([way], w) => ({ way, 'ms per page': median(times[w]).toFixed(1) })),
+  };
 }
 
 function median(values: number[]): number {

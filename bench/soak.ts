@@ -386,6 +386,8 @@ async function main(): Promise<void> {
   // A fault's stack in the server's output (its last 20,000 characters are kept): errors only,
   // which a healthy run does not write.
   process.env.BENCH_LOG_LEVEL ??= 'error';
+  // This process owns the embedded engine here, not the server: it keeps the indexes as a server does.
+  process.env.EMBEDDED_INDEX_UPKEEP ??= 'on';
   // Tokens outlive the run (2 h by default).
   // One more user per client: its writer.
   const own = await startOwnServer(o.clients, o.users + 1, {

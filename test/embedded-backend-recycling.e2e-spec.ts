@@ -1,9 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync } from 'fs';
-import { tmpdir } from 'os';
-import { join } from 'path';
-import { MongoClient } from 'mongodb';
-import { DocumentDbInstance, documentDbPaths, startDocumentDb } from '../src/database/documentdb-process';
-import { freePort } from '../src/database/free-port';
+import { ownDocumentDbForSuite } from '@app/testing/own-documentdb';
 
 /** Polls `check` until it gives a value (or `waitMs` passes: then the test fails with `what`). */
 async function until<T>(what: string, check: () => Promise<T | undefined>, waitMs = 90_000): Promise<T> {
@@ -23,28 +18,10 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, waitM
  * Its own DocumentDB with bounds of seconds instead of minutes.
  */
 describe('embedded DocumentDB: gateway backends are recycled (e2e)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'fhir-recycle-'));
-  let db: DocumentDbInstance;
-  let client: MongoClient;
-
-  beforeAll(async () => {
-    chmodSync(dir, 0o755);
-    db = await startDocumentDb(documentDbPaths(process.env), dir, await freePort(), undefined, {
-      maxAgeSeconds: 3,
-      everySeconds: 1,
-      idleSeconds: 10,
-    });
-    client = new MongoClient(db.uri, { maxPoolSize: 4 });
-  }, 120_000);
-
-  afterAll(async () => {
-    await client?.close();
-    await db?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const own = ownDocumentDbForSuite('fhir-recycle-', { maxAgeSeconds: 3, everySeconds: 1, idleSeconds: 10 });
 
   it('replaces every backend older than the bound while reads and writes keep coming; none of them fails', async () => {
-    const docs = client.db('recycling').collection<{ n: number }>('docs');
+    const docs = own.client.db('recycling').collection<{ n: number }>('docs');
     await docs.insertOne({ n: 0 });
     const failures: string[] = [];
     let served = 0;
@@ -62,17 +39,17 @@ describe('embedded DocumentDB: gateway backends are recycled (e2e)', () => {
     });
     try {
       const first = await until('the gateway opened backends', async () => {
-        const backends = await db.gatewayBackends();
+        const backends = await own.db.gatewayBackends();
         return backends.length > 0 ? backends : undefined;
       });
       const servedBefore = served;
       await until('the first backends were replaced', async () => {
-        const now = await db.gatewayBackends();
+        const now = await own.db.gatewayBackends();
         return first.every((old) => !now.some((b) => b.pid === old.pid)) ? true : undefined;
       });
       // the load went on meanwhile, on new backends
       expect(served).toBeGreaterThan(servedBefore);
-      expect((await db.gatewayBackends()).length).toBeGreaterThan(0);
+      expect((await own.db.gatewayBackends()).length).toBeGreaterThan(0);
     } finally {
       stop = true;
       await Promise.all(workers);
@@ -81,7 +58,7 @@ describe('embedded DocumentDB: gateway backends are recycled (e2e)', () => {
   }, 180_000);
 
   it('keeps the backend of an open cursor: a read of several batches fetched slowly gets all of them', async () => {
-    const rows = client.db('recycling').collection<{ _id: number; pad: string }>('rows');
+    const rows = own.client.db('recycling').collection<{ _id: number; pad: string }>('rows');
     await rows.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: i, pad: 'p'.repeat(100) })));
     // A cursor of three batches with a limit (a purge's batch of keys is one): the gateway pins it
     // to the backend of its first page (without a limit it continues statelessly on any backend).
@@ -96,9 +73,9 @@ describe('embedded DocumentDB: gateway backends are recycled (e2e)', () => {
 
   it('closes the backends once they are left idle', async () => {
     await until('no backend left', async () =>
-      (await db.gatewayBackends()).length === 0 ? true : undefined,
+      (await own.db.gatewayBackends()).length === 0 ? true : undefined,
     );
     // and opens new ones when requests come again
-    expect(await client.db('recycling').collection('docs').countDocuments({ n: 0 })).toBe(1);
+    expect(await own.client.db('recycling').collection('docs').countDocuments({ n: 0 })).toBe(1);
   }, 120_000);
 });

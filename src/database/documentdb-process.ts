@@ -400,6 +400,11 @@ export class DocumentDbInstance implements RunningDocumentDb {
     return this.gateway?.child.pid;
   }
 
+  /** A statement run as the engine's superuser (its own upkeep: src/database/index-upkeep.ts). */
+  adminSql(sql: string): Promise<string> {
+    return psql(this.l, this.paths, this.user, sql);
+  }
+
   /** The PostgreSQL backends of the gateway's data pool now: process id and age in seconds. */
   async gatewayBackends(): Promise<Array<{ pid: number; ageSeconds: number }>> {
     const rows = await psql(

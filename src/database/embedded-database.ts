@@ -1,3 +1,4 @@
+import { DEFAULT_INDEX_UPKEEP } from './index-upkeep';
 import { execFileSync } from 'child_process';
 import { existsSync, mkdirSync } from 'fs';
 import { join, resolve } from 'path';
@@ -91,6 +92,10 @@ export async function resolveDatabase(
       const running = await openDocumentDb(paths, join(dir, 'documentdb'), {
         role,
         supervise: role === 'server' && onGiveUp ? { onGiveUp } : undefined,
+        // the owner that runs for days keeps the indexes small; a tool (CLI, tests) only when asked
+        // (EMBEDDED_INDEX_UPKEEP=on: the soak benchmark, whose process owns the engine)
+        indexUpkeep:
+          role === 'server' || env.EMBEDDED_INDEX_UPKEEP === 'on' ? DEFAULT_INDEX_UPKEEP : undefined,
         // a server waits as long as an operator command may run on the folder's database
         waitMs: role === 'server' ? 10 * 60_000 : undefined,
       });

@@ -3,6 +3,7 @@ import { join } from 'path';
 import { stopStalePid } from './child-processes';
 import { DocumentDbInstance, DocumentDbPaths, documentDbUri, gatewayAnswers } from './documentdb-process';
 import { DocumentDbSupervisor, RestartPolicy } from './documentdb-supervisor';
+import { IndexUpkeep, IndexUpkeepPolicy } from './index-upkeep';
 import { connectToOwner, HeldLock } from './instance-lock';
 import { deadProcesses, InstanceRecord, InstanceRole, parseInstanceRecord } from './instance-record';
 
@@ -13,6 +14,8 @@ export interface OpenOptions {
   role: InstanceRole;
   /** The server's supervision: restarts, and what to do when they fail. */
   supervise?: { onGiveUp(error: Error): void; policy?: RestartPolicy };
+  /** Rebuild the indexes of collections whose rows turned over (src/database/index-upkeep.ts). */
+  indexUpkeep?: IndexUpkeepPolicy;
   report?: (message: string) => void;
   /** How long to wait for an instance that is starting or restarting, or held by a tool (server). */
   waitMs?: number;
@@ -161,6 +164,8 @@ async function startOwned(
       { log: report, onState: update, onGiveUp: opts.supervise.onGiveUp },
       opts.supervise.policy,
     );
+  const stopUpkeep =
+    opts.indexUpkeep && new IndexUpkeep((sql) => db.adminSql(sql), report, opts.indexUpkeep).start();
   let stopping: Promise<void> | undefined;
   const stop = async () => {
     if (opts.role === 'tool') {
@@ -171,6 +176,7 @@ async function startOwned(
       );
     }
     supervisor?.stop();
+    stopUpkeep?.();
     await db.stop();
     rmSync(file, { force: true });
     await lock.release();

@@ -87,10 +87,16 @@ describe('security: tenant fairness limits (e2e)', () => {
     const search = (who: TestUser) =>
       request(t.server).get('/r4/Patient?gender=other').set(bearer(who.access_token));
     await search(bob).expect(200); // bob is active
-    const [burst, other] = await Promise.all([
-      Promise.all(Array.from({ length: 30 }, () => search(alice))),
-      Promise.all(Array.from({ length: 2 }, () => search(bob))),
-    ]);
+    // and stays active while alice's burst runs (however slowly a loaded machine serves it):
+    // one request of bob's after another until the burst is answered
+    let bursting = true;
+    const other: Array<{ status: number }> = [];
+    const bobKeepsAsking = (async () => {
+      while (bursting || other.length < 2) other.push(await search(bob));
+    })();
+    const burst = await Promise.all(Array.from({ length: 30 }, () => search(alice)));
+    bursting = false;
+    await bobKeepsAsking;
     const statuses = burst.map((r) => r.status);
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
@@ -98,7 +104,7 @@ describe('security: tenant fairness limits (e2e)', () => {
     const throttled = burst.find((r) => r.status === 429)!;
     expect(throttled.headers['retry-after']).toBe('1');
     expect(throttled.body.issue[0].code).toBe('throttled');
-    expect(other.map((r) => r.status)).toEqual([200, 200]);
+    expect(other.map((r) => r.status)).toEqual(other.map(() => 200));
     // slots are given back: once the burst is over the client is served again
     await search(alice).expect(200);
   });

@@ -1,10 +1,10 @@
-import { DEFAULT_INDEX_UPKEEP } from './index-upkeep';
 import { execFileSync } from 'child_process';
 import { existsSync, mkdirSync } from 'fs';
 import { join, resolve } from 'path';
 import { documentDbPaths, missingDocumentDb } from './documentdb-process';
 import { DataDirInUseError, openDocumentDb } from './embedded-instance';
 import type { InstanceRole } from './instance-record';
+import { DEFAULT_INDEX_UPKEEP } from './index-upkeep';
 
 export type EngineKind = 'external' | 'mongod' | 'documentdb' | 'mongodb-memory-server-download';
 

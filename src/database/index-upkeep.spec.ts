@@ -1,4 +1,12 @@
-import { IndexUpkeep, parseTableChurn, rebuildSql, tablesToRebuild, TABLE_CHURN_SQL } from './index-upkeep';
+import {
+  dropLeftoverSql,
+  IndexUpkeep,
+  LEFTOVER_INDEXES_SQL,
+  parseTableChurn,
+  rebuildSql,
+  tablesToRebuild,
+  TABLE_CHURN_SQL,
+} from './index-upkeep';
 
 describe('index upkeep: which tables are rebuilt', () => {
   it('reads the counters psql prints and ignores other lines', () => {
@@ -49,5 +57,26 @@ describe('index upkeep: which tables are rebuilt', () => {
       expect.stringMatching(/rebuilt the indexes of documents_4/),
       expect.stringMatching(/rebuilt the indexes of documents_4/),
     ]);
+  });
+
+  it('first drops what an interrupted rebuild left behind, naming only such indexes', async () => {
+    const statements: string[] = [];
+    const upkeep = new IndexUpkeep(
+      async (sql) => {
+        statements.push(sql);
+        return sql === LEFTOVER_INDEXES_SQL ? 'documents_rum_index_4_ccnew\ncollection_pk_3_ccold1\n' : '';
+      },
+      () => undefined,
+      { everySeconds: 600, minChangedRows: 1000 },
+    );
+    expect(await upkeep.check()).toEqual([]);
+    expect(statements).toEqual([
+      LEFTOVER_INDEXES_SQL,
+      'DROP INDEX CONCURRENTLY IF EXISTS documentdb_data.documents_rum_index_4_ccnew',
+      'DROP INDEX CONCURRENTLY IF EXISTS documentdb_data.collection_pk_3_ccold1',
+      TABLE_CHURN_SQL,
+    ]);
+    expect(() => dropLeftoverSql('documents_rum_index_4')).toThrow(/not a rebuild's leftover/);
+    expect(() => dropLeftoverSql('x_ccnew; DROP TABLE y')).toThrow(/not a rebuild's leftover/);
   });
 });

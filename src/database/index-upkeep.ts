@@ -73,6 +73,24 @@ export function rebuildSql(table: string): string {
   return `REINDEX TABLE CONCURRENTLY documentdb_data.${table}`;
 }
 
+/**
+ * Indexes a rebuild left behind when it was cut off (the engine stopped, a statement failed):
+ * `REINDEX … CONCURRENTLY` builds `<name>_ccnew` beside the old index and drops `<name>_ccold`
+ * after the swap, and an interruption leaves either one invalid — unused by queries, yet written
+ * with every row.
+ */
+export const LEFTOVER_INDEXES_SQL =
+  'SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid ' +
+  "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'documentdb_data' " +
+  "AND NOT i.indisvalid AND c.relname ~ '_cc(new|old)[0-9]*$'";
+
+const LEFTOVER_NAME = /^\w+_cc(new|old)\d*$/;
+
+export function dropLeftoverSql(index: string): string {
+  if (!LEFTOVER_NAME.test(index)) throw new Error(`not a rebuild's leftover: ${index}`);
+  return `DROP INDEX CONCURRENTLY IF EXISTS documentdb_data.${index}`;
+}
+
 /** What the upkeep needs of the engine: superuser SQL. */
 export type AdminSql = (sql: string) => Promise<string>;
 
@@ -91,6 +109,8 @@ export class IndexUpkeep {
     if (this.running) return [];
     this.running = true;
     try {
+      for (const index of (await this.sql(LEFTOVER_INDEXES_SQL)).split('\n').map((l) => l.trim()))
+        if (index) await this.sql(dropLeftoverSql(index));
       const tables = parseTableChurn(await this.sql(TABLE_CHURN_SQL));
       const rebuilt: string[] = [];
       for (const table of tablesToRebuild(tables, this.since, this.policy.minChangedRows)) {

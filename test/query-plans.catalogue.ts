@@ -138,7 +138,7 @@ const SEARCHES: HotPath[] = (
     [
       'reference and date range',
       (f) => `Observation?patient=${patientRef(f)}&date=ge2015&date=lt2030`,
-      'search_ref',
+      'search_references',
     ],
   ] as Array<[string, (f: HotPathFixture) => string, string?]>
 ).map(([name, path, index]) => ({

@@ -167,13 +167,15 @@ describe('buildFilter', () => {
 
   it('hints the index of the most selective clause (reference, token, uri, string, range)', () => {
     const index = (type: string, query: Record<string, string | string[]>) => built(type, query).index;
-    expect(index('Observation', { subject: 'Patient/1', date: 'ge2015', code: 'x' })).toBe('search_ref');
+    expect(index('Observation', { subject: 'Patient/1', date: 'ge2015', code: 'x' })).toBe(
+      'search_references',
+    );
     expect(index('Observation', { code: 'http://loinc.org|8302-2', date: 'ge2019' })).toBe('search_tok');
     expect(index('Observation', { date: ['ge2015', 'lt2020'] })).toBe('search_range_buckets');
     expect(index('Patient', { name: 'smi', birthdate: 'ge1980' })).toBe('search_str');
     expect(index('Observation', { 'subject:identifier': 'urn:x|1' })).toBe('search_tok');
     expect(index('Observation', { 'code:not': 'x', _content: 'glucose' })).toBe('search_txt');
-    expect(index('Observation', { 'patient.name': 'smith' })).toBe('search_ref');
+    expect(index('Observation', { 'patient.name': 'smith' })).toBe('search_references');
     // Left to the planner: no clause with a search index of its own, and not one type in
     // lastUpdated order bounded by nothing else.
     expect(index('Observation', { _lastUpdated: 'ge2020', 'code:missing': 'true' })).toBeUndefined();

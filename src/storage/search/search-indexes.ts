@@ -13,18 +13,21 @@ export interface SearchIndexSpec {
  * `u` is left out so that one index serves both one-user and whole-client searches (a user's
  * resources are a filter on the fetched candidates). MongoDB allows one multikey (array) field per
  * compound index, which this respects. `dtl`, `dth`, `num` and `qty` have no index of their own:
- * `bkt` selects their candidates.
+ * `bkt` selects their candidates. The reference index puts the type after the references: one
+ * index bounds a typed look-up (`t` and `idx.ref`, both engines) and one across types (the
+ * Patient compartment, `_type`-less searches) by its `v, c, idx.ref` prefix. Each index entry
+ * costs every write: a second, type-less index over the same references cost a tenth of a
+ * document's index work (docs/storage.md).
  */
 /** Names of the search indexes (the filter builder hints them, filter-builder.ts `indexFor`). */
 export const INDEX_NAMES = {
   tok: 'search_tok',
   str: 'search_str',
-  ref: 'search_ref',
+  /** `{v, c, idx.ref, t}`: references of one type, of several, or of any (the Patient compartment). */
+  ref: 'search_references',
   uri: 'search_uri',
   bkt: 'search_range_buckets',
   txt: 'search_txt',
-  /** `{v, c, idx.ref}`: references across types (the Patient compartment, `_revinclude`). */
-  refAnyType: 'search_ref_any_type',
 } as const;
 
 /**
@@ -36,11 +39,9 @@ export function indexSpecs(fullText: boolean): SearchIndexSpec[] {
   const specs: SearchIndexSpec[] = [
     { key: { ...tenantType, 'idx.tok': 1 }, name: INDEX_NAMES.tok },
     { key: { ...tenantType, 'idx.str': 1 }, name: INDEX_NAMES.str },
-    { key: { ...tenantType, 'idx.ref': 1 }, name: INDEX_NAMES.ref },
+    { key: { v: 1, c: 1, 'idx.ref': 1, t: 1 }, name: INDEX_NAMES.ref },
     { key: { ...tenantType, 'idx.uri': 1 }, name: INDEX_NAMES.uri },
     { key: { ...tenantType, 'idx.bkt': 1 }, name: INDEX_NAMES.bkt },
-    // Type-less: $everything, _revinclude and `_type`-less system searches look references up across types.
-    { key: { v: 1, c: 1, 'idx.ref': 1 }, name: INDEX_NAMES.refAnyType },
   ];
   if (fullText) specs.push({ key: { ...tenantType, 'idx.txt': 1 }, name: INDEX_NAMES.txt });
   return specs;
@@ -48,6 +49,14 @@ export function indexSpecs(fullText: boolean): SearchIndexSpec[] {
 
 /** Indexes of earlier layouts, or of an option now off, that the current one does not use (dropped at start-up: write cost). */
 export function retiredIndexNames(fullText: boolean): string[] {
-  const retired = ['search_date_low', 'search_date_high', 'search_num', 'search_qty'];
+  const retired = [
+    'search_date_low',
+    'search_date_high',
+    'search_num',
+    'search_qty',
+    // references by type and across types, in two indexes: `search_references` serves both
+    'search_ref',
+    'search_ref_any_type',
+  ];
   return fullText ? retired : [...retired, INDEX_NAMES.txt];
 }

@@ -165,8 +165,9 @@ export class EverythingService {
         { _id: { $ne: patient._id } },
       ],
     });
-    // The compartment's own index (`{v, c, idx.ref}`): the planner cannot tell multikey selectivity.
-    return { compartment, patients: [patient], hint: INDEX_NAMES.refAnyType as string | undefined };
+    // The reference index by its `v, c, idx.ref` prefix (any type): the planner cannot tell
+    // multikey selectivity.
+    return { compartment, patients: [patient], hint: INDEX_NAMES.ref as string | undefined };
   }
 
   /**

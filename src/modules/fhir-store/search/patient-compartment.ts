@@ -14,7 +14,7 @@ import { rangePattern } from '../../../storage/search/range-regex';
  * The Patient compartment as queries on the `resources` documents (CompartmentDefinition-patient of
  * the version, https://hl7.org/fhir/R4/compartmentdefinition-patient.html): a resource is in the
  * compartment of Patient/x when one of its type's compartment parameters references Patient/x,
- * i.e. its `idx.ref` holds `${param}|Patient/x`. One `$in` over the `{v, c, idx.ref}` index.
+ * i.e. its `idx.ref` holds `${param}|Patient/x`. One `$in` over the reference index's `{v, c, idx.ref}` prefix.
  */
 
 export interface CompartmentTypes {

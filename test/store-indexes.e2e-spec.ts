@@ -1,0 +1,81 @@
+import request from 'supertest';
+import {
+  bearer,
+  createClient,
+  createTestApp,
+  createUser,
+  IDENTITY_TEST_ENV,
+  TestApp,
+  TestUser,
+} from '@app/testing';
+import { entryIds } from '@app/testing/synthea';
+import { ResourceStorage } from '../src/storage/resource-storage';
+
+/**
+ * A store created by an earlier release carries that release's indexes: at start-up the current
+ * list is built and the retired ones go (each index costs every write). The references were two
+ * indexes, by type `{v,c,t,idx.ref}` and across types `{v,c,idx.ref}`; one `{v,c,idx.ref,t}` now
+ * serves both, and the searches that used either answer the same on it.
+ */
+describe('resource indexes of an earlier layout (e2e)', () => {
+  let t: TestApp;
+  let alice: TestUser;
+  const resources = () => t.connection.collection('resources');
+  const indexNames = async () => (await resources().indexes()).map((index) => index.name);
+
+  beforeAll(async () => {
+    t = await createTestApp(IDENTITY_TEST_ENV);
+    alice = await createUser(t, await createClient(t));
+    const auth = bearer(alice.access_token);
+    await request(t.server)
+      .put('/r4/Patient/ix-p')
+      .set(auth)
+      .send({ resourceType: 'Patient', id: 'ix-p' })
+      .expect(201);
+    for (const [type, id, field] of [
+      ['Observation', 'ix-o', 'subject'],
+      ['Condition', 'ix-c', 'subject'],
+      ['Basic', 'ix-a', 'subject'],
+    ]) {
+      const resource: Record<string, unknown> = {
+        resourceType: type,
+        id,
+        [field]: { reference: 'Patient/ix-p' },
+      };
+      if (type !== 'Condition') Object.assign(resource, { code: { text: 'x' } });
+      if (type === 'Observation') resource.status = 'final';
+      const res = await request(t.server).put(`/r4/${type}/${id}`).set(auth).send(resource);
+      expect([res.status, res.body.issue?.[0]?.diagnostics]).toEqual([201, undefined]);
+    }
+  }, 60_000);
+  afterAll(async () => t?.close());
+
+  it('start-up replaces the two reference indexes of the earlier layout with the one of today', async () => {
+    await resources().dropIndex('search_references');
+    await resources().createIndex({ v: 1, c: 1, t: 1, 'idx.ref': 1 }, { name: 'search_ref' });
+    await resources().createIndex({ v: 1, c: 1, 'idx.ref': 1 }, { name: 'search_ref_any_type' });
+
+    await t.app.get(ResourceStorage).onModuleInit();
+
+    const names = await indexNames();
+    expect(names).toContain('search_references');
+    expect(names).not.toContain('search_ref');
+    expect(names).not.toContain('search_ref_any_type');
+    const [index] = (await resources().indexes()).filter((i) => i.name === 'search_references');
+    expect(Object.keys(index.key)).toEqual(['v', 'c', 'idx.ref', 't']);
+  });
+
+  it('serves a typed reference search, a compartment search and $everything', async () => {
+    const auth = bearer(alice.access_token);
+    const typed = await request(t.server).get('/r4/Observation?subject=Patient/ix-p').set(auth).expect(200);
+    expect(entryIds(typed.body)).toEqual(['ix-o']);
+    const compartment = await request(t.server).get('/r4/Patient/ix-p/Condition').set(auth).expect(200);
+    expect(entryIds(compartment.body)).toEqual(['ix-c']);
+    const everything = await request(t.server).get('/r4/Patient/ix-p/$everything').set(auth).expect(200);
+    // besides the Provenance the store wrote for the Patient
+    const types = (everything.body.entry as Array<{ resource: { resourceType: string; id: string } }>).map(
+      ({ resource }) => (resource.resourceType === 'Provenance' ? 'Provenance' : resource.id),
+    );
+    expect(types.sort()).toEqual(['Provenance', 'ix-a', 'ix-c', 'ix-o', 'ix-p']);
+  });
+});

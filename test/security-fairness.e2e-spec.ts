@@ -94,7 +94,12 @@ describe('security: tenant fairness limits (e2e)', () => {
     const bobKeepsAsking = (async () => {
       while (bursting || other.length < 2) other.push(await search(bob));
     })();
-    const burst = await Promise.all(Array.from({ length: 30 }, () => search(alice)));
+    // 30 requests sent at once overlap in the server; on a machine loaded enough to serve each
+    // before the next arrives they may not, so a burst without any overlap is sent again (up to 5)
+    let burst: Array<{ status: number; headers: Record<string, string>; body: any }> = [];
+    for (let round = 0; round < 5 && !burst.some((r) => r.status === 429); round++) {
+      burst = await Promise.all(Array.from({ length: 30 }, () => search(alice)));
+    }
     bursting = false;
     await bobKeepsAsking;
     const statuses = burst.map((r) => r.status);

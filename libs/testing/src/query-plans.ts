@@ -46,6 +46,31 @@ export interface PlanReport {
   query: RecordedQuery;
   stages: string[];
   indexes: string[];
+  /** The most key ranges one index scan of the plan starts: the product of its fields' `$in` sizes. */
+  scanRanges: number;
+}
+
+/**
+ * An index scan bounded by two `$in` lists starts one range per pair of values (on DocumentDB
+ * each is a descent of the RUM index): a type list times a reference list read thousands of
+ * blocks for a few matches. More ranges than this in one scan is a violation.
+ */
+export const MAX_SCAN_RANGES = 1000;
+
+/**
+ * Ranges one index scan starts: on MongoDB the product of its fields' interval counts
+ * (`indexBounds`), on DocumentDB of its `$in` conditions' sizes (`indexFilterSet`).
+ */
+function scanRangesOf(node: Record<string, unknown>): number {
+  let ranges = 1;
+  const bounds = node.indexBounds as Record<string, unknown[]> | undefined;
+  if (bounds) for (const intervals of Object.values(bounds)) ranges *= Math.max(1, intervals.length);
+  const conditions = node.indexFilterSet as Array<Record<string, Record<string, unknown>>> | undefined;
+  for (const condition of conditions ?? []) {
+    for (const values of Object.values(condition.$in ?? {}))
+      if (Array.isArray(values)) ranges *= values.length;
+  }
+  return ranges;
 }
 
 function asFinds(name: string, command: Record<string, any>): Array<Record<string, unknown>> {
@@ -94,20 +119,29 @@ export async function recordQueries(
   return recorded;
 }
 
-function collectStages(node: unknown, stages: string[], indexes: string[]): void {
+interface CollectedPlan {
+  stages: string[];
+  indexes: string[];
+  scanRanges: number;
+}
+
+function collectStages(node: unknown, plan: CollectedPlan): void {
   if (Array.isArray(node)) {
-    for (const item of node) collectStages(item, stages, indexes);
+    for (const item of node) collectStages(item, plan);
     return;
   }
   if (typeof node !== 'object' || node === null) return;
   const record = node as Record<string, unknown>;
   if (typeof record.stage === 'string') {
-    stages.push(record.stage);
-    if (typeof record.indexName === 'string') indexes.push(record.indexName);
+    plan.stages.push(record.stage);
+    if (typeof record.indexName === 'string') {
+      plan.indexes.push(record.indexName);
+      plan.scanRanges = Math.max(plan.scanRanges, scanRangesOf(record));
+    }
   }
   for (const [key, value] of Object.entries(record)) {
     if (key === 'rejectedPlans') continue;
-    collectStages(value, stages, indexes);
+    collectStages(value, plan);
   }
 }
 
@@ -137,24 +171,25 @@ export async function explainQuery(
     explain: command,
     verbosity: 'queryPlanner',
   })) as Record<string, any>;
-  const stages: string[] = [];
-  const indexes: string[] = [];
-  collectStages(winningPlans(explain), stages, indexes);
-  return { query, stages, indexes };
+  const plan: CollectedPlan = { stages: [], indexes: [], scanRanges: 0 };
+  collectStages(winningPlans(explain), plan);
+  return { query, ...plan };
 }
 
 /**
- * Failures of the index-scan rule among `reports`: a collection scan anywhere, or a plan that
- * reads no index (an `EOF` plan, a query MongoDB proves empty without reading, passes).
+ * Failures of the index-scan rule among `reports`: a collection scan anywhere, a plan that
+ * reads no index (an `EOF` plan, a query MongoDB proves empty without reading, passes), or an
+ * index scan of more than MAX_SCAN_RANGES ranges.
  */
 export function scanViolations(reports: readonly PlanReport[]): string[] {
   return reports
     .filter((report) => {
       if (report.stages.includes('COLLSCAN')) return true;
+      if (report.scanRanges > MAX_SCAN_RANGES) return true;
       if (report.stages.length === 1 && report.stages[0] === 'EOF') return false;
       return !report.stages.some((stage) => INDEX_STAGES.has(stage));
     })
-    .map((report) => `${report.stages.join('>')} :: ${report.query.summary}`);
+    .map((report) => `${report.stages.join('>')} (${report.scanRanges} ranges) :: ${report.query.summary}`);
 }
 
 /** Whether a plan sorts its input in memory (a `SORT` stage) rather than reading an index in order. */

@@ -19,6 +19,40 @@ import { loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/t
 
 const FHIR_JSON = 'application/fhir+json';
 
+/** Types of the R4 Patient compartment, for an `$everything` restricted by `_type`. */
+const EVERYTHING_TYPES = [
+  'AllergyIntolerance',
+  'Appointment',
+  'Basic',
+  'CarePlan',
+  'CareTeam',
+  'Claim',
+  'ClaimResponse',
+  'Communication',
+  'Composition',
+  'Condition',
+  'Coverage',
+  'DetectedIssue',
+  'DeviceRequest',
+  'DiagnosticReport',
+  'DocumentReference',
+  'Encounter',
+  'EpisodeOfCare',
+  'ExplanationOfBenefit',
+  'FamilyMemberHistory',
+  'Flag',
+  'Goal',
+  'ImagingStudy',
+  'Immunization',
+  'List',
+  'MedicationAdministration',
+  'MedicationRequest',
+  'Observation',
+  'Procedure',
+  'Provenance',
+  'ServiceRequest',
+];
+
 /** Who sends the request: one user's token, or the client's own credential (every user at once). */
 export type Credential = 'user' | 'client';
 
@@ -167,6 +201,12 @@ const LINKED = inGroup('includes, chains, $everything', [
   },
   { name: '_has', credentials: both, run: get(() => '/r4/Patient?_has:Observation:patient:status=final') },
   { name: '$everything', credentials: both, run: get((f) => `/r4/${patientRef(f)}/$everything`) },
+  {
+    // many types: none of them may multiply the compartment's reference ranges
+    name: '$everything of 30 types',
+    credentials: both,
+    run: get((f) => `/r4/${patientRef(f)}/$everything?_type=${EVERYTHING_TYPES.join(',')}`),
+  },
 ]);
 
 /** A Basic resource under a business identifier the conditional interactions name. */

@@ -125,11 +125,14 @@ describe('search helpers', () => {
 
   it('builds the compartment and care-date conditions', () => {
     const filter = compartmentFilter('r4', 'p1', 'http://me') as {
-      t: { $in: string[] };
+      $expr: { $in: [string, string[]] };
       'idx.ref': { $in: string[] };
     };
-    expect(filter.t.$in).toContain('Observation');
-    expect(filter.t.$in).not.toContain('Practitioner');
+    // the types are tested on the candidates, never an index bound (see compartmentFilter)
+    expect(filter).not.toHaveProperty('t');
+    expect(filter.$expr.$in[0]).toBe('$t');
+    expect(filter.$expr.$in[1]).toContain('Observation');
+    expect(filter.$expr.$in[1]).not.toContain('Practitioner');
     expect(filter['idx.ref'].$in).toContain('subject|Patient/p1');
     expect(filter['idx.ref'].$in).toContain('subject|http://me/r4/Patient/p1');
     expect(careDateCondition(undefined, undefined)).toBeUndefined();

@@ -140,6 +140,11 @@ describe('one embedded database per data folder, shared by the server and the CL
     expect(await until(async () => (await read()) === 200, 30_000)).toBe(true);
     expect(server.output).toMatch(/gateway exited unexpectedly \(killed by SIGKILL\)/);
     expect(server.output).toMatch(/restarting gateway in \d+ ms \(attempt 1 of \d+\)/);
+    // the record names the new gateway once the restart is complete, which may be just after the
+    // gateway answers its first request
+    expect(await until(() => /restarted \(attempt 1\); serving again/.test(server.output), 15_000)).toBe(
+      true,
+    );
     expect(record().gatewayPid).not.toBe(started.gatewayPid);
 
     // Ctrl-C: no process left under the data folder, no record.

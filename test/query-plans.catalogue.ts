@@ -9,6 +9,7 @@ import {
   type TestUser,
 } from '@app/testing';
 import { loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
+import { compartmentTypes } from '../src/modules/fhir-store/search/patient-compartment';
 
 /**
  * The hot paths of the app, as requests: one list that the query-plan suite (every query an index
@@ -19,39 +20,8 @@ import { loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/t
 
 const FHIR_JSON = 'application/fhir+json';
 
-/** Types of the R4 Patient compartment, for an `$everything` restricted by `_type`. */
-const EVERYTHING_TYPES = [
-  'AllergyIntolerance',
-  'Appointment',
-  'Basic',
-  'CarePlan',
-  'CareTeam',
-  'Claim',
-  'ClaimResponse',
-  'Communication',
-  'Composition',
-  'Condition',
-  'Coverage',
-  'DetectedIssue',
-  'DeviceRequest',
-  'DiagnosticReport',
-  'DocumentReference',
-  'Encounter',
-  'EpisodeOfCare',
-  'ExplanationOfBenefit',
-  'FamilyMemberHistory',
-  'Flag',
-  'Goal',
-  'ImagingStudy',
-  'Immunization',
-  'List',
-  'MedicationAdministration',
-  'MedicationRequest',
-  'Observation',
-  'Procedure',
-  'Provenance',
-  'ServiceRequest',
-];
+/** 30 types of the R4 Patient compartment, for an `$everything` restricted by `_type`. */
+const EVERYTHING_TYPES = compartmentTypes('r4').types.slice(0, 30);
 
 /** Who sends the request: one user's token, or the client's own credential (every user at once). */
 export type Credential = 'user' | 'client';

@@ -11,9 +11,9 @@
  * replaces its old backends itself: a pg_cron job terminates, every few seconds, one backend of
  * the gateway's data pool that is older than the bound, idle outside any transaction and holding
  * no open cursor, the one that went idle last — the last in the gateway's queue, so the one it is
- * least likely to hand out at that moment. The gateway notices the closed connection when it next takes it from its
- * pool and opens a new one. Backends idle for long (load gone) are closed by PostgreSQL itself
- * (idle_session_timeout on the gateway's login).
+ * least likely to hand out at that moment. The gateway notices the closed connection when it next
+ * takes it from its pool and opens a new one. Backends idle for long (load gone) are closed by
+ * PostgreSQL itself (idle_session_timeout on the gateway's login).
  */
 export interface BackendRecycling {
   /** A backend of the gateway older than this (seconds) is replaced once it is idle. */

@@ -22,6 +22,7 @@ import {
   anyPatientCompartmentFilter,
   careDateCondition,
   compartmentFilter,
+  typeAmong,
   outsideReferencePattern,
   outsideTargets,
   parseEverythingParams,
@@ -73,9 +74,7 @@ export class EverythingService {
     const careDates = careDateCondition(window.start, window.end);
     const conditions: Filter[] = [compartment];
     if (careDates) conditions.push(careDates);
-    // tested on the candidates, as the compartment's own types (patient-compartment.ts): bounded
-    // in the reference index, each type would start a range per compartment reference
-    if (window.types) conditions.push({ $expr: { $in: ['$t', window.types] } });
+    if (window.types) conditions.push(typeAmong(window.types));
     if (window.since) conditions.push({ lu: { $gte: window.since } });
     const served = conditions.length === 1 ? compartment : storeFilter({ $and: conditions });
     const referencePattern = outsideReferencePattern(version, base);

@@ -21,19 +21,22 @@ import {
   DEFAULT_BACKEND_RECYCLING,
   GATEWAY_DATA_APPLICATION,
 } from './gateway-backend-recycling';
+import { resourceRowStorageOf, resourceRowStorageSql, type ResourceRowStorage } from './resource-row-storage';
 
 const run = promisify(execFile);
 
-/** Where the DocumentDB kit puts PostgreSQL 15 and the gateway (settings point elsewhere). */
+/** Where the DocumentDB kit puts PostgreSQL 15 and the gateway (settings point elsewhere), and how it stores rows. */
 export interface DocumentDbPaths {
   pgBinDir: string;
   gatewayBin: string;
+  resourceRows: ResourceRowStorage;
 }
 
 export function documentDbPaths(env: NodeJS.ProcessEnv): DocumentDbPaths {
   return {
     pgBinDir: env.DOCUMENTDB_PG_BIN_DIR || '/usr/lib/postgresql/15/bin',
     gatewayBin: env.DOCUMENTDB_GATEWAY_BIN || '/opt/documentdb/bin/documentdb_gateway',
+    resourceRows: resourceRowStorageOf(env.EMBEDDED_RESOURCE_ROWS),
   };
 }
 
@@ -381,6 +384,7 @@ export class DocumentDbInstance implements RunningDocumentDb {
       if (!db.version) throw new Error('the documentdb extension is missing from the cluster');
       // At every start, so that clusters made before it get it too (src/database/gateway-backend-recycling.ts).
       await psql(l, paths, user, backendRecyclingSql(MONGO_USER, recycling));
+      await psql(l, paths, user, resourceRowStorageSql(paths.resourceRows));
       db.port = gatewayPort ?? (await freePort());
       db.uri = `mongodb://${MONGO_USER}:${password}@127.0.0.1:${db.port}/?authMechanism=SCRAM-SHA-256`;
       await db.startGateway();

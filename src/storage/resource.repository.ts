@@ -14,6 +14,7 @@ import {
   type TenantDocument,
 } from './tenant-scope';
 import { LAST_UPDATED_INDEX, USER_LAST_UPDATED_INDEX } from './indexes';
+import { luBounds, newestWindowStart, type LuRange } from './search/newest-window';
 
 /** Options of `search`: the search lib builds `filter`/`sort`; the repository adds tenant and version. */
 export interface StoreSearchOptions {
@@ -74,6 +75,14 @@ function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): Resourc
 function forContext(ctx: TenantContext, hint: string | undefined): { hint?: string } {
   if (hint === undefined) return {};
   return { hint: hint === LAST_UPDATED_INDEX && ctx.userId !== null ? USER_LAST_UPDATED_INDEX : hint };
+}
+
+/**
+ * Newest first on the lastUpdated index: the order a window of lastUpdated can serve (the filter
+ * builder names that index only for searches bounded by nothing but `_lastUpdated`).
+ */
+function newestFirst(sort: SortOrder, hint: string | undefined): boolean {
+  return hint === LAST_UPDATED_INDEX && Object.entries(sort)[0]?.join() === 'lu,-1';
 }
 
 function clientWide(ctx: TenantContext): TenantContext {
@@ -204,21 +213,49 @@ export class ResourceRepository {
    * sort (each evaluation decompressing the stored document once more), where the pipeline's
    * `$project` runs on the page only (measured: docs/storage.md "Where the time goes").
    */
-  private sortedPage<T extends mongo.Document>(
+  private async sortedPage<T extends mongo.Document>(
     ctx: TenantContext,
     filter: ScopedFilter<ResourceDoc>,
     options: { sort?: SortOrder; skip?: number; limit: number; hint?: string; projection?: object },
     bson: { enableUtf8Validation?: boolean } = {},
   ): Promise<T[]> {
     const skip = options.skip ?? 0;
+    const sort = options.sort ?? DEFAULT_SORT;
+    const hint = forContext(ctx, options.hint);
+    const matches = newestFirst(sort, options.hint)
+      ? await this.newestWindow(ctx, filter, skip + options.limit, hint)
+      : filter;
     // `$limit` of skip + limit before `$skip`: DocumentDB then keeps only that many in a top-N sort
     // (a `$skip` first makes it sort every match, spilling to disk); MongoDB does this by itself.
-    const stages: object[] = [{ $sort: options.sort ?? DEFAULT_SORT }, { $limit: skip + options.limit }];
+    const stages: object[] = [{ $sort: sort }, { $limit: skip + options.limit }];
     if (skip > 0) stages.push({ $skip: skip });
     if (options.projection) stages.push({ $project: options.projection });
     return this.scoped(ctx)
-      .resources.aggregate<T>(filter, stages, { ...forContext(ctx, options.hint), ...bson })
+      .resources.aggregate<T>(matches, stages, { ...hint, ...bson })
       .toArray();
+  }
+
+  /**
+   * `filter` narrowed to the newest lastUpdated window that holds `need` of its matches, so that
+   * the page query sorts that window only (search/newest-window.ts); `filter` itself when the
+   * matches are few or spread over the whole range.
+   */
+  private async newestWindow(
+    ctx: TenantContext,
+    filter: ScopedFilter<ResourceDoc>,
+    need: number,
+    hint: { hint?: string },
+  ): Promise<ScopedFilter<ResourceDoc>> {
+    const resources = this.scoped(ctx).resources;
+    const within = (lu: LuRange): ScopedFilter<ResourceDoc> => ({
+      ...filter,
+      $and: [...((filter.$and) ?? []), { lu }],
+    });
+    const start = await newestWindowStart(need, luBounds(filter), new Date(), {
+      countIn: (lu) => resources.countDocuments(within(lu), hint),
+      countUpTo: (limit) => resources.countDocuments(filter, { ...hint, limit }),
+    });
+    return start ? within({ $gte: start }) : filter;
   }
 
   /**

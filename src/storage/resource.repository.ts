@@ -249,7 +249,7 @@ export class ResourceRepository {
     const resources = this.scoped(ctx).resources;
     const within = (lu: LuRange): ScopedFilter<ResourceDoc> => ({
       ...filter,
-      $and: [...((filter.$and) ?? []), { lu }],
+      $and: [...(filter.$and ?? []), { lu }],
     });
     const start = await newestWindowStart(need, luBounds(filter), new Date(), {
       countIn: (lu) => resources.countDocuments(within(lu), hint),

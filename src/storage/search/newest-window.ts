@@ -32,9 +32,9 @@ export function luBounds(filter: object): { newest?: Date; oldest?: Date } {
     if (typeof lu !== 'object' || lu === null || lu instanceof Date) continue;
     const ops = lu as Record<string, unknown>;
     for (const op of ['$lt', '$lte'])
-      if (ops[op] instanceof Date && (!newest || (ops[op]) < newest)) newest = ops[op];
+      if (ops[op] instanceof Date && (!newest || ops[op] < newest)) newest = ops[op];
     for (const op of ['$gt', '$gte'])
-      if (ops[op] instanceof Date && (!oldest || (ops[op]) > oldest)) oldest = ops[op];
+      if (ops[op] instanceof Date && (!oldest || ops[op] > oldest)) oldest = ops[op];
   }
   return { newest, oldest };
 }

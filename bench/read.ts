@@ -1,11 +1,14 @@
 /**
  * Read: autocannon, 32 connections, `GET /r4/Observation/{id}` over random ids of
  * the Synthea R4 sample loaded BENCH_COPIES times (default 5, ≈195,000 resources) through the API,
- * then the same point look-ups straight through the driver (`findOne` by `_id` and tenant, without
- * the index entries, as the app reads; 32 in flight, same duration) on the same database.
+ * then the same reads from a floor server (Node's HTTP server and the app's driver call, no framework:
+ * bench/lib/read-floor-server.ts), then the same point look-ups straight through the driver
+ * (`findOne` by `_id` and tenant, without the index entries, as the app reads; 32 in flight, same
+ * duration) on the same database, each with its CPU per read (server, engine, load generator).
  * The API is served by the real server in its own process (bench/lib/bench-server serveInOwnProcess).
  * Target: API ≥ 0.6 × driver, p99 < 20 ms. Run: npm run bench -- read
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +22,7 @@ import {
   type BenchServer,
   type BenchUser,
 } from './lib/bench-server';
+import { cpuSeconds, descendantsNamed } from './lib/process-stats';
 import { loadSyntheaR4 } from './lib/synthea-load';
 
 const CONNECTIONS = 32;
@@ -48,39 +52,130 @@ async function driverReads(
   return { perSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
 }
 
-/** The read benchmark on loaded data: `ids` are Observations of `user` (also run by bench/ingest.ts). */
+/** CPU per operation (µs) of the serving process, the embedded engine and this process (the load). */
+interface CpuPerOp {
+  server?: number;
+  engine?: number;
+  load: number;
+}
+
+/** Counts the CPU of `serverPid` (if any), the embedded engine and this process around `work`. */
+async function withCpu<T extends { operations: number }>(
+  serverPid: number | undefined,
+  work: () => Promise<T>,
+): Promise<T & { cpu: CpuPerOp }> {
+  const engine = () => descendantsNamed(process.pid, /^(postgres|postmaster|documentdb)/);
+  const engineBefore = cpuSeconds(engine());
+  const serverBefore = serverPid === undefined ? 0 : cpuSeconds([serverPid]);
+  const loadBefore = process.cpuUsage();
+  const result = await work();
+  const load = process.cpuUsage(loadBefore);
+  const perOp = (seconds: number) => (seconds * 1e6) / Math.max(1, result.operations);
+  const engineSeconds = cpuSeconds(engine()) - engineBefore;
+  return {
+    ...result,
+    cpu: {
+      server: serverPid === undefined ? undefined : perOp(cpuSeconds([serverPid]) - serverBefore),
+      // an external database (MONGO_URL) is not a child of this process: nothing to count
+      engine: engine().length > 0 ? perOp(engineSeconds) : undefined,
+      load: perOp((load.user + load.system) / 1e6),
+    },
+  };
+}
+
+/** autocannon against `url` (warm-up first, not counted), with the CPU of the serving process. */
+async function httpReads(
+  url: string,
+  serverPid: number,
+  headers: Record<string, string>,
+  paths: () => string,
+): Promise<{ result: autocannon.Result; operations: number; cpu: CpuPerOp }> {
+  const run = (duration: number) =>
+    autocannon({
+      url,
+      connections: CONNECTIONS,
+      duration,
+      headers,
+      requests: Array.from({ length: 2000 }, () => ({ method: 'GET', path: paths() })),
+    });
+  await run(2); // a fresh process compiles its hot paths first
+  return withCpu(serverPid, async () => {
+    const result = await run(DURATION_S);
+    return { result, operations: result.requests.total };
+  });
+}
+
+/** The floor server (bench/lib/read-floor-server.ts) in a process of its own, on the bench's data. */
+async function startFloor(
+  server: BenchServer,
+  user: BenchUser,
+): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', join(__dirname, 'lib', 'read-floor-server.ts')],
+    {
+      env: {
+        ...process.env,
+        READ_FLOOR_MONGO_URL: server.database.uri,
+        READ_FLOOR_DB: server.dbName,
+        READ_FLOOR_CLIENT: user.clientId,
+        READ_FLOOR_USER: String(user.serviceUserId),
+        READ_FLOOR_TIMEOUT_MS: String(server.settings.dbTimeoutMs),
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const port = await new Promise<number>((resolvePort, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /listening (\d+)/.exec(out);
+      if (match) resolvePort(Number(match[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`the floor server exited (${code})`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+function cpuCells(cpu: CpuPerOp): Record<string, string> {
+  const cell = (us?: number) => (us === undefined ? '-' : us.toFixed(0));
+  return { 'server µs': cell(cpu.server), 'engine µs': cell(cpu.engine), 'load µs': cell(cpu.load) };
+}
+
+/**
+ * The read benchmark on loaded data: `ids` are Observations of `user` (also run by bench/ingest.ts).
+ * Three rows on the same data: the app; the floor (Node's HTTP server and the same driver call, no
+ * framework: what the app's stack adds is the difference); the driver loop (no HTTP on either side).
+ * CPU per read of each process tells where the time goes.
+ */
 export async function benchReads(
   server: BenchServer,
   user: BenchUser,
   ids: readonly string[],
 ): Promise<void> {
-  {
-    const stored = await server.connection.db!.collection('resources').countDocuments();
-    process.stderr.write(`${ids.length} Observations (${stored} documents in resources); reading\n`);
-    const random = () => ids[Math.floor(Math.random() * ids.length)];
-    // The server runs in a process of its own, as operators run it: in this process it would share
-    // one event loop with the load generator (the driver loop below has no HTTP on either side).
-    const own = await serveInOwnProcess(server);
-    let api: autocannon.Result;
-    try {
-      const run = (duration: number) =>
-        autocannon({
-          url: own.url,
-          connections: CONNECTIONS,
-          duration,
-          headers: { Authorization: `Bearer ${user.accessToken}` },
-          requests: Array.from({ length: 2000 }, () => ({
-            method: 'GET',
-            path: `/r4/Observation/${random()}`,
-          })),
-        });
-      await run(2); // warm-up, not counted: a fresh process compiles its hot paths first
-      api = await run(DURATION_S);
-    } finally {
-      await own.stop();
-    }
-    const resources = server.connection.db!.collection('resources');
-    const driver = await driverReads(
+  const stored = await server.connection.db!.collection('resources').countDocuments();
+  process.stderr.write(`${ids.length} Observations (${stored} documents in resources); reading\n`);
+  const random = () => ids[Math.floor(Math.random() * ids.length)];
+  const path = () => `/r4/Observation/${random()}`;
+  // The servers run in processes of their own, as operators run them: in this process they would
+  // share one event loop with the load generator.
+  const own = await serveInOwnProcess(server);
+  let api: Awaited<ReturnType<typeof httpReads>>;
+  try {
+    api = await httpReads(own.url, own.child!.pid!, { Authorization: `Bearer ${user.accessToken}` }, path);
+  } finally {
+    await own.stop();
+  }
+  const floorServer = await startFloor(server, user);
+  let floor: Awaited<ReturnType<typeof httpReads>>;
+  try {
+    floor = await httpReads(floorServer.url, floorServer.child.pid!, {}, path);
+  } finally {
+    floorServer.child.kill('SIGTERM');
+  }
+  const resources = server.connection.db!.collection('resources');
+  const driver = await withCpu(undefined, async () => {
+    const reads = await driverReads(
       () =>
         resources.findOne(
           {
@@ -93,51 +188,63 @@ export async function benchReads(
       DURATION_S,
       CONNECTIONS,
     );
-    const rows = [
-      {
-        path: 'HTTP GET /r4/Observation/{id}',
-        'req/s': api.requests.average,
-        'p50 ms': api.latency.p50,
-        'p99 ms': api.latency.p99,
-        non2xx: api.non2xx,
-        errors: api.errors,
-      },
-      {
-        path: 'driver findOne({_id, c, u}, no idx)',
-        'req/s': driver.perSecond,
-        'p50 ms': driver.p50,
-        'p99 ms': driver.p99,
-        non2xx: 0,
-        errors: 0,
-      },
-    ];
-    const ratio = api.requests.average / driver.perSecond;
-    console.log(
-      `\nread — ${server.engine}, ${CONNECTIONS} connections, ${DURATION_S}s, ${stored} documents, ` +
-        `load average ${loadavg()
-          .map((l) => l.toFixed(1))
-          .join(' ')}`,
-    );
-    printTable(rows);
-    console.log(`ratio API / driver: ${ratio.toFixed(2)} (target ≥ 0.6; p99 < 20 ms)`);
-    const result = {
-      engine: server.engine,
-      connections: CONNECTIONS,
-      durationSeconds: DURATION_S,
-      documents: stored,
-      loadAverage: loadavg(),
-      observations: ids.length,
-      rows,
-      summary: [
-        { figure: 'API req/s', value: api.requests.average },
-        { figure: 'API p99', value: api.latency.p99, unit: 'ms', target: '< 20 ms' },
-        { figure: 'driver findOne/s', value: driver.perSecond },
-        { figure: 'API / driver', value: ratio, target: '≥ 0.6' },
-      ],
-    };
-    mkdirSync(join(__dirname, 'results'), { recursive: true });
-    writeFileSync(join(__dirname, 'results', 'read.json'), JSON.stringify(result, null, 2));
-  }
+    return { ...reads, operations: Math.round(reads.perSecond * DURATION_S) };
+  });
+  const httpRow = (label: string, run: typeof api) => ({
+    path: label,
+    'req/s': run.result.requests.average,
+    'p50 ms': run.result.latency.p50,
+    'p99 ms': run.result.latency.p99,
+    non2xx: run.result.non2xx,
+    errors: run.result.errors,
+    ...cpuCells(run.cpu),
+  });
+  const rows = [
+    httpRow('HTTP GET /r4/Observation/{id}', api),
+    httpRow('floor: node:http + same findOne', floor),
+    {
+      path: 'driver findOne({_id, c, u}, no idx)',
+      'req/s': driver.perSecond,
+      'p50 ms': driver.p50,
+      'p99 ms': driver.p99,
+      non2xx: 0,
+      errors: 0,
+      ...cpuCells({ ...driver.cpu, server: undefined }),
+    },
+  ];
+  const ratio = api.result.requests.average / driver.perSecond;
+  const ofFloor = api.result.requests.average / floor.result.requests.average;
+  console.log(
+    `\nread — ${server.engine}, ${CONNECTIONS} connections, ${DURATION_S}s, ${stored} documents, ` +
+      `load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}; CPU µs per read (load: this process: autocannon, or the driver loop)`,
+  );
+  printTable(rows);
+  console.log(
+    `ratio API / driver: ${ratio.toFixed(2)} (target ≥ 0.6; p99 < 20 ms); API / floor: ${ofFloor.toFixed(2)}`,
+  );
+  const result = {
+    engine: server.engine,
+    connections: CONNECTIONS,
+    durationSeconds: DURATION_S,
+    documents: stored,
+    loadAverage: loadavg(),
+    observations: ids.length,
+    rows,
+    summary: [
+      { figure: 'API req/s', value: api.result.requests.average },
+      { figure: 'API p99', value: api.result.latency.p99, unit: 'ms', target: '< 20 ms' },
+      { figure: 'API server CPU / read', value: api.cpu.server ?? 0, unit: 'µs' },
+      { figure: 'floor req/s', value: floor.result.requests.average },
+      { figure: 'floor server CPU / read', value: floor.cpu.server ?? 0, unit: 'µs' },
+      { figure: 'driver findOne/s', value: driver.perSecond },
+      { figure: 'API / driver', value: ratio, target: '≥ 0.6' },
+      { figure: 'API / floor', value: ofFloor },
+    ],
+  };
+  mkdirSync(join(__dirname, 'results'), { recursive: true });
+  writeFileSync(join(__dirname, 'results', 'read.json'), JSON.stringify(result, null, 2));
 }
 
 async function main(): Promise<void> {

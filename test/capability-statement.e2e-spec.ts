@@ -39,6 +39,7 @@ describe('CapabilityStatement (e2e)', () => {
     expect(patient).toMatchObject({
       versioning: 'versioned-update',
       conditionalCreate: true,
+      conditionalRead: 'full-support',
       conditionalUpdate: true,
       conditionalDelete: 'single',
     });

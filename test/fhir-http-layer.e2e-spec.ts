@@ -117,6 +117,47 @@ describe('FHIR HTTP layer (e2e)', () => {
     expect(instance.body.entry).toHaveLength(1);
   });
 
+  // https://hl7.org/fhir/R4/http.html#cread: a client that holds a version asks whether it changed
+  describe('conditional read (If-None-Match, If-Modified-Since)', () => {
+    it('the current version named in If-None-Match → 304 without a body, another version → 200', async () => {
+      const first = await get(`/r4/Patient/${patientId}`).expect(200);
+      const etag = first.headers.etag;
+      expect(etag).toMatch(/^W\/"\d+"$/);
+      const same = await get(`/r4/Patient/${patientId}`).set('If-None-Match', etag).expect(304);
+      expect(same.text ?? '').toBe('');
+      expect(same.headers.etag).toBe(etag);
+      await get(`/r4/Patient/${patientId}`).set('If-None-Match', 'W/"999"').expect(200);
+      // a version read (vread) of the same version answers the same way
+      const version = /"(\d+)"/.exec(etag)![1];
+      await get(`/r4/Patient/${patientId}/_history/${version}`).set('If-None-Match', etag).expect(304);
+    });
+
+    it('If-Modified-Since at or after Last-Modified → 304, before it → 200', async () => {
+      const first = await get(`/r4/Patient/${patientId}`).expect(200);
+      const lastModified = new Date(first.headers['last-modified']);
+      await get(`/r4/Patient/${patientId}`).set('If-Modified-Since', lastModified.toUTCString()).expect(304);
+      const before = new Date(lastModified.getTime() - 60_000).toUTCString();
+      const changed = await get(`/r4/Patient/${patientId}`).set('If-Modified-Since', before).expect(200);
+      expect(changed.body.id).toBe(patientId);
+    });
+
+    it('after an update the old ETag reads the new version (200)', async () => {
+      const first = await get(`/r4/Patient/${patientId}`).expect(200);
+      const updated = await request(t.server)
+        .put(`/r4/Patient/${patientId}`)
+        .set(bearer(user.access_token))
+        .set('Content-Type', 'application/fhir+json')
+        .send(JSON.stringify({ ...first.body, gender: 'other' }))
+        .expect(200);
+      expect(updated.headers.etag).not.toBe(first.headers.etag);
+      const fresh = await get(`/r4/Patient/${patientId}`)
+        .set('If-None-Match', first.headers.etag)
+        .expect(200);
+      expect(fresh.body.gender).toBe('other');
+      expect(fresh.headers.etag).toBe(updated.headers.etag);
+    });
+  });
+
   describe('operations by metadata', () => {
     it('Patient/$everything answers POST as GET (a Parameters body or none)', async () => {
       const viaGet = await get(`/r4/Patient/${patientId}/$everything`).expect(200);

@@ -77,7 +77,8 @@ export function buildCapabilityStatement(input: CapabilityInput): Record<string,
       readHistory: true,
       updateCreate: true,
       conditionalCreate: true,
-      conditionalRead: 'not-supported',
+      // If-None-Match and If-Modified-Since on reads answer 304 (docs/api.md §6)
+      conditionalRead: 'full-support',
       conditionalUpdate: true,
       conditionalDelete: 'single',
     };

@@ -77,6 +77,74 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
     expect(page.body.total).toBe(whole.length);
   });
 
+  it('pages far into a compartment that references over 200 resources outside it keep the order', async () => {
+    // Bob's patient: 205 Encounters, each at its own Organization (outside the compartment), and 3
+    // Procedures; in (type, id) order the 205 Organizations and the Patient come before the Procedures.
+    const patientId = 'many-outside';
+    const entry = (resource: any) => ({
+      resource,
+      request: { method: 'PUT', url: `${resource.resourceType}/${resource.id}` },
+    });
+    const resources: any[] = [{ resourceType: 'Patient', id: patientId }];
+    for (let i = 0; i < 205; i++) {
+      const n = String(i).padStart(3, '0');
+      resources.push({ resourceType: 'Organization', id: `org-${n}`, name: `Organization ${n}` });
+      resources.push({
+        resourceType: 'Encounter',
+        id: `enc-${n}`,
+        status: 'finished',
+        class: { system: 'http://terminology.hl7.org/CodeSystem/v3-ActCode', code: 'AMB' },
+        subject: { reference: `Patient/${patientId}` },
+        serviceProvider: { reference: `Organization/org-${n}` },
+      });
+    }
+    for (const id of ['proc-a', 'proc-b', 'proc-c']) {
+      resources.push({
+        resourceType: 'Procedure',
+        id,
+        status: 'completed',
+        subject: { reference: `Patient/${patientId}` },
+      });
+    }
+    const asBob = bearer(bob.access_token);
+    for (let at = 0; at < resources.length; at += 20) {
+      const bundle = {
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: resources.slice(at, at + 20).map(entry),
+      };
+      await request(t.server).post('/r4').set(asBob).send(bundle).expect(200);
+    }
+    const path = `/r4/Patient/${patientId}/$everything`;
+    const key = (r: any) => `${r.resourceType}/${r.id}`;
+    const walkAsBob = async (first: string) => {
+      const keys: string[] = [];
+      let url: string | undefined = first;
+      while (url) {
+        const res = await get(url, asBob).expect(200);
+        keys.push(...res.body.entry.map((e: any) => key(e.resource)));
+        url = next(res.body);
+      }
+      return keys;
+    };
+    const whole = await walkAsBob(`${path}?_count=100`);
+    const expected = resources.map(key);
+    expect(whole.filter((k) => !k.startsWith('Provenance/'))).toEqual(
+      [...expected].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+    );
+    expect(await walkAsBob(`${path}?_count=7`)).toEqual(whole);
+    // a page with 206 singles before it: the Procedures after the Patient
+    const procedures = whole.indexOf('Procedure/proc-a');
+    expect(procedures).toBe(411);
+    const page = await get(`${path}?_skip=${procedures}&_count=3`, asBob).expect(200);
+    expect(page.body.entry.map((e: any) => key(e.resource))).toEqual([
+      'Procedure/proc-a',
+      'Procedure/proc-b',
+      'Procedure/proc-c',
+    ]);
+    expect(page.body.total).toBe(whole.length);
+  }, 120_000);
+
   it('_type, _count, _since, start/end', async () => {
     const record = records[0];
     const path = `/r4/Patient/${record.patientId}/$everything`;

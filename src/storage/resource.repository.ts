@@ -66,6 +66,33 @@ function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): Resourc
   return doc;
 }
 
+export interface TypeCount {
+  type: string;
+  count: number;
+  references: string[];
+}
+
+interface TypeCountRow {
+  _id: string;
+  n: number;
+  r?: string[][];
+}
+
+/** `$group` by type: the count, and the `idx.ref` entries matching `referencePattern` when given. */
+function typeCountGroup(referencePattern: string | undefined): Record<string, unknown> {
+  const group: Record<string, unknown> = { _id: '$t', n: { $sum: 1 } };
+  if (referencePattern !== undefined) {
+    const entries = { $ifNull: ['$idx.ref', []] };
+    const matching = { $regexMatch: { input: '$$this', regex: referencePattern } };
+    group.r = { $push: { $filter: { input: entries, cond: matching } } };
+  }
+  return group;
+}
+
+function typeCountOf(row: TypeCountRow): TypeCount {
+  return { type: row._id, count: row.n, references: [...new Set((row.r ?? []).flat())] };
+}
+
 /** The whole client: a user's writer must see other users' ids to answer 409 (docs/storage.md). */
 /**
  * The index a search runs on in this context: one user's search in lastUpdated order reads the
@@ -409,26 +436,40 @@ export class ResourceRepository {
     version: FhirVersion,
     filter: Filter<ResourceDoc>,
     options: { referencePattern?: string; hint?: string } = {},
-  ): Promise<Array<{ type: string; count: number; references: string[] }>> {
-    const { referencePattern, hint } = options;
-    const group: Record<string, unknown> = { _id: '$t', n: { $sum: 1 } };
-    if (referencePattern !== undefined) {
-      const entries = { $ifNull: ['$idx.ref', []] };
-      const matching = { $regexMatch: { input: '$$this', regex: referencePattern } };
-      group.r = { $push: { $filter: { input: entries, cond: matching } } };
-    }
+  ): Promise<TypeCount[]> {
     const rows = await this.scoped(ctx)
-      .resources.aggregate<{ _id: string; n: number; r?: string[][] }>(
+      .resources.aggregate<TypeCountRow>(
         this.searchFilter(ctx, version, { filter, limit: 0 }),
-        [{ $group: group }],
+        [{ $group: typeCountGroup(options.referencePattern) }],
+        options.hint === undefined ? {} : { hint: options.hint },
+      )
+      .toArray();
+    return rows.map(typeCountOf);
+  }
+
+  /**
+   * `countByType`, and in the same pass over the matches the resources `[skip, skip + limit)` in
+   * `sort` order, by type and id only (`$facet`: the matches are found once; the caller reads the
+   * few it serves by key, so the reply stays small whatever the resources weigh).
+   */
+  async countByTypeWithWindow(
+    ctx: TenantContext,
+    version: FhirVersion,
+    filter: Filter<ResourceDoc>,
+    options: { referencePattern?: string; hint?: string; sort: SortOrder; skip: number; limit: number },
+  ): Promise<{ types: TypeCount[]; window: ResourceRef[] }> {
+    const { referencePattern, hint, sort, skip, limit } = options;
+    const window: object[] = [{ $sort: sort }];
+    if (skip > 0) window.push({ $skip: skip });
+    window.push({ $limit: limit }, { $project: { _id: 0, type: '$t', id: 1 } });
+    const [row] = await this.scoped(ctx)
+      .resources.aggregate<{ types: TypeCountRow[]; window: ResourceRef[] }>(
+        this.searchFilter(ctx, version, { filter, limit: 0 }),
+        [{ $facet: { types: [{ $group: typeCountGroup(referencePattern) }], window } }],
         hint === undefined ? {} : { hint },
       )
       .toArray();
-    return rows.map((row) => ({
-      type: row._id,
-      count: row.n,
-      references: [...new Set((row.r ?? []).flat())],
-    }));
+    return { types: (row?.types ?? []).map(typeCountOf), window: row?.window ?? [] };
   }
 
   /**

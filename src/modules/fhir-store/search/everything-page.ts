@@ -5,10 +5,10 @@
  * sorted and limited, 56 ms).
  *
  * The result is ordered by resource type, then id. It is the merge of two parts: the compartment
- * (one query, sorted, paged with skip/limit in the database) and a few "single" resources fetched
- * by key (the Patient and what the compartment references outside it: Practitioner, Organization
- * …). Knowing how many compartment resources come before each single (from per-type counts), the
- * page's slots are laid out here, so the page needs one compartment query of its own length.
+ * (sorted and paged with skip/limit in the database) and a few "single" resources fetched by key
+ * (the Patient and what the compartment references outside it: Practitioner, Organization …).
+ * Knowing how many compartment resources come before each single (from per-type counts), the
+ * page's slots are laid out here, so the page needs only its own share of the compartment.
  */
 
 export interface OrderedKey {

@@ -14,10 +14,15 @@ import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
-import { ResourceRepository } from '../../../storage/resource.repository';
+import { ResourceRepository, type ResourceRef } from '../../../storage/resource.repository';
 import { searchIndexOf } from '../../../storage/search-indexing';
 import { chargeUnserved, entriesWithinBudget } from '../../../storage/page-budget';
-import { compareKeys, compartmentBefore, everythingPageLayout } from './everything-page';
+import {
+  compareKeys,
+  compartmentBefore,
+  everythingPageLayout,
+  type EverythingPageLayout,
+} from './everything-page';
 import {
   anyPatientCompartmentFilter,
   careDateCondition,
@@ -35,6 +40,16 @@ import { storeFilter } from './sub-query-resolver';
 /** Compartment resources removed per round. */
 const BATCH = 1000;
 
+/** The order of `$everything`: resource type, then id. */
+const PAGE_ORDER = { t: 1, id: 1 } as const;
+
+/**
+ * How far before a page the compartment's resources are read with the counts: a page after the
+ * first has its compartment part moved back by the singles placed before it (the Patient and the
+ * resources referenced outside the compartment, a few dozen for a Synthea patient).
+ */
+const SINGLES_AHEAD = 200;
+
 /**
  * `GET|POST /{v}/Patient/{id}/$everything` and `/{v}/Patient/$everything` (https://hl7.org/fhir/R4/patient-operation-everything.html)
  * and `DELETE /{v}/Patient/{id}/$everything` (docs/api.md §7), in the caller's tenant scope.
@@ -49,9 +64,9 @@ export class EverythingService {
   /**
    * The Patient, its compartment, and the resources they reference outside it (Practitioner,
    * Organization, Location, Medication …), ordered by resource type then id, paged. Per page: one
-   * pass over the compartment in the database for per-type counts and outside references, the few
-   * outside resources by key, and one sorted compartment query of the page's length
-   * (everything-page.ts says why not one query over the whole set).
+   * pass over the compartment in the database for per-type counts, outside references and the
+   * keys of the compartment's part of the page, then the few outside resources and the page's
+   * compartment resources by key (everything-page.ts says why not one query over the whole set).
    */
   async everything(
     ctx: TenantContext,
@@ -78,16 +93,31 @@ export class EverythingService {
     if (window.since) conditions.push({ lu: { $gte: window.since } });
     const served = conditions.length === 1 ? compartment : storeFilter({ $and: conditions });
     const referencePattern = outsideReferencePattern(version, base);
+    // The compartment's part of the page is read in the same pass as the counts, before the
+    // singles are known: from up to SINGLES_AHEAD positions before the page (singles placed
+    // before it move the compartment's part back), by type and id only.
+    const windowStart = Math.max(0, window.skip - SINGLES_AHEAD);
     // The outside references come from the whole compartment, whatever the filters served.
-    const [servedTypes, referencing] = await Promise.all([
-      this.repository.countByType(ctx, version, served, {
-        hint,
-        referencePattern: served === compartment ? referencePattern : undefined,
-      }),
+    const ownPattern = served === compartment ? referencePattern : undefined;
+    const [counted, referencing] = await Promise.all([
+      // One patient's compartment is small enough to come back as one document ($facet's reply);
+      // every patient's (type level) is counted on its own, its part of the page queried after.
+      patientId === undefined
+        ? this.repository
+            .countByType(ctx, version, served, { hint, referencePattern: ownPattern })
+            .then((types) => ({ types, window: undefined }))
+        : this.repository.countByTypeWithWindow(ctx, version, served, {
+            hint,
+            referencePattern: ownPattern,
+            sort: PAGE_ORDER,
+            skip: windowStart,
+            limit: window.skip - windowStart + window.count,
+          }),
       served === compartment
         ? undefined
         : this.repository.countByType(ctx, version, compartment, { hint, referencePattern }),
     ]);
+    const servedTypes = counted.types;
     const outside = await this.repository.findByKeys(
       ctx,
       version,
@@ -115,16 +145,7 @@ export class EverythingService {
     );
     const compartmentTotal = servedTypes.reduce((sum, row) => sum + row.count, 0);
     const layout = everythingPageLayout(placed, compartmentTotal, window.skip, window.count);
-    const { docs } =
-      layout.compartmentLimit === 0
-        ? { docs: [] }
-        : await this.repository.search(ctx, version, {
-            filter: served,
-            sort: { t: 1, id: 1 },
-            skip: layout.compartmentSkip,
-            limit: layout.compartmentLimit,
-            hint,
-          });
+    const docs = await this.compartmentPart(ctx, version, layout, counted.window, windowStart, served, hint);
     let taken = 0;
     const page = layout.slots.map((slot) => (slot === 'compartment' ? docs[taken++] : singles[slot]));
     // The page byte budget: the slots in order while their JSON fits (at least one); next follows them.
@@ -153,6 +174,35 @@ export class EverythingService {
       },
     );
     return { status: 200, body: searchsetBundleJson({ total, links, entries }) };
+  }
+
+  /**
+   * The compartment resources of the page, in page order: by key from the window read with the
+   * counts, or by a sorted query of their own (no window, or more singles come before the page than
+   * the window reached back).
+   */
+  private async compartmentPart(
+    ctx: TenantContext,
+    version: FhirVersion,
+    layout: EverythingPageLayout,
+    window: readonly ResourceRef[] | undefined,
+    windowStart: number,
+    served: Filter,
+    hint: string | undefined,
+  ): Promise<ResourceDoc[]> {
+    if (layout.compartmentLimit === 0) return [];
+    if (window && layout.compartmentSkip >= windowStart) {
+      const from = layout.compartmentSkip - windowStart;
+      return this.repository.findByKeys(ctx, version, window.slice(from, from + layout.compartmentLimit));
+    }
+    const { docs } = await this.repository.search(ctx, version, {
+      filter: served,
+      sort: PAGE_ORDER,
+      skip: layout.compartmentSkip,
+      limit: layout.compartmentLimit,
+      hint,
+    });
+    return docs;
   }
 
   /** Instance level: Patient/{id} served first, its compartment (without it) beside. */

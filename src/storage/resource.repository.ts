@@ -93,7 +93,6 @@ function typeCountOf(row: TypeCountRow): TypeCount {
   return { type: row._id, count: row.n, references: [...new Set((row.r ?? []).flat())] };
 }
 
-/** The whole client: a user's writer must see other users' ids to answer 409 (docs/storage.md). */
 /**
  * The index a search runs on in this context: one user's search in lastUpdated order reads the
  * user's own lastUpdated index (a client-wide one would hold every user's entries, each tested for
@@ -112,6 +111,7 @@ function newestFirst(sort: SortOrder, hint: string | undefined): boolean {
   return hint === LAST_UPDATED_INDEX && Object.entries(sort)[0]?.join() === 'lu,-1';
 }
 
+/** The whole client: a user's writer must see other users' ids to answer 409 (docs/storage.md). */
 function clientWide(ctx: TenantContext): TenantContext {
   return ctx.userId === null ? ctx : { ...ctx, userId: null };
 }

@@ -71,13 +71,13 @@ async function withCpu<T extends { operations: number }>(
   const result = await work();
   const load = process.cpuUsage(loadBefore);
   const perOp = (seconds: number) => (seconds * 1e6) / Math.max(1, result.operations);
-  const engineSeconds = cpuSeconds(engine()) - engineBefore;
+  const enginePids = engine();
   return {
     ...result,
     cpu: {
       server: serverPid === undefined ? undefined : perOp(cpuSeconds([serverPid]) - serverBefore),
       // an external database (MONGO_URL) is not a child of this process: nothing to count
-      engine: engine().length > 0 ? perOp(engineSeconds) : undefined,
+      engine: enginePids.length > 0 ? perOp(cpuSeconds(enginePids) - engineBefore) : undefined,
       load: perOp((load.user + load.system) / 1e6),
     },
   };
@@ -209,7 +209,7 @@ export async function benchReads(
       'p99 ms': driver.p99,
       non2xx: 0,
       errors: 0,
-      ...cpuCells({ ...driver.cpu, server: undefined }),
+      ...cpuCells(driver.cpu),
     },
   ];
   const ratio = api.result.requests.average / driver.perSecond;

@@ -12,7 +12,8 @@ import {
 } from '@app/testing';
 
 /**
- * Compartment search `GET /{v}/Patient/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch) and
+ * Compartment search `GET /{v}/Patient/{id}/{type}`, `POST …/{type}/_search` and `GET …/*`
+ * (https://hl7.org/fhir/R4/http.html#vsearch) and
  * `Patient/$everything` invoked with POST and at type level
  * (https://hl7.org/fhir/R4/patient-operation-everything.html), in R4, STU3 and DSTU2.
  */
@@ -101,6 +102,73 @@ describe('compartment search and Patient/$everything (e2e)', () => {
       expect(walked.sort()).toEqual(keys(all.body).sort());
     });
 
+    it('POST Patient/{id}/Observation/_search: form parameters merged after the query, as GET answers', async () => {
+      const { ann, annObservations } = ids[version];
+      const form = (path: string, body: string, user = alice) =>
+        request(t.server)
+          .post(path)
+          .set(as(user))
+          .set('Content-Type', 'application/x-www-form-urlencoded')
+          .send(body);
+      const all = await form(`/${version}/Patient/${ann}/Observation/_search`, '').expect(200);
+      expect(all.body.total).toBe(3);
+      expect(keys(all.body).sort()).toEqual(annObservations.map((id) => `Observation/${id}`).sort());
+      const coded = await form(
+        `/${version}/Patient/${ann}/Observation/_search?_count=1`,
+        `code=${encodeURIComponent('http://loinc.org|1111-1')}`,
+      ).expect(200);
+      expect(coded.body.total).toBe(2);
+      expect(coded.body.entry).toHaveLength(1);
+      // the paging links are the GET form with every parameter, query and form
+      const next = nextPath(coded.body)!;
+      expect(next.startsWith(`/${version}/Patient/${ann}/Observation?`)).toBe(true);
+      expect(new URLSearchParams(next.split('?')[1]).get('code')).toBe('http://loinc.org|1111-1');
+      const rest = await get(next).expect(200);
+      expect([...keys(coded.body), ...keys(rest.body)].sort()).toEqual(
+        (await get(`/${version}/Patient/${ann}/Observation?code=http://loinc.org|1111-1`)).body.entry
+          .map((e: any) => `Observation/${e.resource.id}`)
+          .sort(),
+      );
+      // tenant scope: another user of the client does not see the patient
+      expectOutcome(
+        await form(`/${version}/Patient/${ann}/Observation/_search`, '', bob).expect(404),
+        'not-found',
+      );
+      // a body that is not a form → 415; a bad value → 400
+      const json = await post(`/${version}/Patient/${ann}/Observation/_search`, { code: 'x' }).expect(415);
+      expectOutcome(json, 'not-supported');
+      expectOutcome(
+        await form(`/${version}/Patient/${ann}/Observation/_search`, 'date=notadate').expect(400),
+        'invalid',
+      );
+    });
+
+    it('GET Patient/{id}/*: every type of the compartment, the patient included; _type narrows; paged', async () => {
+      const { ann, ben, annObservations } = ids[version];
+      const all = await get(`/${version}/Patient/${ann}/*?_count=100`).expect(200);
+      // the Provenance of each write whose target is the patient is in its compartment too
+      const provenances = keys((await get(`/${version}/Patient/${ann}/Provenance?_count=100`)).body);
+      expect(provenances.length).toBeGreaterThan(0);
+      const expected = [
+        `Patient/${ann}`,
+        ...annObservations.map((id) => `Observation/${id}`),
+        ...provenances,
+      ].sort();
+      expect(keys(all.body).sort()).toEqual(expected);
+      expect(all.body.total).toBe(expected.length);
+      expect(keys(all.body)).not.toContain(`Patient/${ben}`);
+      const errors = validateResource(version, all.body, 'Bundle').filter((i) => i.severity === 'error');
+      expect(errors).toEqual([]);
+      const self = all.body.link.find((l: any) => l.relation === 'self').url as string;
+      expect(self.startsWith(`${t.settings.urls.base}/${version}/Patient/${ann}/*?`)).toBe(true);
+      const observations = await get(`/${version}/Patient/${ann}/*?_type=Observation`).expect(200);
+      expect(keys(observations.body).sort()).toEqual(annObservations.map((id) => `Observation/${id}`).sort());
+      const walked = await walk(`/${version}/Patient/${ann}/*?_count=2`);
+      expect(walked.sort()).toEqual(expected);
+      expectOutcome(await get(`/${version}/Patient/${ann}/*`, bob).expect(404), 'not-found');
+      expectOutcome(await get(`/${version}/Patient/${ann}/*?_type=Nope`).expect(400), 'invalid');
+    });
+
     it('Patient/{id}/Patient: the patient itself; another user sees nothing of it', async () => {
       const { ann, bobs } = ids[version];
       const self = await get(`/${version}/Patient/${ann}/Patient`).expect(200);
@@ -171,6 +239,32 @@ describe('compartment search and Patient/$everything (e2e)', () => {
       // a type with no place in the Patient compartment (R4 CompartmentDefinition-patient)
       const outside = await get(`/r4/Patient/${ann}/Practitioner`).expect(400);
       expectOutcome(outside, 'invalid');
+    });
+
+    it('the other forms refuse the same way: another compartment 400, unknown Patient 404', async () => {
+      const form = (path: string) =>
+        request(t.server)
+          .post(path)
+          .set(as(alice))
+          .set('Content-Type', 'application/x-www-form-urlencoded')
+          .send('');
+      expectOutcome(await get(`/r4/Encounter/x1/*`).expect(400), 'not-supported');
+      expectOutcome(await form(`/r4/Encounter/x1/Observation/_search`).expect(400), 'not-supported');
+      expectOutcome(await get(`/r4/Patient/no-such-patient/*`).expect(404), 'not-found');
+      expectOutcome(await form(`/r4/Patient/no-such-patient/Observation/_search`).expect(404), 'not-found');
+      expectOutcome(await form(`/r4/Patient/${ids.r4.ann}/Practitioner/_search`).expect(400), 'invalid');
+      expectOutcome(await form(`/r4/Patient/${ids.r4.ann}/Nonsense/_search`).expect(404), 'not-found');
+      expectOutcome(await get(`/r4/Patient/bad_id!/*`).expect(400), 'invalid');
+      expectOutcome(await get(`/r4/Nonsense/1/*`).expect(404), 'not-found');
+    });
+
+    it('the CapabilityStatement names the Patient compartment in every version', async () => {
+      for (const version of VERSIONS) {
+        const statement = await request(t.server).get(`/${version}/metadata`).expect(200);
+        expect(statement.body.rest[0].compartment).toEqual([
+          'http://hl7.org/fhir/CompartmentDefinition/patient',
+        ]);
+      }
     });
 
     it('unknown types → 404, a malformed id → 400, an unknown Patient → 404', async () => {

@@ -39,7 +39,10 @@ describe('FHIR route order (e2e)', () => {
     const shadowed: string[] = [];
     routes.forEach((layer, index) => {
       const route = layer.route!;
-      const path = route.path.replace(/:(\w+)/g, (_m, name: string) => SAMPLE[name] ?? `p-${name}`);
+      // `\*` is a literal `*` in a path (path-to-regexp 8), as in `/{v}/Patient/{id}/*`
+      const path = route.path
+        .replace(/:(\w+)/g, (_m, name: string) => SAMPLE[name] ?? `p-${name}`)
+        .replace(/\\(.)/g, '$1');
       for (const method of Object.keys(route.methods)) {
         const first = routes.findIndex((other) => other.route!.methods[method] && other.match(path));
         if (first !== index)

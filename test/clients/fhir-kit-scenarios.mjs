@@ -164,7 +164,8 @@ await scenario('compartment search and POST $everything (the client defaults)', 
     code: { text: `kit-${stamp}` },
     subject: { reference: `Patient/${subject}` },
   });
-  for (let i = 0; i < 3; i++) await client.create({ resourceType: 'Observation', body: observation(owner.id) });
+  for (let i = 0; i < 3; i++)
+    await client.create({ resourceType: 'Observation', body: observation(owner.id) });
   await client.create({ resourceType: 'Observation', body: observation(stranger.id) });
   const compartment = await client.compartmentSearch({
     resourceType: 'Observation',
@@ -174,11 +175,27 @@ await scenario('compartment search and POST $everything (the client defaults)', 
   check(compartment.total === 3, `3 Observations in the compartment (total ${compartment.total})`);
   const next = await client.nextPage({ bundle: compartment });
   check(next && next.entry.length === 1, 'the second page holds the third');
+  // the POST form (`postSearch`): POST Patient/{id}/Observation/_search with a form body
+  const posted = await client.compartmentSearch({
+    resourceType: 'Observation',
+    compartment: { resourceType: 'Patient', id: owner.id },
+    searchParams: { _count: 2 },
+    options: { postSearch: true },
+  });
+  check(
+    posted.total === 3 && posted.entry.length === 2,
+    `POST form: 3 in total, 2 on the page (${posted.total})`,
+  );
+  const postedNext = await client.nextPage({ bundle: posted });
+  check(postedNext && postedNext.entry.length === 1, 'POST form: the second page holds the third');
   const everything = await client.operation({ name: '$everything', resourceType: 'Patient', id: owner.id });
   bodies.everything = everything;
   const keys = everything.entry.map((e) => `${e.resource.resourceType}/${e.resource.id}`);
   check(keys.includes(`Patient/${owner.id}`), 'the Patient is in its $everything');
-  check(keys.filter((k) => k.startsWith('Observation/')).length === 3, 'its 3 Observations, not the stranger\'s');
+  check(
+    keys.filter((k) => k.startsWith('Observation/')).length === 3,
+    "its 3 Observations, not the stranger's",
+  );
 });
 
 await scenario('smartAuthMetadata and capabilityStatement', async () => {

@@ -137,6 +137,8 @@ export class CapabilityService {
       searchRevInclude: includes ? revIncludeOf : undefined,
       commonSearchParams: this.settings.fullText ? [CONTENT_PARAM, ...RESULT_PARAMS] : RESULT_PARAMS,
       operations: operationsOf(this.operations.list(), version, baseUrl),
+      // compartment search (GET …/{type}, POST …/{type}/_search, GET …/*) serves Patient only
+      compartments: ['http://hl7.org/fhir/CompartmentDefinition/patient'],
       instantiates: [BULK_DATA_IG],
       security: {
         tokenUrl: tokenEndpoint(this.settings),

@@ -45,6 +45,8 @@ export interface CapabilityInput {
   /** Parameters every search takes (`_count`, `_sort` …), listed once at the rest level. */
   commonSearchParams?: readonly CapabilitySearchParam[];
   operations: readonly CapabilityOperation[];
+  /** Compartments served for compartment search: canonical URLs of their CompartmentDefinitions. */
+  compartments?: readonly string[];
   /** Canonical CapabilityStatements this server implements (the Bulk Data IG's), R4/STU3. */
   instantiates?: readonly string[];
   security?: CapabilitySecurity;
@@ -104,6 +106,8 @@ export function buildCapabilityStatement(input: CapabilityInput): Record<string,
       ? input.operations.filter((op) => op.types.length === 0)
       : input.operations.filter((op, i, all) => all.findIndex((o) => o.name === op.name) === i);
   if (systemOperations.length > 0) rest.operation = systemOperations.map(operationEntry(version));
+  // rest.compartment: in every version (uri in DSTU2/STU3, canonical in R4)
+  if (nonEmpty(input.compartments)) rest.compartment = [...input.compartments];
   const statement: Record<string, unknown> = {
     resourceType: version === 'dstu2' ? 'Conformance' : 'CapabilityStatement',
     status: 'active',

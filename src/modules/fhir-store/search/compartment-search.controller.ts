@@ -1,5 +1,14 @@
-import { Controller, Get, Headers, Param } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Headers, Param, Post } from '@nestjs/common';
+import {
+  ApiBody,
+  ApiConsumes,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiResponse,
+  ApiTags,
+  ApiUnsupportedMediaTypeResponse,
+} from '@nestjs/swagger';
 import type { FhirVersion } from '@app/fhir';
 import { FhirIdParam, FhirSearchParams, FhirTypeParam, FhirVersionParam } from '../../../fhir-http';
 import type { SearchPairs } from '../../../fhir-http/search-pairs';
@@ -8,30 +17,86 @@ import type { TenantContext } from '../../../tenancy/tenant-context';
 import { PATIENT_ID, SEARCHSET, SearchQueryDocs, SearchRoute, TYPE } from './search.controller';
 import { SearchService } from './search.service';
 
+const COMPARTMENT = {
+  name: 'compartment',
+  description: 'the compartment: only Patient is served',
+  example: 'Patient',
+};
+const NO_PATIENT = { status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' };
+
 /**
- * Compartment search `GET /{v}/{compartment}/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch).
- * Its path is made only of parameters, so it is registered after every other FHIR route
- * (feature-modules.ts): operations such as `/{v}/{type}/{id}/$meta` must not be taken for a type.
+ * Compartment search in the three forms of https://hl7.org/fhir/R4/http.html#vsearch:
+ * `GET /{v}/{compartment}/{id}/{type}`, `POST /{v}/{compartment}/{id}/{type}/_search` (a form
+ * body merged after the query, as the type-level `_search`) and `GET /{v}/{compartment}/{id}/*`
+ * (every type of the compartment). Their paths are made of parameters, so they are registered
+ * after every other FHIR route (feature-modules.ts): operations such as `/{v}/{type}/{id}/$meta`
+ * must not be taken for a type; the literal `*` comes before `:type`.
  */
 @ApiTags('FHIR search')
 @Controller()
 export class CompartmentSearchController {
   constructor(private readonly searches: SearchService) {}
 
+  @Get(':version/:compartment/:id/\\*')
+  @SearchRoute()
+  @ApiParam(COMPARTMENT)
+  @ApiParam(PATIENT_ID)
+  @ApiOperation({
+    summary:
+      'compartment search over every type of the Patient compartment (`_type` narrows it), the patient included',
+  })
+  @SearchQueryDocs()
+  @ApiOkResponse(SEARCHSET)
+  @ApiResponse(NO_PATIENT)
+  searchWholeCompartment(
+    @Tenant() ctx: TenantContext,
+    @FhirVersionParam() version: FhirVersion,
+    @Param('compartment') compartment: string,
+    @FhirIdParam() id: string,
+    @FhirSearchParams() params: SearchPairs,
+    @Headers('prefer') prefer: string | undefined,
+  ) {
+    return this.searches.compartmentSearch(ctx, version, compartment, id, undefined, params, prefer);
+  }
+
   @Get(':version/:compartment/:id/:type')
   @SearchRoute()
-  @ApiParam({
-    name: 'compartment',
-    description: 'the compartment: only Patient is served',
-    example: 'Patient',
-  })
+  @ApiParam(COMPARTMENT)
   @ApiParam(PATIENT_ID)
   @ApiParam(TYPE)
   @ApiOperation({ summary: 'compartment search: the type-level search within the Patient compartment' })
   @SearchQueryDocs()
   @ApiOkResponse(SEARCHSET)
-  @ApiResponse({ status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' })
+  @ApiResponse(NO_PATIENT)
   searchCompartment(
+    @Tenant() ctx: TenantContext,
+    @FhirVersionParam() version: FhirVersion,
+    @Param('compartment') compartment: string,
+    @FhirIdParam() id: string,
+    @FhirTypeParam() type: string,
+    @FhirSearchParams() params: SearchPairs,
+    @Headers('prefer') prefer: string | undefined,
+  ) {
+    return this.searches.compartmentSearch(ctx, version, compartment, id, type, params, prefer);
+  }
+
+  @Post(':version/:compartment/:id/:type/_search')
+  @SearchRoute({ kind: 'read' })
+  @ApiParam(COMPARTMENT)
+  @ApiParam(PATIENT_ID)
+  @ApiParam(TYPE)
+  @ApiOperation({
+    summary: 'compartment search with the parameters in a form body (merged after the query string)',
+  })
+  @ApiConsumes('application/x-www-form-urlencoded')
+  @ApiBody({
+    description: 'search parameters as a form',
+    schema: { type: 'object', additionalProperties: { type: 'string' } },
+  })
+  @ApiOkResponse(SEARCHSET)
+  @ApiResponse(NO_PATIENT)
+  @ApiUnsupportedMediaTypeResponse({ description: 'the body is not application/x-www-form-urlencoded' })
+  searchCompartmentPost(
     @Tenant() ctx: TenantContext,
     @FhirVersionParam() version: FhirVersion,
     @Param('compartment') compartment: string,

@@ -1,5 +1,9 @@
 import { OperationOutcomeError } from '@app/fhir';
-import { anyPatientCompartmentFilter, compartmentSearchFilter } from './patient-compartment';
+import {
+  allTypesCompartmentFilter,
+  anyPatientCompartmentFilter,
+  compartmentSearchFilter,
+} from './patient-compartment';
 
 const BASE = 'http://fhir.test';
 
@@ -47,6 +51,23 @@ describe('compartment search', () => {
     const outside = refused(() => compartmentSearchFilter('r4', 'Patient', 'x', 'Practitioner', BASE));
     expect(outside.status).toBe(400);
     expect(outside.message).toContain('Patient compartment');
+  });
+
+  it('Patient/{id}/*: the patient, and each type held to its own compartment parameters', () => {
+    const filter = allTypesCompartmentFilter('r4', 'Patient', 'p1', BASE) as any;
+    expect(filter.$or[0]).toEqual({ t: 'Patient', id: 'p1' });
+    const groups: any[] = filter.$or[1].$or;
+    const groupOf = (type: string) => groups.filter((g) => g.$expr.$in[1].includes(type));
+    // every type in exactly one group
+    expect(groupOf('Observation')).toHaveLength(1);
+    expect(groupOf('Practitioner')).toHaveLength(0);
+    const observation: string[] = groupOf('Observation')[0]['idx.ref'].$in;
+    expect(observation).toEqual(expect.arrayContaining(['subject|Patient/p1', 'performer|Patient/p1']));
+    // Observation has no `patient`-only list of its own: `author` is another type's parameter
+    expect(observation).not.toContain('author|Patient/p1');
+    // the outer $in is the union, so the reference index bounds the whole search
+    expect(filter.$or[1]['idx.ref'].$in).toEqual(expect.arrayContaining(observation));
+    expect(refused(() => allTypesCompartmentFilter('r4', 'Encounter', 'e1', BASE)).status).toBe(400);
   });
 
   it('type-level $everything: every Patient, and resources whose compartment parameters reference one', () => {

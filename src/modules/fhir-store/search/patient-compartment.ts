@@ -71,19 +71,8 @@ export function typeAmong(types: readonly string[]): Filter {
 /** The compartments FHIR defines (https://hl7.org/fhir/R4/compartmentdefinition.html). */
 export const COMPARTMENT_TYPES = ['Patient', 'Encounter', 'RelatedPerson', 'Practitioner', 'Device'];
 
-/**
- * The resources of `type` in the compartment of Patient/{id}, for a compartment search
- * `GET /{v}/Patient/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch): one of the type's
- * compartment parameters references the patient; for Patient, the patient itself too. Only the
- * Patient compartment is served: the others answer 400 (docs/api.md).
- */
-export function compartmentSearchFilter(
-  version: FhirVersion,
-  compartment: string,
-  patientId: string,
-  type: string,
-  serviceBase: string,
-): Filter {
+/** Only the Patient compartment is served: another compartment or a type that is none → 400. */
+function checkCompartment(version: FhirVersion, compartment: string): void {
   if (!isResourceType(version, compartment)) {
     throw OperationOutcomeError.notFound(
       `unknown resource type "${compartment}" in ${version.toUpperCase()}`,
@@ -98,6 +87,22 @@ export function compartmentSearchFilter(
       { status: 400 },
     );
   }
+}
+
+/**
+ * The resources of `type` in the compartment of Patient/{id}, for a compartment search
+ * `GET /{v}/Patient/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch): one of the type's
+ * compartment parameters references the patient; for Patient, the patient itself too. Only the
+ * Patient compartment is served: the others answer 400 (docs/api.md).
+ */
+export function compartmentSearchFilter(
+  version: FhirVersion,
+  compartment: string,
+  patientId: string,
+  type: string,
+  serviceBase: string,
+): Filter {
+  checkCompartment(version, compartment);
   const params = patientCompartmentParams(version, type);
   if (params.length === 0) {
     throw OperationOutcomeError.invalid(
@@ -109,6 +114,50 @@ export function compartmentSearchFilter(
     'idx.ref': { $in: params.flatMap((param) => references.map((reference) => `${param}|${reference}`)) },
   };
   return type === 'Patient' ? { $or: [{ id: patientId }, referencing] } : referencing;
+}
+
+const allTypesGroups = new Map<FhirVersion, Array<{ types: string[]; params: string[] }>>();
+
+/** The compartment types of the version grouped by their exact list of compartment parameters. */
+function typesByParams(version: FhirVersion): Array<{ types: string[]; params: string[] }> {
+  let groups = allTypesGroups.get(version);
+  if (!groups) {
+    const byKey = new Map<string, { types: string[]; params: string[] }>();
+    for (const type of compartmentTypes(version).types) {
+      const params = [...patientCompartmentParams(version, type)].sort();
+      const key = params.join(',');
+      const group = byKey.get(key) ?? { types: [], params };
+      group.types.push(type);
+      byKey.set(key, group);
+    }
+    groups = [...byKey.values()];
+    allTypesGroups.set(version, groups);
+  }
+  return groups;
+}
+
+/**
+ * `GET /{v}/Patient/{id}/*` (https://hl7.org/fhir/R4/http.html#vsearch): every resource of the
+ * compartment of Patient/{id}, the patient itself included (as `Patient/{id}/Patient`). Unlike
+ * `compartmentFilter`, each type is held to its own compartment parameters: the types are grouped
+ * by their parameter list (a few dozen groups), all under one `$in` on the reference index.
+ */
+export function allTypesCompartmentFilter(
+  version: FhirVersion,
+  compartment: string,
+  patientId: string,
+  serviceBase: string,
+): Filter {
+  checkCompartment(version, compartment);
+  const references = [`Patient/${patientId}`, `${serviceBase}/${version}/Patient/${patientId}`];
+  const refsOf = (params: readonly string[]) =>
+    params.flatMap((param) => references.map((reference) => `${param}|${reference}`));
+  const groups = typesByParams(version);
+  const referencing: Filter = {
+    'idx.ref': { $in: refsOf(compartmentTypes(version).params) },
+    $or: groups.map((group) => ({ 'idx.ref': { $in: refsOf(group.params) }, ...typeAmong(group.types) })),
+  };
+  return { $or: [{ t: 'Patient', id: patientId }, referencing] };
 }
 
 /**

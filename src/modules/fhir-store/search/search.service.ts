@@ -18,7 +18,7 @@ import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
 import { chargeUnserved, entriesWithinBudget } from '../../../storage/page-budget';
 import { IncludeResolver } from './include-resolver';
-import { compartmentSearchFilter } from './patient-compartment';
+import { allTypesCompartmentFilter, compartmentSearchFilter } from './patient-compartment';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
 import {
   asOutcomeError,
@@ -59,25 +59,30 @@ export class SearchService {
   }
 
   /**
-   * Compartment search `GET /{v}/{compartment}/{id}/{type}` (https://hl7.org/fhir/R4/http.html#vsearch):
-   * the type-level search restricted to the compartment, with its own paging links. The Patient
-   * must exist in the caller's scope (404 otherwise, as `$everything`).
+   * Compartment search (https://hl7.org/fhir/R4/http.html#vsearch) `GET /{v}/{compartment}/{id}/{type}`
+   * and `POST …/{type}/_search`: the type-level search restricted to the compartment, with its own
+   * paging links; `type` undefined (`GET /{v}/{compartment}/{id}/*`): the system-level search
+   * (`_type` narrows it) over every type of the compartment. The Patient must exist in the
+   * caller's scope (404 otherwise, as `$everything`).
    */
   async compartmentSearch(
     ctx: TenantContext,
     version: FhirVersion,
     compartment: string,
     id: string,
-    type: string,
+    type: string | undefined,
     pairs: SearchPairs,
     prefer?: string,
   ): Promise<FhirReply> {
     const base = this.settings.urls.base;
-    const restriction = compartmentSearchFilter(version, compartment, id, type, base);
+    const restriction =
+      type === undefined
+        ? allTypesCompartmentFilter(version, compartment, id, base)
+        : compartmentSearchFilter(version, compartment, id, type, base);
     const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id }]);
     if (!patient) throw OperationOutcomeError.notFound(`Patient/${id} is not known`);
     return this.search(ctx, version, type, pairs, prefer, {
-      within: { url: `${base}/${version}/${compartment}/${id}/${type}`, filter: restriction },
+      within: { url: `${base}/${version}/${compartment}/${id}/${type ?? '*'}`, filter: restriction },
     });
   }
 

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerClientCommands } from '../modules/auth/clients/client.cli';
+import { registerMemberSignInCommand } from '../modules/auth/member-federation/member-sign-in.cli';
 import { registerDirectoryCommands } from '../modules/directory/directory.cli';
 import { registerStoreCommands } from '../modules/fhir-store/store.command';
 import { registerReindexCommand } from '../modules/fhir-store/search/reindex.command';
@@ -12,6 +13,7 @@ export type CommandRegistrar = (program: Command) => void;
 
 export const COMMAND_REGISTRARS: CommandRegistrar[] = [
   registerClientCommands,
+  registerMemberSignInCommand,
   registerDirectoryCommands,
   registerStoreCommands,
   registerReindexCommand,

@@ -5,6 +5,7 @@ import { TenancyModule } from '../tenancy/tenancy.module';
 import { AuthModule } from './auth/auth.module';
 import { AuthIdentityLookup } from './auth/identity-lookup.provider';
 import { UsersModule } from './users/users.module';
+import { MemberFederationModule } from './auth/member-federation/member-federation.module';
 import { DirectoryModule } from './directory/directory.module';
 import { FhirOperationsModule } from './fhir-operations/fhir-operations.module';
 import { FhirRoutesModule } from './fhir-routes.module';
@@ -20,6 +21,7 @@ export const FEATURE_MODULES: Array<Type | DynamicModule> = [
   TenancyModule.register({ imports: [AuthModule, UsersModule], lookup: AuthIdentityLookup }),
   AuthModule,
   UsersModule,
+  MemberFederationModule,
   DirectoryModule,
   FhirOperationsModule,
   FhirRoutesModule,

@@ -1,4 +1,5 @@
 import { Prop, Schema, SchemaFactory } from '@nestjs/mongoose';
+import type { MemberSignInDoc, MemberSignInView } from '../member-federation/member-sign-in';
 
 /** Programs a client may enable (the operator CLI; docs/api.md §4). */
 export const PROGRAMS = ['patient-access', 'epa', 'provider-access', 'p2p'] as const;
@@ -29,6 +30,10 @@ export class ClientDoc {
 
   @Prop({ type: Date, required: true })
   created!: Date;
+
+  /** A health plan: how its members sign in for SMART App Launch; absent: the built-in sign-in. */
+  @Prop({ type: Object, required: false })
+  member_sign_in?: MemberSignInDoc;
 }
 
 export const ClientSchema = SchemaFactory.createForClass(ClientDoc);
@@ -42,4 +47,6 @@ export interface ClientRecord {
   programs: Program[];
   disabled: boolean;
   created: Date;
+  /** How the client's members sign in when it is a health plan (no secret of the provider here). */
+  memberSignIn: MemberSignInView;
 }

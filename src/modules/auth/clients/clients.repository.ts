@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { Model } from 'mongoose';
+import { MemberSignInDoc, viewOfMemberSignIn } from '../member-federation/member-sign-in';
 import { ClientDoc, ClientRecord } from './client.schema';
 
 /**
@@ -39,6 +40,17 @@ export class ClientsRepository {
     return r.matchedCount === 1;
   }
 
+  async setMemberSignIn(clientId: string, signIn: MemberSignInDoc): Promise<boolean> {
+    const r = await this.model.updateOne({ _id: clientId }, { $set: { member_sign_in: signIn } }).exec();
+    return r.matchedCount === 1;
+  }
+
+  /** The plan's sign-in settings with the provider's client secret (federation only); null: no client. */
+  async findMemberSignIn(clientId: string): Promise<MemberSignInDoc | null> {
+    const doc = await this.model.findOne({ _id: clientId }, { member_sign_in: 1 }).lean().exec();
+    return doc ? (doc.member_sign_in ?? { mode: 'builtin' }) : null;
+  }
+
   async setDisabled(clientId: string, disabled: boolean): Promise<boolean> {
     const r = await this.model.updateOne({ _id: clientId }, { $set: { disabled } }).exec();
     return r.matchedCount === 1;
@@ -53,5 +65,6 @@ function toRecord(doc: ClientDoc): ClientRecord {
     programs: doc.programs ?? [],
     disabled: doc.disabled === true,
     created: doc.created,
+    memberSignIn: viewOfMemberSignIn(doc.member_sign_in),
   };
 }

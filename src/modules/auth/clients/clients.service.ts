@@ -1,5 +1,6 @@
 import { BadRequestException, ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { TtlCache } from '../ttl-cache';
+import type { MemberSignInDoc } from '../member-federation/member-sign-in';
 import { ClientRecord, Program, PROGRAMS } from './client.schema';
 import { ClientsRepository } from './clients.repository';
 import { hashSecret, newClientId, newSecret, sha256, verifySecret } from './secret-hash';
@@ -119,6 +120,19 @@ export class ClientsService {
     return stripHash((await this.repo.findWithHash(clientId))!);
   }
 
+  /** How a health plan's members sign in (member-federation/member-sign-in.ts checked the settings). */
+  async setMemberSignIn(clientId: string, signIn: MemberSignInDoc): Promise<ClientRecord> {
+    if (!(await this.repo.setMemberSignIn(clientId, signIn)))
+      throw new NotFoundException(`no client ${clientId}`);
+    this.invalidate(clientId);
+    return stripHash((await this.repo.findWithHash(clientId))!);
+  }
+
+  /** The plan's sign-in settings including the provider's client secret: for the federation only. */
+  memberSignInWithSecret(clientId: string): Promise<MemberSignInDoc | null> {
+    return this.repo.findMemberSignIn(clientId);
+  }
+
   private invalidate(clientId: string): void {
     this.verified.deletePrefix(`${clientId}\0`);
     this.byId.delete(clientId);
@@ -169,5 +183,6 @@ function stripHash(c: ClientRecord & { secretHash?: string }): ClientRecord {
     programs: c.programs,
     disabled: c.disabled,
     created: c.created,
+    memberSignIn: c.memberSignIn,
   };
 }

@@ -8,7 +8,7 @@ import { KnownCredentials } from './admission/known-credentials';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
 import { fhirBodyGuard, verifyUtf8 } from './common/body-hygiene';
 import { answerParserErrors, cacheControl, urlLengthLimit } from './common/response-hygiene';
-import { isFhirRoute } from './common/fhir-routes';
+import { isFhirPath } from './fhir-http/fhir-route-state';
 import { Settings } from './config/settings';
 import { requestIdMiddleware } from './logging/logging.module';
 
@@ -66,7 +66,7 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   const origins = new Set(settings.fhirCorsOrigins);
   app.use((req: any, res: any, next: any) => {
     const origin = req.headers.origin as string | undefined;
-    if (origin && isFhirRoute(req.path) && (origins.has(origin) || origins.has('*'))) {
+    if (origin && isFhirPath(req.path) && (origins.has(origin) || origins.has('*'))) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Vary', 'Origin');
       res.setHeader(

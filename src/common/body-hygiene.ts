@@ -2,7 +2,7 @@ import { isUtf8 } from 'buffer';
 import type { IncomingMessage } from 'http';
 import type { NextFunction, Request, Response } from 'express';
 import { OperationOutcomeError } from '@app/fhir';
-import { isFhirRoute } from './fhir-routes';
+import { isFhirPath } from '../fhir-http/fhir-route-state';
 
 /**
  * Body checks that hold for every request before any route sees it (docs/security.md):
@@ -165,7 +165,7 @@ export function badNodeError(
 export function fhirBodyGuard(limits: ResourceLimits) {
   return (req: Request, _res: Response, next: NextFunction): void => {
     const body: unknown = req.body;
-    if (body === null || typeof body !== 'object' || Array.isArray(body) || !isFhirRoute(req.path))
+    if (body === null || typeof body !== 'object' || Array.isArray(body) || !isFhirPath(req.path))
       return next();
     for (const [path, bytes] of resourceSizes(req, body as Record<string, unknown>)) {
       if (bytes > limits.maxResourceBytes) return next(tooLargeError(path, bytes, limits.maxResourceBytes));

@@ -1,5 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { IssueCode, OperationOutcomeError } from '@app/fhir';
+import { isDuplicateKey } from '../storage/duplicate-key';
 
 /** The one place that turns anything thrown into (status, FHIR issue code, message, headers). */
 export interface MappedError {
@@ -149,7 +150,7 @@ export function mapError(err: unknown): MappedError {
         'the database closed a cursor before this request had read it to the end; retry',
       );
     }
-    if (e.code === 11000) {
+    if (isDuplicateKey(e)) {
       return {
         status: 409,
         code: 'duplicate',

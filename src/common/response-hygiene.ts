@@ -3,7 +3,7 @@ import type { Socket } from 'net';
 import { HttpException } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { fhirJsonType, parseFhirVersion } from '@app/fhir';
-import { isFhirRoute } from './fhir-routes';
+import { isFhirPath } from '../fhir-http/fhir-route-state';
 
 /** Routes whose answers carry a token, a code or a secret (docs/api.md §3, §4). */
 const CREDENTIAL_ROUTE = /^\/(?:user-management\/|oauth2\/|auth\/realms\/)/i;
@@ -19,7 +19,7 @@ export function cacheControl(req: Request, res: Response, next: NextFunction): v
   if (CREDENTIAL_ROUTE.test(req.path) || EXPORT_LINKS.test(req.path)) {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Pragma', 'no-cache');
-  } else if (isFhirRoute(req.path)) {
+  } else if (isFhirPath(req.path)) {
     res.setHeader('Cache-Control', 'private');
   }
   next();
@@ -70,7 +70,7 @@ export function answerParserErrors(server: Server, maxUrlLength: number): void {
       [status, reason, message] = [408, 'Request Timeout', 'the request was not received in time'];
     }
     const fhirPath = path.split('?')[0];
-    const fhir = isFhirRoute(fhirPath);
+    const fhir = isFhirPath(fhirPath);
     // each version's own media type (DSTU2: application/json+fhir, https://hl7.org/fhir/DSTU2/http.html#mime-type)
     const fhirType = fhirJsonType(parseFhirVersion(fhirPath.split('/')[1] ?? '') ?? 'r4');
     const body = fhir

@@ -5,6 +5,7 @@ import type { Connection, mongo } from 'mongoose';
 import type { FhirVersion } from '@app/fhir';
 import { ensureIndexes } from '../database/ensure-indexes';
 import type { TenantContext } from '../tenancy/tenant-context';
+import { isDuplicateKey } from './duplicate-key';
 
 /**
  * `conditional_keys`: one document per (version, client, user, type, normalized criteria) of a
@@ -26,7 +27,6 @@ export interface ConditionalKeyDoc {
   at: Date;
 }
 
-const DUPLICATE_KEY = 11000;
 /** Keys are only needed for the moments of a race; the engine removes them after an hour. */
 const KEY_TTL_SECONDS = 3600;
 
@@ -65,7 +65,7 @@ export class ConditionalKeysRepository implements OnModuleInit {
       await this.keys.insertOne({ _id: key, c: ctx.clientId, u: ctx.userId ?? -1, rk, at: new Date() });
       return true;
     } catch (error) {
-      if ((error as { code?: number }).code === DUPLICATE_KEY) return false;
+      if (isDuplicateKey(error)) return false;
       throw error;
     }
   }

@@ -1,5 +1,6 @@
 import type { mongo } from 'mongoose';
 import { TenantContext, tenantFilter, type TenantFilter } from '../tenancy/tenant-context';
+import { isDuplicateKey } from './duplicate-key';
 
 // The driver types of the driver Mongoose runs (it may differ from a top-level `mongodb`).
 type Collection<T extends mongo.Document> = mongo.Collection<T>;
@@ -125,9 +126,6 @@ export class ScopedCollection<T extends TenantDocument> {
   }
 }
 
-/** MongoDB's duplicate key error code (DocumentDB answers the same). */
-export const DUPLICATE_KEY = 11000;
-
 /** Indexes of the documents whose `_id` existed already; every other one was inserted. */
 export async function insertIgnoringDuplicates<T extends { _id: string }>(
   collection: Collection<T>,
@@ -140,7 +138,7 @@ export async function insertIgnoringDuplicates<T extends { _id: string }>(
   } catch (error) {
     const writeErrors = (error as mongo.MongoBulkWriteError).writeErrors;
     const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
-    if (list.length === 0 || list.some((e) => e.code !== DUPLICATE_KEY)) throw error;
+    if (list.length === 0 || list.some((e) => !isDuplicateKey(e))) throw error;
     return list.map((e) => e.index);
   }
 }

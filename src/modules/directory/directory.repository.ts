@@ -17,6 +17,7 @@ import type { IndexedEntry } from './directory-memory-index';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import { LONG_CURSOR } from '../../database/ensure-indexes';
+import { isDuplicateKey } from '../../storage/duplicate-key';
 
 /** The one document of `directory_meta`: its `v` moves after every write to the directory. */
 const VERSION_ID = 'version';
@@ -92,8 +93,8 @@ export class DirectoryRepository {
       await this.bumpVersion();
       const err = e as { code?: number; insertedCount?: number; writeErrors?: { code?: number }[] };
       const writeErrors = err.writeErrors ?? [];
-      const onlyDuplicates = writeErrors.length > 0 && writeErrors.every((w) => w.code === 11000);
-      if (!onlyDuplicates && err.code !== 11000) throw e;
+      const onlyDuplicates = writeErrors.length > 0 && writeErrors.every(isDuplicateKey);
+      if (!onlyDuplicates && !isDuplicateKey(err)) throw e;
       return err.insertedCount ?? inputs.length - writeErrors.length;
     }
   }
@@ -150,7 +151,7 @@ export class DirectoryRepository {
     const bump = () =>
       this.meta().updateOne({ _id: VERSION_ID as any }, { $inc: { v: 1 } }, { upsert: true, ...NO_DEADLINE });
     // two first bumps racing to create the document: one gets a duplicate key; it bumps again
-    await bump().catch((e: { code?: number }) => (e.code === 11000 ? bump() : Promise.reject(e)));
+    await bump().catch((e: unknown) => (isDuplicateKey(e) ? bump() : Promise.reject(e)));
   }
 
   /** Every active entry with its words, or null when there are more than `max`. */

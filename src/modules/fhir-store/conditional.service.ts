@@ -3,7 +3,7 @@ import { newResourceId, OperationOutcomeError, type FhirVersion } from '@app/fhi
 import { conditionKey, ConditionalKeysRepository } from '../../storage/conditional-keys.repository';
 import { ResourceRepository } from '../../storage/resource.repository';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import type { FhirReply } from './fhir-reply';
+import type { FhirReply } from '../../fhir-http/fhir-reply';
 import { FhirStoreService } from './fhir-store.service';
 import { assertPatchable, PatchService, type PatchDocument } from './patch.service';
 import { isLenientHandling } from './prefer';

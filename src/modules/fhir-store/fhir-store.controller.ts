@@ -51,7 +51,7 @@ const RESOURCE_BODY = {
 
 /**
  * FHIR REST interactions (https://hl7.org/fhir/R4/http.html). Its generic paths come after every
- * specific FHIR path (src/modules/fhir-store/fhir-controllers.ts).
+ * specific FHIR path (`FHIR_CONTROLLERS` in src/modules/fhir-routes.module.ts).
  */
 @ApiTags('FHIR')
 @ApiParam(VERSION)

@@ -12,7 +12,7 @@ import { pagingParameter } from '../../common/paging-parameter';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import type { FhirReply } from './fhir-reply';
+import type { FhirReply } from '../../fhir-http/fhir-reply';
 import { applyReturnPreference } from './prefer';
 import { historyOf, type HistoryDoc, type ResourceDoc } from '../../storage/documents';
 import { ResourceRepository } from '../../storage/resource.repository';

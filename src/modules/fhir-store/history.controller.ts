@@ -30,8 +30,8 @@ function HistoryQueryDocs(): MethodDecorator & ClassDecorator {
 
 /**
  * History at instance, type and system level (https://hl7.org/fhir/R4/http.html#history). Comes
- * before search and the store (fhir-controllers.ts): `/{v}/_history` would be a type search there,
- * and `/{v}/{type}/_history` a read of the id `_history`.
+ * before search and the store (`FHIR_CONTROLLERS` in src/modules/fhir-routes.module.ts):
+ * `/{v}/_history` would be a type search there, and `/{v}/{type}/_history` a read of the id `_history`.
  */
 @ApiTags('FHIR')
 @ApiParam(VERSION)

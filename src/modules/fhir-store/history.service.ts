@@ -12,7 +12,7 @@ import {
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import type { FhirReply } from './fhir-reply';
+import type { FhirReply } from '../../fhir-http/fhir-reply';
 import { FhirStoreService, type QueryParams } from './fhir-store.service';
 import { HistoryRepository, type HistoryPage, type HistoryWindow } from '../../storage/history.repository';
 import { historyOf, type HistoryDoc } from '../../storage/documents';

@@ -8,7 +8,7 @@ import {
   type FhirVersion,
 } from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import type { FhirReply } from './fhir-reply';
+import type { FhirReply } from '../../fhir-http/fhir-reply';
 import { assertValid, FhirStoreService, ifMatchVersion } from './fhir-store.service';
 import { ResourceRepository } from '../../storage/resource.repository';
 import { ResourceWriter, type BundleWrites, type WrittenVersion } from './resource-writer';

@@ -1,5 +1,5 @@
 import { issue, operationOutcome } from '@app/fhir';
-import type { FhirReply } from './fhir-reply';
+import type { FhirReply } from '../../fhir-http/fhir-reply';
 
 /**
  * The `Prefer` header of the FHIR write interactions (https://hl7.org/fhir/R4/http.html#ops):

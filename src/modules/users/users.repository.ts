@@ -3,6 +3,7 @@ import { InjectModel } from '@nestjs/mongoose';
 import type { Model } from 'mongoose';
 import { ClientScope, clientFilter, TenantContext, tenantFilter } from '../../tenancy/tenant-context';
 import { CounterDoc, UserDoc, UserRecord } from './user.schema';
+import { isDuplicateKey } from '../../storage/duplicate-key';
 
 const SERVICE_USER_ID_COUNTER = 'service_user_id';
 
@@ -30,7 +31,7 @@ export class UsersRepository {
         .exec();
     // The very first upserts may race on the counter's _id; the loser retries as an update.
     const doc = await bump().catch((e: { code?: number }) => {
-      if (e.code === 11000) return bump();
+      if (isDuplicateKey(e)) return bump();
       throw e;
     });
     return doc.seq;

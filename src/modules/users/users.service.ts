@@ -15,11 +15,10 @@ import { RateLimitService } from '../auth/rate-limit/rate-limit.service';
 import { GrantService } from '../auth/tokens/grant.service';
 import { UserRecord } from './user.schema';
 import { UsersRepository } from './users.repository';
+import { isDuplicateKey } from '../../storage/duplicate-key';
 
 export const USER_EXISTS_MESSAGE = 'this user already exists';
 const MAX_PAGE = 500;
-/** MongoDB's duplicate key error code. */
-const DUPLICATE_KEY = 11000;
 
 export interface CreatedUser {
   service_user_id: number;
@@ -119,7 +118,7 @@ export class UsersService {
       renamed = await this.repo.rename(client, serviceUserId, newName);
     } catch (e) {
       // another user of the client holds the name: the unique (client, app_user_id) index refuses it
-      if ((e as { code?: number }).code === DUPLICATE_KEY) throw nameConflict(newName);
+      if (isDuplicateKey(e)) throw nameConflict(newName);
       throw e;
     }
     if (!renamed) throw new NotFoundException(`no user ${serviceUserId} in this client`);
@@ -157,7 +156,7 @@ export class UsersService {
         const serviceUserId = await this.repo.nextServiceUserId();
         return { user: await this.repo.insert(client, { serviceUserId, appUserId }), created: true };
       } catch (e) {
-        if ((e as { code?: number }).code !== DUPLICATE_KEY || attempt >= 10) throw e;
+        if (!isDuplicateKey(e) || attempt >= 10) throw e;
         const winner = await this.repo.findByAppUserId(client, appUserId);
         if (winner) return { user: winner, created: false };
       }

@@ -65,11 +65,6 @@ function stableJson(value: unknown): string {
  */
 export const ENGINE_BUDGET_MS = 1_000;
 
-export interface EngineBudget {
-  spentMs: number;
-  skipped: number;
-}
-
 /** Terms that read the focus itself or the environment: an expression with one cannot be guarded. */
 const IMPLICIT_FOCUS = new Set([
   'FunctionInvocation',

@@ -2,8 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { Model } from 'mongoose';
 import { AssertionJtiDoc, ClientJwksDoc } from './backend-services.schemas';
-
-const DUPLICATE_KEY = 11000;
+import { isDuplicateKey } from '../../../storage/duplicate-key';
 
 /** The only code touching `client_jwks` and `client_assertion_jtis` (keyed by client_id). */
 @Injectable()
@@ -39,7 +38,7 @@ export class BackendServicesRepository {
       await this.jtis.create({ _id: `${clientId}|${jti}`, expiresAt });
       return true;
     } catch (error) {
-      if ((error as { code?: number }).code === DUPLICATE_KEY) return false;
+      if (isDuplicateKey(error)) return false;
       throw error;
     }
   }

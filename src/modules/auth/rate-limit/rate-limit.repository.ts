@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { Model } from 'mongoose';
 import { RateLimitDoc } from './rate-limit.schema';
+import { isDuplicateKey } from '../../../storage/duplicate-key';
 
 /** The only code touching `rate_limits`. Keys already carry the client id. */
 @Injectable()
@@ -14,7 +15,7 @@ export class RateLimitRepository {
       return await this.incrementOnce(key, expiresAt);
     } catch (e) {
       // Two first hits of a window may both try the upsert; the loser retries as an update.
-      if ((e as { code?: number }).code !== 11000) throw e;
+      if (!isDuplicateKey(e)) throw e;
       return this.incrementOnce(key, expiresAt);
     }
   }

@@ -12,7 +12,7 @@ import { INDEX_NAMES } from '../../../storage/search/search-indexes';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
-import type { FhirReply } from '../fhir-reply';
+import type { FhirReply } from '../../../fhir-http/fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository, type ResourceRef } from '../../../storage/resource.repository';
 import { searchIndexOf } from '../../../storage/search-indexing';

@@ -13,7 +13,7 @@ import { LAST_UPDATED_INDEX } from '../../../storage/indexes';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
-import type { FhirReply } from '../fhir-reply';
+import type { FhirReply } from '../../../fhir-http/fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
 import { chargeUnserved, entriesWithinBudget } from '../../../storage/page-budget';

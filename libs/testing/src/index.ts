@@ -4,3 +4,4 @@ export * from './server-process';
 export * from './cli-runner';
 export * from './outcome';
 export * from './paging';
+export * from './event-loop';

@@ -1,4 +1,4 @@
-import { SaxesParser, type SaxesTagNS } from 'saxes';
+import { SaxesParser, type SaxesTagPlain } from 'saxes';
 
 /**
  * Narrative XHTML rules (https://hl7.org/fhir/R4/narrative.html#xhtml, invariants txt-1 and txt-2):
@@ -81,52 +81,106 @@ export function checkNarrative(xhtml: string): NarrativeProblem | undefined {
   return analyseNarrative(xhtml).problem;
 }
 
+/**
+ * How deep a narrative's elements may nest. Real narratives (tables in lists in sections) stay well
+ * under a few dozen levels; the cap fails a hostile document at its first too-deep element.
+ */
+export const NARRATIVE_MAX_DEPTH = 200;
+
+/** Thrown from inside the parser to stop it at the depth cap (saxes rethrows handler errors). */
+class TooDeep extends Error {}
+
+const XML_NS = 'http://www.w3.org/XML/1998/namespace';
+
+/** One open element: its local name and the namespace prefixes it declared (popped on close). */
+interface OpenElement {
+  readonly local: string;
+  readonly declared: readonly string[];
+}
+
+/**
+ * Namespaces are resolved here, not by saxes: its resolver walks every open element for each tag,
+ * which made a document of n nested elements cost n² (32,000 nested `<b>` held the event loop for
+ * half a minute). One stack of URIs per prefix answers each look-up in constant time, so the whole
+ * check is linear in the length of the div.
+ */
+class NamespaceScopes {
+  private readonly byPrefix = new Map<string, string[]>();
+
+  declare(prefix: string, uri: string): void {
+    const stack = this.byPrefix.get(prefix);
+    if (stack) stack.push(uri);
+    else this.byPrefix.set(prefix, [uri]);
+  }
+
+  undeclare(prefixes: readonly string[]): void {
+    for (const prefix of prefixes) this.byPrefix.get(prefix)?.pop();
+  }
+
+  resolve(prefix: string): string | undefined {
+    if (prefix === 'xml') return XML_NS;
+    const stack = this.byPrefix.get(prefix);
+    const uri = stack?.[stack.length - 1];
+    // `xmlns=""` undeclares the default namespace.
+    return uri === '' && prefix === '' ? undefined : uri;
+  }
+}
+
+function splitName(qualified: string): { prefix: string; local: string } {
+  const colon = qualified.indexOf(':');
+  return colon < 0
+    ? { prefix: '', local: qualified }
+    : { prefix: qualified.slice(0, colon), local: qualified.slice(colon + 1) };
+}
+
 function parseNarrative(xhtml: string): NarrativeAnalysis {
   const problems: NarrativeProblem[] = [];
   const targets = new Set<string>();
   const anchors = new Set<string>();
-  let depth = 0;
   let hasContent = false;
-  const stack: string[] = [];
+  const open: OpenElement[] = [];
+  const scopes = new NamespaceScopes();
   const fail = (message: string) => {
     if (problems.length === 0) problems.push({ rule: 'txt-1', message });
   };
-  const parser = new SaxesParser({ xmlns: true, position: false });
+  const parser = new SaxesParser({ xmlns: false, position: false });
   Object.assign(parser.ENTITIES, HTML_ENTITIES);
   parser.on('error', (error) => fail(`The narrative is not well-formed XHTML: ${error.message}`));
   parser.on('doctype', () => fail('A DOCTYPE is not allowed in a narrative'));
   parser.on('processinginstruction', () => fail('Processing instructions are not allowed in a narrative'));
-  parser.on('opentag', (tag: SaxesTagNS) => {
-    const name = tag.local;
-    if (depth === 0) {
+  parser.on('opentag', (tag: SaxesTagPlain) => {
+    if (open.length >= NARRATIVE_MAX_DEPTH) throw new TooDeep();
+    const declared: string[] = [];
+    for (const [name, value] of Object.entries(tag.attributes)) {
+      if (name === 'xmlns') declared.push('');
+      else if (name.startsWith('xmlns:')) declared.push(name.slice(6));
+      else continue;
+      scopes.declare(declared[declared.length - 1], value);
+    }
+    const { prefix, local: name } = splitName(tag.name);
+    const uri = scopes.resolve(prefix);
+    if (prefix !== '' && uri === undefined) fail(`Element '${tag.name}' uses an unbound namespace prefix`);
+    if (open.length === 0) {
       if (name !== 'div') fail(`The narrative's root element must be 'div', found '${tag.name}'`);
-      else if (tag.uri !== XHTML_NS) fail(`The narrative's div must be in the XHTML namespace ${XHTML_NS}`);
-    } else if (tag.uri !== XHTML_NS) {
+      else if (uri !== XHTML_NS) fail(`The narrative's div must be in the XHTML namespace ${XHTML_NS}`);
+    } else if (uri !== XHTML_NS) {
       fail(`Element '${tag.name}' is not in the XHTML namespace`);
     }
-    depth++;
     if (!ELEMENTS.has(name)) fail(`Element '${tag.name}' is not allowed in a narrative`);
-    if (stack[stack.length - 1] === 'p' && NOT_IN_PARAGRAPH.has(name))
+    if (open[open.length - 1]?.local === 'p' && NOT_IN_PARAGRAPH.has(name))
       fail(`Element '${name}' is not allowed inside 'p'`);
-    stack.push(name);
+    open.push({ local: name, declared });
     if (name === 'img') hasContent = true;
-    for (const attribute of Object.values(tag.attributes)) {
-      const qualified = attribute.prefix === 'xmlns' || attribute.name === 'xmlns' ? 'xmlns' : attribute.name;
-      if (!ANY_ELEMENT_ATTRIBUTES.has(qualified) && !ELEMENT_ATTRIBUTES.has(`${name}.${qualified}`)) {
-        fail(`Attribute '${attribute.name}' is not allowed on '${name}' in a narrative`);
-      } else if (
-        URL_ATTRIBUTES.has(qualified) &&
-        /^\s*(?:javascript|vbscript|data:text\/html)/i.test(attribute.value)
-      ) {
-        fail(`Attribute '${attribute.name}' must not hold a script URL`);
-      }
-      if ((qualified === 'href' || qualified === 'src') && attribute.value.startsWith('#'))
-        targets.add(attribute.value.slice(1));
-      if (qualified === 'id' || qualified === 'name') anchors.add(attribute.value);
+    for (const [attributeName, value] of Object.entries(tag.attributes)) {
+      checkAttribute(name, attributeName, value, scopes, fail);
+      if ((attributeName === 'href' || attributeName === 'src') && value.startsWith('#'))
+        targets.add(value.slice(1));
+      if (attributeName === 'id' || attributeName === 'name') anchors.add(value);
     }
   });
   parser.on('closetag', () => {
-    stack.pop();
+    const closed = open.pop();
+    if (closed) scopes.undeclare(closed.declared);
   });
   parser.on('text', (text) => {
     if (/\S/.test(text)) hasContent = true;
@@ -134,6 +188,13 @@ function parseNarrative(xhtml: string): NarrativeAnalysis {
   try {
     parser.write(xhtml).close();
   } catch (error) {
+    if (error instanceof TooDeep) {
+      const problem: NarrativeProblem = {
+        rule: 'txt-1',
+        message: `The narrative nests elements more than ${NARRATIVE_MAX_DEPTH} levels deep (the limit)`,
+      };
+      return { problem, fragments: [] };
+    }
     fail(`The narrative is not well-formed XHTML: ${(error as Error).message}`);
   }
   const fragments = [...targets].filter((target) => !anchors.has(target));
@@ -144,4 +205,23 @@ function parseNarrative(xhtml: string): NarrativeAnalysis {
       fragments,
     };
   return { fragments };
+}
+
+function checkAttribute(
+  element: string,
+  name: string,
+  value: string,
+  scopes: NamespaceScopes,
+  fail: (message: string) => void,
+): void {
+  const { prefix } = splitName(name);
+  const isDeclaration = name === 'xmlns' || prefix === 'xmlns';
+  if (!isDeclaration && prefix !== '' && scopes.resolve(prefix) === undefined)
+    fail(`Attribute '${name}' uses an unbound namespace prefix`);
+  const qualified = isDeclaration ? 'xmlns' : name;
+  if (!ANY_ELEMENT_ATTRIBUTES.has(qualified) && !ELEMENT_ATTRIBUTES.has(`${element}.${qualified}`)) {
+    fail(`Attribute '${name}' is not allowed on '${element}' in a narrative`);
+  } else if (URL_ATTRIBUTES.has(qualified) && /^\s*(?:javascript|vbscript|data:text\/html)/i.test(value)) {
+    fail(`Attribute '${name}' must not hold a script URL`);
+  }
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   bundleIntegrityProblems,
@@ -437,6 +438,11 @@ export class BundleService {
     }
     const body = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
     return {
+      // the resource read, or the searchset Bundle (which has no URL of its own)
+      fullUrl:
+        target.id === undefined
+          ? `urn:uuid:${randomUUID()}`
+          : `${this.settings.urls.base}/${version}/${type}/${target.id}`,
       resourceJson: body,
       response: { status: statusLine(reply.status), etag: reply.headers?.ETag },
     };

@@ -154,7 +154,7 @@ export class HistoryService {
     // STU3/DSTU2 bdl-4: entry.response only in batch/transaction responses (R4 adds history)
     if (version !== 'r4') for (const entry of entries) delete (entry as Partial<HistoryEntry>).response;
     const links = pagingLinks(url, kept, page);
-    return { status: 200, body: historyBundleJson({ total: page.total, links, entries }) };
+    return { status: 200, body: historyBundleJson(version, { total: page.total, links, entries }) };
   }
 
   private entry(version: FhirVersion, row: HistoryDoc): HistoryEntry {

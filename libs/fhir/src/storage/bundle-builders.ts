@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FhirVersion } from '../definitions/fhir-version';
 import { outcomeIn } from '../outcome/issue-codes';
 import type { OperationOutcome } from '../outcome/operation-outcome';
@@ -75,19 +76,29 @@ export interface HistoryEntry {
   response?: { status: string; etag: string; lastModified: string; outcome?: OperationOutcome };
 }
 
-export function historyBundleJson(input: {
-  total?: number;
-  links?: BundleLink[];
-  entries: readonly HistoryEntry[];
-}): string {
+export function historyBundleJson(
+  version: FhirVersion,
+  input: { total?: number; links?: BundleLink[]; entries: readonly HistoryEntry[] },
+): string {
   const entries = input.entries.map((entry) => {
-    const parts = [`"fullUrl":${JSON.stringify(entry.fullUrl)}`];
+    const parts: string[] = [];
+    if (fullUrlAllowed(version, entry.resourceJson !== undefined))
+      parts.push(`"fullUrl":${JSON.stringify(entry.fullUrl)}`);
     if (entry.resourceJson !== undefined) parts.push(`"resource":${entry.resourceJson}`);
     parts.push(`"request":${JSON.stringify(entry.request)}`);
     if (entry.response) parts.push(`"response":${JSON.stringify(entry.response)}`);
     return `{${parts.join(',')}}`;
   });
   return bundleJson('history', input, entries);
+}
+
+/**
+ * DSTU2 bdl-6 (https://hl7.org/fhir/DSTU2/bundle.html#invs): "The fullUrl element must be present
+ * when a resource is present, and not present otherwise". R4 and STU3 keep a fullUrl on an entry
+ * without resource (a delete in a history, a minimal transaction response): it says which resource.
+ */
+function fullUrlAllowed(version: FhirVersion, hasResource: boolean): boolean {
+  return version !== 'dstu2' || hasResource;
 }
 
 /**
@@ -132,8 +143,9 @@ export interface TransactionResponseEntry {
 }
 
 /**
- * DSTU2 has no `entry.response.outcome` (https://hl7.org/fhir/DSTU2/bundle.html): there the status
- * line alone says what happened. STU3 gets the issue codes it knows.
+ * DSTU2 has no `entry.response.outcome` (https://hl7.org/fhir/DSTU2/bundle.html): there the
+ * OperationOutcome of an entry that served no resource is the entry's resource, under a `urn:uuid:`
+ * fullUrl (bdl-6: a fullUrl exactly when a resource is there). STU3 gets the issue codes it knows.
  */
 export function transactionResponseJson(
   version: FhirVersion,
@@ -141,11 +153,18 @@ export function transactionResponseJson(
   entries: TransactionResponseEntry[],
 ): string {
   const parts = entries.map((entry) => {
-    const fields: string[] = [];
-    if (entry.fullUrl) fields.push(`"fullUrl":${JSON.stringify(entry.fullUrl)}`);
-    if (entry.resourceJson !== undefined) fields.push(`"resource":${entry.resourceJson}`);
-    else if (entry.resource !== undefined) fields.push(`"resource":${JSON.stringify(entry.resource)}`);
     const { outcome, ...response } = entry.response;
+    let { fullUrl, resource } = entry;
+    const served = entry.resourceJson !== undefined || resource !== undefined;
+    if (version === 'dstu2' && outcome && !served) {
+      resource = outcomeIn(version, outcome);
+      fullUrl = `urn:uuid:${randomUUID()}`;
+    }
+    const hasResource = entry.resourceJson !== undefined || resource !== undefined;
+    const fields: string[] = [];
+    if (fullUrl && fullUrlAllowed(version, hasResource)) fields.push(`"fullUrl":${JSON.stringify(fullUrl)}`);
+    if (entry.resourceJson !== undefined) fields.push(`"resource":${entry.resourceJson}`);
+    else if (resource !== undefined) fields.push(`"resource":${JSON.stringify(resource)}`);
     if (outcome && version !== 'dstu2')
       fields.push(`"response":${JSON.stringify({ ...response, outcome: outcomeIn(version, outcome) })}`);
     else fields.push(`"response":${JSON.stringify(response)}`);

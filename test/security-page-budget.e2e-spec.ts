@@ -226,6 +226,52 @@ describe('security: history pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => {
     );
   });
 
+  it('$everything reads only the JSON its page serves: 20 large Practitioners referenced by one Observation, _count=1 pages', async () => {
+    const practitioners = Array.from({ length: 20 }, (_, i) => `amp-pr-${String(i).padStart(2, '0')}`);
+    for (const id of practitioners) {
+      const text = {
+        status: 'generated',
+        div: `<div xmlns="http://www.w3.org/1999/xhtml">${'p'.repeat(15_000)}</div>`,
+      };
+      await put(`/r4/Practitioner/${id}`, { resourceType: 'Practitioner', id, text }).expect(201);
+    }
+    await put('/r4/Patient/amp', patientOf('amp', 'Amp', 100)).expect(201);
+    const obs = {
+      ...observation('amp-obs', 'amp', 'budget-amp'),
+      performer: practitioners.map((id) => ({ reference: `Practitioner/${id}` })),
+    };
+    await put('/r4/Observation/amp-obs', obs).expect(201);
+    const read = await jsonBytesReadDuring(t, () =>
+      request(t.server)
+        .get('/r4/Patient/amp/$everything?_count=1')
+        .set(bearer(alice.access_token))
+        .expect(200),
+    );
+    // before: every outside resource (20 × ~15 KB) was read to serve the first entry
+    // the Observation, the Patient, 20 Practitioners and the store's Provenance of the Observation
+    expect(read.result.body.total).toBe(23);
+    expect(read.result.body.entry).toHaveLength(1);
+    expect(read.bytes).toBeLessThanOrEqual(pageBytes(read.result.body) + 1000);
+    const later = await jsonBytesReadDuring(t, () =>
+      request(t.server)
+        .get('/r4/Patient/amp/$everything?_count=3&_skip=5')
+        .set(bearer(alice.access_token))
+        .expect(200),
+    );
+    // one ~15 KB Practitioner fits the 20 KB budget at a time: one entry, what was read is what is served
+    expect(later.result.body.entry.map((e: any) => e.resource.id)).toEqual(['amp-pr-03']);
+    expect(later.bytes).toBeLessThanOrEqual(pageBytes(later.result.body) + 1000);
+    const served = (await allPages('/r4/Patient/amp/$everything?_count=5')).flatMap((page) =>
+      page.entry.map((e: any) => `${e.resource.resourceType}/${e.resource.id}`),
+    );
+    expect(served).toEqual([
+      'Observation/amp-obs',
+      'Patient/amp',
+      ...practitioners.map((id) => `Practitioner/${id}`),
+      expect.stringMatching(/^Provenance\//),
+    ]);
+  });
+
   const postBundle = (bundle: Record<string, unknown>, prefer?: string) => {
     const req = request(t.server)
       .post('/r4')

@@ -2,10 +2,11 @@ import { OperationOutcomeError } from '@app/fhir';
 import type { Settings } from '../config/settings';
 import { ClientConcurrency } from './client-concurrency';
 
-function limiter(rate: number, concurrent = 16): ClientConcurrency {
+function limiter(rate: number, concurrent = 16, databaseMsPerSecond = 0): ClientConcurrency {
   return new ClientConcurrency({
     clientMaxConcurrentRequests: concurrent,
     clientResponseBytesPerSecond: rate,
+    clientDatabaseMsPerSecond: databaseMsPerSecond,
   } as Settings);
 }
 
@@ -132,6 +133,35 @@ describe('ClientConcurrency', () => {
       expect(retryAfter).toEqual(Array(4).fill('2'));
       jest.advanceTimersByTime(3000); // told 2 s; back once the share is full again
     }
+  });
+
+  it('database time is charged while another client is active: past its share the client waits (Retry-After from the debt), small answers or not', () => {
+    const alone = limiter(0, 16, 1000);
+    const lone = alone.acquire('c1');
+    lone.chargeDatabaseMs(5000); // alone on the server: nobody waits for the engine
+    lone.release();
+    expect(() => alone.acquire('c1')).not.toThrow();
+
+    const c = limiter(1_000_000, 16, 1000);
+    c.acquire('c2').release(); // c2 was active just now
+    const slot = c.acquire('c1');
+    slot.charge(100); // a small answer
+    slot.chargeDatabaseMs(1800);
+    slot.chargeDatabaseMs(1700); // 1000 of burst − 3500: 2500 ms in debt
+    slot.release();
+    const refused = refusal(() => c.acquire('c1'));
+    expect(refused).toMatchObject({ status: 429, retryAfter: '3' });
+    expect(refused.message).toMatch(/CLIENT_DATABASE_MS_PER_SECOND/);
+    expect(() => c.acquire('c2').release()).not.toThrow();
+    jest.setSystemTime(now + 2600);
+    expect(() => c.acquire('c1')).not.toThrow();
+
+    const off = limiter(0, 16, 0);
+    off.acquire('c2').release();
+    const unlimited = off.acquire('c1');
+    unlimited.chargeDatabaseMs(1e9);
+    unlimited.release();
+    expect(() => off.acquire('c1')).not.toThrow();
   });
 
   it('CLIENT_RESPONSE_BYTES_PER_SECOND=0 turns the byte share off', () => {

@@ -13,7 +13,17 @@ interface ByteShare {
   meanBytes: number;
 }
 
-/** Seconds of CLIENT_RESPONSE_BYTES_PER_SECOND a client may spend at once (its burst). */
+/**
+ * A client's share of database time: `ms` left at time `at` (negative: used ahead of its share).
+ * Database time is the wall time of the storage layer's commands for the client's requests
+ * (ScopedCollection), summed: commands run side by side count each.
+ */
+interface TimeShare {
+  ms: number;
+  at: number;
+}
+
+/** Seconds of CLIENT_RESPONSE_BYTES_PER_SECOND (and of CLIENT_DATABASE_MS_PER_SECOND) a client may spend at once (its burst). */
 const BURST_SECONDS = 1;
 /** Weight of the newest answer in the running mean size (exponential moving average). */
 const MEAN_WEIGHT = 0.25;
@@ -53,6 +63,12 @@ export interface ClientSlot {
    * client is active: its cost to the others is the engine's work, not only the bytes it is sent.
    */
   chargeUnservedReads(bytes: number): void;
+  /**
+   * Counts database time spent for the request against the client's database-time share
+   * (CLIENT_DATABASE_MS_PER_SECOND), while another client is active: queries that are slow but
+   * answer little hold the read lanes all the same, so they are refused (429) before they hold all.
+   */
+  chargeDatabaseMs(ms: number): void;
 }
 
 /**
@@ -74,6 +90,7 @@ export interface ClientSlot {
 export class ClientConcurrency {
   private readonly inFlight = new Map<string, number>();
   private readonly shares = new Map<string, ByteShare>();
+  private readonly databaseShares = new Map<string, TimeShare>();
   /** When each client last started or ended a request (ms). */
   private readonly lastActive = new Map<string, number>();
   private readonly refusals = new Map<string, Refusal>();
@@ -105,6 +122,13 @@ export class ClientConcurrency {
         if (rate <= 0 || bytes <= 0 || !this.othersActive(clientId, Date.now())) return;
         this.spend(clientId, bytes);
       },
+      chargeDatabaseMs: (ms) => {
+        if (this.settings.clientDatabaseMsPerSecond <= 0 || !(ms > 0)) return;
+        const now = Date.now();
+        if (!this.othersActive(clientId, now)) return;
+        this.databaseShares.set(clientId, { ms: this.databaseShareNow(clientId, now) - ms, at: now });
+        if (this.databaseShares.size > MAX_SHARES) this.forgetIdle(now);
+      },
       release: () => {
         if (released) return;
         released = true;
@@ -132,7 +156,8 @@ export class ClientConcurrency {
     this.lastActive.set(clientId, now);
     const atCap = (this.inFlight.get(clientId) ?? 0) >= limit && contended;
     const rate = this.settings.clientResponseBytesPerSecond;
-    if (!atCap && this.shareNow(clientId, now).bytes > 0) return undefined;
+    const databaseMs = this.databaseShareNow(clientId, now);
+    if (!atCap && this.shareNow(clientId, now).bytes > 0 && databaseMs > 0) return undefined;
     // a refusal window opens with a refusal and lasts its Retry-After; refusals within it are early
     const last = this.refusals.get(clientId);
     const open = last !== undefined && now < last.until ? last : undefined;
@@ -144,12 +169,23 @@ export class ClientConcurrency {
       this.spend(clientId, cost, undefined, now);
     }
     const debt = -this.shareNow(clientId, now).bytes;
-    const retryAfter = debt >= 0 && rate > 0 ? Math.max(1, Math.ceil(debt / rate)) : 1;
+    const databaseRate = this.settings.clientDatabaseMsPerSecond;
+    const databaseDebt = databaseRate > 0 && databaseMs <= 0 ? -databaseMs : undefined;
+    const retryAfter = Math.max(
+      debt >= 0 && rate > 0 ? Math.max(1, Math.ceil(debt / rate)) : 1,
+      databaseDebt === undefined ? 1 : Math.max(1, Math.ceil(databaseDebt / databaseRate)),
+    );
     this.refusals.set(
       clientId,
       open ? { until: open.until, early } : { until: now + retryAfter * 1000, early },
     );
     if (this.refusals.size > MAX_SHARES) this.forgetIdle(now);
+    if (databaseDebt !== undefined && !(debt >= 0 && rate > 0)) {
+      return throttled(
+        `this client used more than its share of ${databaseRate} ms of database time per second (CLIENT_DATABASE_MS_PER_SECOND); retry later`,
+        retryAfter,
+      );
+    }
     return debt >= 0 && rate > 0
       ? throttled(
           `this client was served more than its share of ${rate} response bytes per second (CLIENT_RESPONSE_BYTES_PER_SECOND); retry later`,
@@ -192,6 +228,18 @@ export class ClientConcurrency {
   private forgetIdle(now: number): void {
     for (const [clientId, share] of this.shares) if (now - share.at > 60_000) this.shares.delete(clientId);
     for (const [clientId, refusal] of this.refusals) if (refusal.until < now) this.refusals.delete(clientId);
+    for (const [clientId, share] of this.databaseShares)
+      if (now - share.at > 60_000) this.databaseShares.delete(clientId);
+  }
+
+  /** The client's database-time share now (ms): refilled at its rate, at most the burst. */
+  private databaseShareNow(clientId: string, now: number): number {
+    const rate = this.settings.clientDatabaseMsPerSecond;
+    if (!(rate > 0)) return Infinity;
+    const burst = rate * BURST_SECONDS;
+    const share = this.databaseShares.get(clientId);
+    if (!share) return burst;
+    return Math.min(burst, share.ms + (rate * Math.max(0, now - share.at)) / 1000);
   }
 
   /** The client's share now: refilled at the rate since it was last counted, at most the burst. */

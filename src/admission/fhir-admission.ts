@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import type { TenantContext } from '../tenancy/tenant-context';
 import { ClientConcurrency } from './client-concurrency';
 import { KnownCredentials } from './known-credentials';
 import { RequestAdmission } from './request-admission';
@@ -20,10 +21,14 @@ export class FhirAdmission {
 
   /**
    * `req`'s credentials were verified as `clientId`'s: the early refusal may know them from now on.
-   * Resolves, once the request may run, to the charge of the engine's reads it did not answer
-   * (TenantContext.chargeUnservedReads).
+   * Resolves, once the request may run, to the charges the storage layer makes for it: the engine's
+   * reads it did not answer and its database time (TenantContext.chargeUnservedReads, chargeDatabaseMs).
    */
-  async admit(clientId: string, req: Request, res: Response): Promise<(bytes: number) => void> {
+  async admit(
+    clientId: string,
+    req: Request,
+    res: Response,
+  ): Promise<Required<Pick<TenantContext, 'chargeUnservedReads' | 'chargeDatabaseMs'>>> {
     this.credentials.remember(req, clientId);
     const slot = this.concurrency.acquire(clientId);
     // Every answer is charged to the client's share: by the reply path when it knows the size
@@ -41,7 +46,7 @@ export class FhirAdmission {
     res.once('close', slot.release);
     // then waits for its turn on the database (the client's slot is held while it waits)
     await this.lanes.admit(clientId, req, res);
-    return slot.chargeUnservedReads;
+    return { chargeUnservedReads: slot.chargeUnservedReads, chargeDatabaseMs: slot.chargeDatabaseMs };
   }
 }
 

@@ -42,13 +42,17 @@ export interface ResourceRef {
   id: string;
 }
 
-/** A current resource known by key and JSON size only (`sizesOf`). */
+/** A current resource known by key, lastUpdated and JSON size only (`sizesOf`). */
 export interface SizedRef {
   _id: string;
   t: string;
   id: string;
+  lu: Date;
   size: number;
 }
+
+/** The fields of a `SizedRef`, its size computed by the engine (the JSON itself stays there). */
+const SIZED_FIELDS = { _id: 1, t: 1, id: 1, lu: 1, size: { $strLenBytes: { $ifNull: ['$json', ''] } } };
 
 type SortOrder = Readonly<Record<string, 1 | -1>>;
 
@@ -406,22 +410,30 @@ export class ResourceRepository {
   }
 
   /**
-   * Type, id and JSON size of current non-deleted resources matching a search-lib filter, in `_id`
-   * order, at most `limit`, without their JSON: what a page budget decides on before any JSON is
-   * read (`_include` / `_revinclude`: docs/security.md "Page byte budget").
+   * Type, id, lastUpdated and JSON size of current non-deleted resources matching a search-lib
+   * filter, in `_id` order (or `page.sort` from `page.skip`), at most `limit`, without their JSON:
+   * what a page budget decides on before any JSON is read (`_include` / `_revinclude`,
+   * `$everything`: docs/security.md "Page byte budget"); `findByKeys` then reads the few served.
    */
   sizesOf(
     ctx: TenantContext,
     version: FhirVersion,
     filter: Filter<ResourceDoc>,
     limit: number,
+    page: { sort?: SortOrder; skip?: number; hint?: string } = {},
   ): Promise<SizedRef[]> {
+    if (limit <= 0) return Promise.resolve([]);
+    const skip = page.skip ?? 0;
+    // `$limit` of skip + limit before `$skip`, as sortedPage: a top-N sort on DocumentDB
+    const stages: object[] = [{ $sort: page.sort ?? { _id: 1 } }, { $limit: skip + limit }];
+    if (skip > 0) stages.push({ $skip: skip });
+    stages.push({ $project: SIZED_FIELDS });
     return this.scoped(ctx)
-      .resources.aggregate<SizedRef>(this.searchFilter(ctx, version, { filter, limit }), [
-        { $sort: { _id: 1 } },
-        { $limit: limit },
-        { $project: { _id: 1, t: 1, id: 1, size: { $strLenBytes: { $ifNull: ['$json', ''] } } } },
-      ])
+      .resources.aggregate<SizedRef>(
+        this.searchFilter(ctx, version, { filter, limit }),
+        stages,
+        forContext(ctx, page.hint),
+      )
       .toArray();
   }
 
@@ -449,21 +461,21 @@ export class ResourceRepository {
 
   /**
    * `countByType`, and in the same pass over the matches the resources `[skip, skip + limit)` in
-   * `sort` order, by type and id only (`$facet`: the matches are found once; the caller reads the
-   * few it serves by key, so the reply stays small whatever the resources weigh).
+   * `sort` order, by key and JSON size only (`$facet`: the matches are found once; the caller reads
+   * the few its page budget serves by key, so the reply stays small whatever the resources weigh).
    */
   async countByTypeWithWindow(
     ctx: TenantContext,
     version: FhirVersion,
     filter: Filter<ResourceDoc>,
     options: { referencePattern?: string; hint?: string; sort: SortOrder; skip: number; limit: number },
-  ): Promise<{ types: TypeCount[]; window: ResourceRef[] }> {
+  ): Promise<{ types: TypeCount[]; window: SizedRef[] }> {
     const { referencePattern, hint, sort, skip, limit } = options;
     const window: object[] = [{ $sort: sort }];
     if (skip > 0) window.push({ $skip: skip });
-    window.push({ $limit: limit }, { $project: { _id: 0, type: '$t', id: 1 } });
+    window.push({ $limit: limit }, { $project: SIZED_FIELDS });
     const [row] = await this.scoped(ctx)
-      .resources.aggregate<{ types: TypeCountRow[]; window: ResourceRef[] }>(
+      .resources.aggregate<{ types: TypeCountRow[]; window: SizedRef[] }>(
         this.searchFilter(ctx, version, { filter, limit: 0 }),
         [{ $facet: { types: [{ $group: typeCountGroup(referencePattern) }], window } }],
         hint === undefined ? {} : { hint },

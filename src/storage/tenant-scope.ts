@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { mongo } from 'mongoose';
 import { TenantContext, tenantFilter, type TenantFilter } from '../tenancy/tenant-context';
 import { isDuplicateKey } from './duplicate-key';
@@ -26,6 +27,10 @@ export type TenantDocument = mongo.Document & { _id: string; c: string; u: numbe
  * One collection as seen from one tenant: every read, update and delete takes a `ScopedFilter`,
  * every inserted document must belong to the tenant (checked here, so a document built from one
  * context is never written under another). Options pass through to the driver unchanged.
+ *
+ * It is also where database time is measured: every command it sends (a cursor when read with
+ * `toArray`) is timed and charged to the caller (TenantContext.chargeDatabaseMs), so a client whose
+ * queries are slow but answer little pays for the lanes it holds (docs/security.md "Database time").
  */
 export class ScopedCollection<T extends TenantDocument> {
   constructor(
@@ -46,7 +51,7 @@ export class ScopedCollection<T extends TenantDocument> {
   }
 
   findOne(filter: ScopedFilter<T>, options?: mongo.FindOptions): Promise<T | null> {
-    return this.collection.findOne<T>(filter, options ?? {});
+    return this.timed(this.collection.findOne<T>(filter, options ?? {}));
   }
 
   /**
@@ -56,7 +61,7 @@ export class ScopedCollection<T extends TenantDocument> {
    */
   find(filter: ScopedFilter<T>, options?: mongo.FindOptions): mongo.FindCursor<T> {
     const oneReply = options?.limit && options.batchSize === undefined ? { batchSize: options.limit } : {};
-    return this.collection.find(filter, { ...options, ...oneReply }) as mongo.FindCursor<T>;
+    return this.timedCursor(this.collection.find(filter, { ...options, ...oneReply }) as mongo.FindCursor<T>);
   }
 
   /** A pipeline whose first stage is the scoped `$match`. */
@@ -65,15 +70,15 @@ export class ScopedCollection<T extends TenantDocument> {
     stages: readonly object[],
     options?: mongo.AggregateOptions,
   ): mongo.AggregationCursor<R> {
-    return this.collection.aggregate<R>([{ $match: match }, ...stages], options);
+    return this.timedCursor(this.collection.aggregate<R>([{ $match: match }, ...stages], options));
   }
 
   countDocuments(filter: ScopedFilter<T>, options?: mongo.CountDocumentsOptions): Promise<number> {
-    return this.collection.countDocuments(filter, options);
+    return this.timed(this.collection.countDocuments(filter, options));
   }
 
   distinct(field: keyof T & string, filter: ScopedFilter<T>): Promise<unknown[]> {
-    return this.collection.distinct(field, filter);
+    return this.timed(this.collection.distinct(field, filter));
   }
 
   updateOne(
@@ -81,28 +86,30 @@ export class ScopedCollection<T extends TenantDocument> {
     update: mongo.UpdateFilter<T>,
     options?: mongo.UpdateOptions,
   ): Promise<mongo.UpdateResult> {
-    return this.collection.updateOne(filter, update, options);
+    return this.timed(this.collection.updateOne(filter, update, options));
   }
 
   replaceOne(filter: ScopedFilter<T>, doc: T): Promise<mongo.UpdateResult> {
     this.checkOwned([doc]);
-    return this.collection.replaceOne(filter, doc);
+    return this.timed(this.collection.replaceOne(filter, doc));
   }
 
   deleteOne(filter: ScopedFilter<T>): Promise<mongo.DeleteResult> {
-    return this.collection.deleteOne(filter);
+    return this.timed(this.collection.deleteOne(filter));
   }
 
   deleteMany(filter: ScopedFilter<T>): Promise<mongo.DeleteResult> {
-    return this.collection.deleteMany(filter);
+    return this.timed(this.collection.deleteMany(filter));
   }
 
   /** Several scoped deletes in one round trip (unordered); returns how many documents went. */
   async deleteEach(filters: ReadonlyArray<ScopedFilter<T>>): Promise<number> {
     if (filters.length === 0) return 0;
-    const result = await this.collection.bulkWrite(
-      filters.map((filter) => ({ deleteMany: { filter } })),
-      { ordered: false },
+    const result = await this.timed(
+      this.collection.bulkWrite(
+        filters.map((filter) => ({ deleteMany: { filter } })),
+        { ordered: false },
+      ),
     );
     return result.deletedCount;
   }
@@ -113,7 +120,25 @@ export class ScopedCollection<T extends TenantDocument> {
    */
   insertIgnoringDuplicates(docs: readonly T[]): Promise<number[]> {
     this.checkOwned(docs);
-    return insertIgnoringDuplicates(this.collection, docs);
+    return this.timed(insertIgnoringDuplicates(this.collection, docs));
+  }
+
+  /** `work`, its time charged to the caller once it settles (failed commands took database time too). */
+  private timed<R>(work: Promise<R>): Promise<R> {
+    const charge = this.ctx.chargeDatabaseMs;
+    if (!charge) return work;
+    const start = performance.now();
+    return work.finally(() => charge(performance.now() - start));
+  }
+
+  /**
+   * `cursor`, its `toArray` timed (how every request path reads a cursor; streamed exports iterate
+   * it outside the lanes, paced by the client's socket, and are not charged for that wait).
+   */
+  private timedCursor<C extends { toArray(): Promise<unknown[]> }>(cursor: C): C {
+    if (!this.ctx.chargeDatabaseMs) return cursor;
+    const toArray = cursor.toArray.bind(cursor) as C['toArray'];
+    return Object.assign(cursor, { toArray: () => this.timed(toArray()) });
   }
 
   private checkOwned(docs: readonly T[]): void {

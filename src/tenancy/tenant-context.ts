@@ -20,6 +20,8 @@ export interface TenantContext {
    * calls it where it knows them (byte-budgeted pages); absent elsewhere (CLI, jobs).
    */
   readonly chargeUnservedReads?: (bytes: number) => void;
+  /** Set by admission on a FHIR request: charges the caller's share with database time spent for it. */
+  readonly chargeDatabaseMs?: (ms: number) => void;
 }
 
 /** The tenant part of every database filter. The only place that builds it. */

@@ -32,8 +32,8 @@ export class TenantGuard implements CanActivate {
     const route = (req as FhirRequest).fhir;
     if (route && route.options.admitted !== false) {
       const res = context.switchToHttp().getResponse<Response>();
-      const chargeUnservedReads = await this.admission.admit(req.tenant.clientId, req, res);
-      req.tenant = { ...req.tenant, chargeUnservedReads };
+      const charges = await this.admission.admit(req.tenant.clientId, req, res);
+      req.tenant = { ...req.tenant, ...charges };
     }
     return true;
   }

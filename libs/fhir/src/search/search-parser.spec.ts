@@ -166,6 +166,24 @@ describe('parseSearch', () => {
     expect(errorOf(() => parseSearch('r4', 'Patient', query)).code).toBe(code);
   });
 
+  it('values per parameter and per search are bounded (too-costly naming the limit); at the limits the search parses', () => {
+    const values = (n: number, stem = 'ab') => Array.from({ length: n }, (_, i) => `${stem}${i}`).join(',');
+    const over = errorOf(() => parseSearch('r4', 'Observation', { _content: values(101) }));
+    expect(over).toMatchObject({
+      code: 'too-costly',
+      message: "'_content' lists 101 values; at most 100 per parameter",
+    });
+    expect(parseSearch('r4', 'Observation', { _content: values(100) }).content[0]).toHaveLength(100);
+    // escaped commas are not separators
+    expect(() => parseSearch('r4', 'Patient', { name: Array(150).fill('a\\,b').join('') })).not.toThrow();
+    const many = Array.from({ length: 6 }, (_, i): [string, string] => ['code', values(90, `c${i}-`)]);
+    expect(errorOf(() => parseSearch('r4', 'Observation', many))).toMatchObject({
+      code: 'too-costly',
+      message: 'the search lists 540 values over all its parameters; at most 500',
+    });
+    expect(() => parseSearch('r4', 'Observation', many.slice(0, 5))).not.toThrow();
+  });
+
   it('quantity and number errors', () => {
     expect(errorOf(() => parseSearch('r4', 'Observation', { 'value-quantity': '5|a' })).code).toBe('invalid');
     expect(errorOf(() => parseSearch('r4', 'RiskAssessment', { probability: 'abc' })).code).toBe('invalid');

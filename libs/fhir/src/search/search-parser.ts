@@ -31,6 +31,14 @@ export type SearchQueryInput = Array<[string, string]> | Record<string, unknown>
 const DEFAULTS = { defaultCount: 10, maxCount: 100, maxWindow: 10_000 };
 /** Full-text search parameters (https://hl7.org/fhir/R4/search.html#content): a deployment's option. */
 const FULL_TEXT_PARAMS = new Set(['_content', '_text']);
+/**
+ * Values one search parameter may list (`code=a,b,…`, OR), and all parameters of a search
+ * together: each is a condition (an index range, or a regex for prefixes) the engine tests, and
+ * an `$or` of a thousand prefix regexes took it 2 s per page while it answered almost nothing.
+ * Over either → 400 too-costly naming the limit (docs/security.md "Database work").
+ */
+export const MAX_VALUES_PER_PARAMETER = 100;
+export const MAX_VALUES_PER_SEARCH = 500;
 /** Parameters that shape the HTTP response, not the search: accepted and ignored here. */
 const IGNORED = new Set(['_format', '_pretty', '_debug']);
 
@@ -78,6 +86,28 @@ function toPairs(params: SearchQueryInput): Array<[string, string]> {
     }
   }
   return pairs;
+}
+
+/** MAX_VALUES_PER_PARAMETER and MAX_VALUES_PER_SEARCH, counted on the unescaped commas. */
+function checkValueCounts(pairs: ReadonlyArray<[string, string]>): void {
+  let total = 0;
+  for (const [name, value] of pairs) {
+    if (IGNORED.has(name)) continue;
+    const count = splitValues(value).length;
+    total += count;
+    if (count > MAX_VALUES_PER_PARAMETER) {
+      throw new SearchError(
+        'too-costly',
+        `'${name}' lists ${count} values; at most ${MAX_VALUES_PER_PARAMETER} per parameter`,
+      );
+    }
+  }
+  if (total > MAX_VALUES_PER_SEARCH) {
+    throw new SearchError(
+      'too-costly',
+      `the search lists ${total} values over all its parameters; at most ${MAX_VALUES_PER_SEARCH}`,
+    );
+  }
 }
 
 function splitValues(text: string): string[] {
@@ -152,6 +182,7 @@ export function parseSearch(
     throw new SearchError('invalid', `Unknown resource type '${type}'`);
   }
   const pairs = toPairs(params);
+  checkValueCounts(pairs);
   const parsed: ParsedSearch = {
     version,
     type,

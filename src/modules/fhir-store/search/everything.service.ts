@@ -13,8 +13,7 @@ import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../../../fhir-http/fhir-reply';
-import type { ResourceDoc } from '../../../storage/documents';
-import { ResourceRepository, type ResourceRef } from '../../../storage/resource.repository';
+import { ResourceRepository, type SizedRef } from '../../../storage/resource.repository';
 import { searchIndexOf } from '../../../storage/search-indexing';
 import { chargeUnserved, entriesWithinBudget } from '../../../storage/page-budget';
 import {
@@ -83,7 +82,7 @@ export class EverythingService {
     const scope =
       patientId === undefined ? this.allPatients(version) : await this.onePatient(ctx, version, patientId);
     const { compartment, patients, hint } = scope;
-    const kept = (doc: ResourceDoc) =>
+    const kept = (doc: SizedRef) =>
       (!window.types || window.types.includes(doc.t)) && (!window.since || doc.lu >= window.since);
 
     const careDates = careDateCondition(window.start, window.end);
@@ -118,14 +117,17 @@ export class EverythingService {
         : this.repository.countByType(ctx, version, compartment, { hint, referencePattern }),
     ]);
     const servedTypes = counted.types;
-    const outside = await this.repository.findByKeys(
+    // The outside resources by size only: most of them are not on this page (its budget decides).
+    const outsideKeys = outsideTargets(
+      (referencing ?? servedTypes).flatMap((row) => row.references),
+      base,
+      version,
+    ).map((ref) => this.repository.key(ctx, version, ref.type, ref.id));
+    const outside = await this.repository.sizesOf(
       ctx,
       version,
-      outsideTargets(
-        (referencing ?? servedTypes).flatMap((row) => row.references),
-        base,
-        version,
-      ),
+      { _id: { $in: outsideKeys } },
+      outsideKeys.length,
     );
     const singles = [...patients, ...outside].filter(kept).sort(compareKeys);
     const counts = new Map(servedTypes.map((row) => [row.type, row.count]));
@@ -145,18 +147,22 @@ export class EverythingService {
     );
     const compartmentTotal = servedTypes.reduce((sum, row) => sum + row.count, 0);
     const layout = everythingPageLayout(placed, compartmentTotal, window.skip, window.count);
-    const docs = await this.compartmentPart(ctx, version, layout, counted.window, windowStart, served, hint);
+    const part = await this.compartmentPart(ctx, version, layout, counted.window, windowStart, served, hint);
     let taken = 0;
-    const page = layout.slots.map((slot) => (slot === 'compartment' ? docs[taken++] : singles[slot]));
-    // The page byte budget: the slots in order while their JSON fits (at least one); next follows them.
-    const sizes = page.map((doc) => doc?.json?.length ?? 0);
+    const page = layout.slots.map((slot) => (slot === 'compartment' ? part[taken++] : singles[slot]));
+    // The page byte budget on the sizes: the slots in order while their JSON fits (at least one);
+    // next follows them. Only the JSON of those is read.
+    const sizes = page.map((ref) => ref?.size ?? 0);
     const fitting = entriesWithinBudget(sizes, this.settings.searchPageMaxBytes);
     chargeUnserved(ctx, sizes, fitting);
     const inBudget = page.slice(0, fitting);
     // A resource removed between the count and the page query leaves its slot empty.
-    const entries = inBudget
-      .filter((doc) => doc !== undefined)
-      .map((doc) => resourceEntry(base, doc, 'match'));
+    const docs = await this.repository.findByKeys(
+      ctx,
+      version,
+      inBudget.filter((ref) => ref !== undefined).map((ref) => ({ type: ref.t, id: ref.id })),
+    );
+    const entries = docs.map((doc) => resourceEntry(base, doc, 'match'));
     const warnings = unknownParamsEntry(window.unknown);
     if (warnings) entries.push(warnings);
     const total = layout.total;
@@ -177,37 +183,35 @@ export class EverythingService {
   }
 
   /**
-   * The compartment resources of the page, in page order: by key from the window read with the
-   * counts, or by a sorted query of their own (no window, or more singles come before the page than
-   * the window reached back).
+   * The compartment resources of the page, in page order, by key and size: from the window read
+   * with the counts, or by a sorted query of their own (no window, or more singles come before the
+   * page than the window reached back).
    */
   private async compartmentPart(
     ctx: TenantContext,
     version: FhirVersion,
     layout: EverythingPageLayout,
-    window: readonly ResourceRef[] | undefined,
+    window: readonly SizedRef[] | undefined,
     windowStart: number,
     served: Filter,
     hint: string | undefined,
-  ): Promise<ResourceDoc[]> {
+  ): Promise<SizedRef[]> {
     if (layout.compartmentLimit === 0) return [];
     if (window && layout.compartmentSkip >= windowStart) {
       const from = layout.compartmentSkip - windowStart;
-      return this.repository.findByKeys(ctx, version, window.slice(from, from + layout.compartmentLimit));
+      return window.slice(from, from + layout.compartmentLimit);
     }
-    const { docs } = await this.repository.search(ctx, version, {
-      filter: served,
+    return this.repository.sizesOf(ctx, version, served, layout.compartmentLimit, {
       sort: PAGE_ORDER,
       skip: layout.compartmentSkip,
-      limit: layout.compartmentLimit,
       hint,
     });
-    return docs;
   }
 
-  /** Instance level: Patient/{id} served first, its compartment (without it) beside. */
+  /** Instance level: Patient/{id} served first, its compartment (without it) beside; its size only. */
   private async onePatient(ctx: TenantContext, version: FhirVersion, patientId: string) {
-    const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id: patientId }]);
+    const key = this.repository.key(ctx, version, 'Patient', patientId);
+    const [patient] = await this.repository.sizesOf(ctx, version, { _id: key }, 1);
     if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
     const compartment = storeFilter({
       $and: [
@@ -229,7 +233,7 @@ export class EverythingService {
    */
   private allPatients(version: FhirVersion) {
     const compartment = storeFilter(anyPatientCompartmentFilter(version, this.settings.urls.base));
-    return { compartment, patients: [] as ResourceDoc[], hint: undefined as string | undefined };
+    return { compartment, patients: [] as SizedRef[], hint: undefined as string | undefined };
   }
 
   /**

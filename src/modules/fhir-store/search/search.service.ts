@@ -79,7 +79,9 @@ export class SearchService {
       type === undefined
         ? allTypesCompartmentFilter(version, compartment, id, base)
         : compartmentSearchFilter(version, compartment, id, type, base);
-    const [patient] = await this.repository.findByKeys(ctx, version, [{ type: 'Patient', id }]);
+    // its existence only: the Patient is not served (its size, not its JSON, comes back)
+    const key = this.repository.key(ctx, version, 'Patient', id);
+    const [patient] = await this.repository.sizesOf(ctx, version, { _id: key }, 1);
     if (!patient) throw OperationOutcomeError.notFound(`Patient/${id} is not known`);
     return this.search(ctx, version, type, pairs, prefer, {
       within: { url: `${base}/${version}/${compartment}/${id}/${type ?? '*'}`, filter: restriction },

@@ -27,6 +27,8 @@ export interface Settings {
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   authCodeTtlSeconds: number;
+  /** Lifetime of a code issued at SMART App Launch authorize (a browser redirect: minutes at most). */
+  launchCodeTtlSeconds: number;
   bodyLimitBytes: number;
   /** Largest single resource stored (bytes of its JSON); larger → 413. */
   maxResourceBytes: number;
@@ -214,6 +216,7 @@ export function parseSettings(env: Env): Settings {
     accessTokenTtlSeconds: r.int('ACCESS_TOKEN_TTL', 7200, 1, 86400 * 30),
     refreshTokenTtlSeconds: r.int('REFRESH_TOKEN_TTL', 86400 * 30, 1, 86400 * 365),
     authCodeTtlSeconds: r.int('AUTH_CODE_TTL', 7200, 1, 86400),
+    launchCodeTtlSeconds: r.int('LAUNCH_CODE_TTL', 120, 1, 600),
     bodyLimitBytes: parseBytes(r, 'BODY_LIMIT', 5 * 1024 * 1024),
     maxUrlLength: r.int('MAX_URL_LENGTH', 8192, 256, 1024 * 1024),
     maxResourceBytes: parseBytes(r, 'MAX_RESOURCE_BYTES', 1024 * 1024),

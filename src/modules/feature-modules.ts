@@ -6,6 +6,7 @@ import { AuthModule } from './auth/auth.module';
 import { AuthIdentityLookup } from './auth/identity-lookup.provider';
 import { UsersModule } from './users/users.module';
 import { MemberFederationModule } from './auth/member-federation/member-federation.module';
+import { MemberLaunchModule } from './auth/member-launch/member-launch.module';
 import { DirectoryModule } from './directory/directory.module';
 import { FhirOperationsModule } from './fhir-operations/fhir-operations.module';
 import { FhirRoutesModule } from './fhir-routes.module';
@@ -22,6 +23,7 @@ export const FEATURE_MODULES: Array<Type | DynamicModule> = [
   AuthModule,
   UsersModule,
   MemberFederationModule,
+  MemberLaunchModule,
   DirectoryModule,
   FhirOperationsModule,
   FhirRoutesModule,

@@ -15,6 +15,8 @@ export interface AccessTokenClaims {
   scopes: readonly string[];
   /** Refresh-token family the token was issued from, if any. */
   family?: string;
+  /** A SMART App Launch token: the app, the member's Patient, the grant it was issued from. */
+  launch?: { readonly app: string; readonly patient?: string; readonly grant: string };
 }
 
 export interface IdentityLookup {
@@ -24,6 +26,8 @@ export interface IdentityLookup {
   /** Client credentials checked (with the failed-attempt limits of the source address). */
   authenticateClient(clientId: string, secret: string, sourceAddress: string): Promise<TenantClient | null>;
   isFamilyRevoked(clientId: string, family: string): Promise<boolean>;
+  /** Whether the member's grant still stands and its app is enabled (revoking stops its tokens at once). */
+  isLaunchGrantActive(launch: { readonly app: string; readonly grant: string }): Promise<boolean>;
   /** The service_user_id of a user of the client, by its id or its app_user_id; null if none. */
   findUserId(clientId: string, serviceUserId: number): Promise<number | null>;
   findUserIdByAppUserId(clientId: string, appUserId: string): Promise<number | null>;

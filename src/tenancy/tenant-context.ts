@@ -14,6 +14,8 @@ export interface TenantContext {
   readonly form: CredentialForm;
   /** The client's customer slug (population-level export path). */
   readonly customer?: string;
+  /** Set when the token came from a member's SMART App Launch grant (the member is `userId` of the plan `clientId`). */
+  readonly launch?: { readonly app: string; readonly patient?: string; readonly grant: string };
   /**
    * Set by admission on a FHIR request: charges the client's share with stored bytes the engine
    * read for this request but did not answer (ClientSlot.chargeUnservedReads). The storage layer

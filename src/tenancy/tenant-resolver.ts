@@ -78,7 +78,19 @@ export class TenantResolver {
           'a user token already names its user: x-service-user-id / x-app-user-id go with client credentials only',
         );
       }
-      return { clientId: client.clientId, userId: claims.userId, scopes: claims.scopes, form: 'user-token' };
+      if (claims.launch && !(await this.identity.isLaunchGrantActive(claims.launch))) {
+        throw unauthorized(
+          "the access token was revoked (the member withdrew the app's access)",
+          'invalid_token',
+        );
+      }
+      return {
+        clientId: client.clientId,
+        userId: claims.userId,
+        scopes: claims.scopes,
+        form: 'user-token',
+        ...(claims.launch ? { launch: claims.launch } : {}),
+      };
     }
     // A client-level (program realm) token may narrow itself to one user with the user headers.
     const userId = await this.userFromHeaders(req, client, true);

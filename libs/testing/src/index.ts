@@ -5,3 +5,4 @@ export * from './cli-runner';
 export * from './outcome';
 export * from './paging';
 export * from './event-loop';
+export * from './smart-launch';

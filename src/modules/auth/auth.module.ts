@@ -28,6 +28,9 @@ import {
 import { GrantService } from './tokens/grant.service';
 import { GrantsRepository } from './tokens/grants.repository';
 import { TokenService } from './tokens/token.service';
+import { LaunchRepository } from './member-launch/launch.repository';
+import { LAUNCH_MODELS } from './member-launch/launch.schemas';
+import { LaunchTokensService } from './member-launch/launch-tokens.service';
 
 /** Client applications, authorization codes, tokens, program realms, discovery, rate limits. */
 @Module({
@@ -40,6 +43,7 @@ import { TokenService } from './tokens/token.service';
       { name: RateLimitDoc.name, schema: RateLimitSchema },
       { name: ClientJwksDoc.name, schema: ClientJwksSchema },
       { name: AssertionJtiDoc.name, schema: AssertionJtiSchema },
+      ...LAUNCH_MODELS,
     ]),
   ],
   controllers: [OAuthController, RealmTokenController, WellKnownController],
@@ -55,8 +59,12 @@ import { TokenService } from './tokens/token.service';
     OAuthService,
     BackendServicesRepository,
     BackendServicesService,
+    LaunchRepository,
+    LaunchTokensService,
   ],
   exports: [
+    LaunchRepository,
+    LaunchTokensService,
     ClientsService,
     TokenService,
     GrantService,

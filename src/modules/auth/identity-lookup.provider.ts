@@ -5,6 +5,7 @@ import { ClientsService } from './clients/clients.service';
 import { ClientAuthenticator } from './rate-limit/client-authenticator';
 import { GrantService } from './tokens/grant.service';
 import { TokenService } from './tokens/token.service';
+import { LaunchTokensService } from './member-launch/launch-tokens.service';
 
 /** The identity side of the tenant guard: clients, tokens and users as tenancy sees them. */
 @Injectable()
@@ -15,7 +16,12 @@ export class AuthIdentityLookup implements IdentityLookup {
     private readonly tokens: TokenService,
     private readonly grants: GrantService,
     private readonly users: UsersService,
+    private readonly launchTokens: LaunchTokensService,
   ) {}
+
+  isLaunchGrantActive(launch: { readonly app: string; readonly grant: string }): Promise<boolean> {
+    return this.launchTokens.isGrantActive(launch);
+  }
 
   verifyAccessToken(token: string): AccessTokenClaims | null {
     return this.tokens.verifyAccessToken(token);

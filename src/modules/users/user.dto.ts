@@ -19,6 +19,11 @@ export class RenameUserBody {
   service_user_id!: string;
 }
 
+export class SignInSecretBody extends CreateUserBody {
+  @ApiPropertyOptional({ description: '8-200 characters; omitted: a random one is made and returned once' })
+  secret?: string;
+}
+
 export class AuthCodeBody extends CreateUserBody {
   @ApiPropertyOptional({
     description: 'space-separated; `openid` adds an id_token to the exchange',

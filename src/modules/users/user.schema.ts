@@ -20,6 +20,10 @@ export class UserDoc {
 
   @Prop({ type: Date, required: true })
   created!: Date;
+
+  /** scrypt hash of the member's sign-in secret (SMART App Launch built-in sign-in); set by the plan. */
+  @Prop({ type: String, required: false })
+  sign_in_hash?: string;
 }
 
 export const UserSchema = SchemaFactory.createForClass(UserDoc);

@@ -24,6 +24,7 @@ import {
   CreatedUserView,
   CreateUserBody,
   RenameUserBody,
+  SignInSecretBody,
   UserListView,
   UserView,
 } from './user.dto';
@@ -85,6 +86,25 @@ export class UsersController {
   @ApiUnauthorizedResponse({ description: 'bad client credentials' })
   rename(@ClientCredentials() creds: PresentedClientCredentials | null, @Body() body: RenameUserBody) {
     return this.users.renameUser(creds, body ?? {});
+  }
+
+  @Put('sign-in-secret')
+  @ApiOperation({
+    summary: "Set a member's sign-in secret (SMART App Launch built-in sign-in; backend use only)",
+    description:
+      'The plan sets the secret its member types on the sign-in page; without `secret` a random one is made and returned once.',
+  })
+  @ApiConsumes(...CONSUMES)
+  @ApiBody({ type: SignInSecretBody })
+  @ApiSecurity({ [SECURITY.clientId]: [], [SECURITY.clientSecret]: [] })
+  @ApiOkResponse({ description: '{ service_user_id, app_user_id[, sign_in_secret] }' })
+  @ApiNotFoundResponse({ description: 'no such user in this client' })
+  @ApiUnauthorizedResponse({ description: 'bad client credentials' })
+  signInSecret(
+    @ClientCredentials() creds: PresentedClientCredentials | null,
+    @Body() body: SignInSecretBody,
+  ) {
+    return this.users.setSignInSecret(creds, body?.app_user_id, body?.secret);
   }
 
   @Post('auth-code')

@@ -81,6 +81,31 @@ export class UsersRepository {
     return { users: docs.map(toRecord), total };
   }
 
+  /** Sets a member's sign-in secret hash; null when no such user in this client. */
+  async setSignInHash(scope: ClientScope, appUserId: string, hash: string): Promise<UserRecord | null> {
+    const doc = await this.users
+      .findOneAndUpdate(
+        { ...clientFilter(scope), app_user_id: appUserId },
+        { $set: { sign_in_hash: hash } },
+        { new: true },
+      )
+      .lean()
+      .exec();
+    return doc ? toRecord(doc) : null;
+  }
+
+  /** The member and their sign-in secret hash (absent: none set), or null when no such user. */
+  async findSignIn(
+    scope: ClientScope,
+    appUserId: string,
+  ): Promise<{ user: UserRecord; signInHash?: string } | null> {
+    const doc = await this.users
+      .findOne({ ...clientFilter(scope), app_user_id: appUserId })
+      .lean()
+      .exec();
+    return doc ? { user: toRecord(doc), signInHash: doc.sign_in_hash } : null;
+  }
+
   /** Renames; null when no such user in this client. A taken name throws E11000. */
   async rename(scope: ClientScope, serviceUserId: number, appUserId: string): Promise<UserRecord | null> {
     const doc = await this.users

@@ -13,11 +13,14 @@ import { PresentedClientCredentials } from '../auth/clients/client-credentials';
 import { ClientAuthenticator } from '../auth/rate-limit/client-authenticator';
 import { RateLimitService } from '../auth/rate-limit/rate-limit.service';
 import { GrantService } from '../auth/tokens/grant.service';
+import { hashSecret, newSecret } from '../auth/clients/secret-hash';
 import { UserRecord } from './user.schema';
 import { UsersRepository } from './users.repository';
 import { isDuplicateKey } from '../../storage/duplicate-key';
 
 export const USER_EXISTS_MESSAGE = 'this user already exists';
+/** Shortest member sign-in secret a plan may set (NIST SP 800-63B §5.1.1.2: at least 8). */
+const MIN_SIGN_IN_SECRET = 8;
 const MAX_PAGE = 500;
 
 export interface CreatedUser {
@@ -124,6 +127,49 @@ export class UsersService {
     if (!renamed) throw new NotFoundException(`no user ${serviceUserId} in this client`);
     const { client_id: _omit, ...user } = renamed;
     return user;
+  }
+
+  /**
+   * The plan's backend sets a member's sign-in secret for the built-in SMART App Launch sign-in
+   * (stored scrypt-hashed like client secrets). Without `rawSecret` a random one is made and
+   * returned, the only time it is shown.
+   */
+  async setSignInSecret(
+    creds: PresentedClientCredentials | null,
+    rawAppUserId: unknown,
+    rawSecret: unknown,
+  ): Promise<{ service_user_id: number; app_user_id: string; sign_in_secret?: string }> {
+    const client = await this.authenticate(creds);
+    return this.setSignInSecretOf(client, rawAppUserId, rawSecret);
+  }
+
+  /** `user set-sign-in-secret` (operator CLI): as setSignInSecret, for the plan `clientId`. */
+  async setSignInSecretOf(
+    plan: ClientScope,
+    rawAppUserId: unknown,
+    rawSecret: unknown,
+  ): Promise<{ service_user_id: number; app_user_id: string; sign_in_secret?: string }> {
+    const appUserId = requireAppUserId(rawAppUserId, 'app_user_id');
+    if (rawSecret !== undefined && typeof rawSecret !== 'string')
+      throw new BadRequestException('secret must be a string');
+    if (rawSecret !== undefined && (rawSecret.length < MIN_SIGN_IN_SECRET || rawSecret.length > 200))
+      throw new BadRequestException(`secret must be ${MIN_SIGN_IN_SECRET} to 200 characters`);
+    const secret = rawSecret ?? newSecret();
+    const user = await this.repo.setSignInHash(plan, appUserId, await hashSecret(secret));
+    if (!user) throw new NotFoundException(`no user "${appUserId}" in this client`);
+    return {
+      service_user_id: user.service_user_id,
+      app_user_id: user.app_user_id,
+      ...(rawSecret === undefined ? { sign_in_secret: secret } : {}),
+    };
+  }
+
+  /** For the member sign-in: the plan's member and their secret hash (undefined: none set), or null. */
+  findSignIn(
+    planClientId: string,
+    appUserId: string,
+  ): Promise<{ user: UserRecord; signInHash?: string } | null> {
+    return this.repo.findSignIn({ clientId: planClientId }, appUserId);
   }
 
   async issueAuthCode(

@@ -84,7 +84,7 @@ export class BackendServicesService {
     address: string,
     realm?: Realm,
   ): Promise<TokenSet> {
-    const client = await this.authenticate(body, audience, address);
+    const client = await this.authenticateAssertion(body, audience, address);
     requireClientTokenProgram(client, realm);
     const { scopes, unknown } = parseScope(param(body, 'scope'), BACKEND_SCOPES);
     if (unknown.length > 0) {
@@ -105,7 +105,11 @@ export class BackendServicesService {
     };
   }
 
-  private async authenticate(
+  /**
+   * The client a signed JWT assertion (RFC 7523, private_key_jwt) authenticates at `audience`, its
+   * failures throttled like wrong secrets. Also SMART apps' way at the token endpoint.
+   */
+  async authenticateAssertion(
     body: Record<string, unknown>,
     audience: string,
     address: string,

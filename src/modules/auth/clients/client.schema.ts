@@ -11,9 +11,9 @@ export class ClientDoc {
   @Prop({ type: String, required: true })
   _id!: string;
 
-  /** scrypt hash of the client secret (see secret-hash.ts); the plain secret is shown once. */
-  @Prop({ type: String, required: true })
-  secret_hash!: string;
+  /** scrypt hash of the client secret (see secret-hash.ts); the plain secret is shown once. Absent: a public app. */
+  @Prop({ type: String, required: false })
+  secret_hash?: string;
 
   @Prop({ type: String, required: true })
   name!: string;
@@ -34,6 +34,21 @@ export class ClientDoc {
   /** A health plan: how its members sign in for SMART App Launch; absent: the built-in sign-in. */
   @Prop({ type: Object, required: false })
   member_sign_in?: MemberSignInDoc;
+
+  /** A SMART app: the redirect URIs it registered (exact match at authorize). */
+  @Prop({ type: [String], required: false, default: undefined })
+  redirect_uris?: string[];
+
+  /** A SMART app: the client_id of the health plan whose members it serves. */
+  @Prop({ type: String, required: false })
+  plan?: string;
+
+  /** A health plan: the name and logo (a data: URI) its members see on the sign-in and consent pages. */
+  @Prop({ type: String, required: false })
+  plan_name?: string;
+
+  @Prop({ type: String, required: false })
+  plan_logo?: string;
 }
 
 export const ClientSchema = SchemaFactory.createForClass(ClientDoc);
@@ -49,4 +64,16 @@ export interface ClientRecord {
   created: Date;
   /** How the client's members sign in when it is a health plan (no secret of the provider here). */
   memberSignIn: MemberSignInView;
+  /** Set on a SMART app (a client registered with redirect URIs for a plan's members). */
+  app?: SmartAppRegistration;
+  /** What a plan shows its members (plan name/logo); absent: the client's name, no logo. */
+  branding?: { name?: string; logo?: string };
+}
+
+export interface SmartAppRegistration {
+  redirectUris: string[];
+  /** client_id of the plan whose members the app serves. */
+  plan: string;
+  /** No secret: runs in a browser or on a device; must use PKCE. */
+  public: boolean;
 }

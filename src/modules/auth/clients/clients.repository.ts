@@ -16,7 +16,7 @@ export class ClientsRepository {
     await this.model.create(doc);
   }
 
-  async findWithHash(clientId: string): Promise<(ClientRecord & { secretHash: string }) | null> {
+  async findWithHash(clientId: string): Promise<(ClientRecord & { secretHash?: string }) | null> {
     const doc = await this.model.findOne({ _id: clientId }).lean().exec();
     return doc ? { ...toRecord(doc), secretHash: doc.secret_hash } : null;
   }
@@ -51,6 +51,31 @@ export class ClientsRepository {
     return doc ? (doc.member_sign_in ?? { mode: 'builtin' }) : null;
   }
 
+  /** A SMART app's redirect URIs; false when no such app. */
+  async setRedirectUris(clientId: string, uris: string[]): Promise<boolean> {
+    const r = await this.model
+      .updateOne({ _id: clientId, plan: { $exists: true } }, { $set: { redirect_uris: uris } })
+      .exec();
+    return r.matchedCount === 1;
+  }
+
+  async setBranding(clientId: string, branding: { name?: string; logo?: string }): Promise<boolean> {
+    const set: Record<string, string> = {};
+    if (branding.name !== undefined) set.plan_name = branding.name;
+    if (branding.logo !== undefined) set.plan_logo = branding.logo;
+    const r = await this.model.updateOne({ _id: clientId }, { $set: set }).exec();
+    return r.matchedCount === 1;
+  }
+
+  /** Every registered redirect URI of the enabled SMART apps (browser origins allowed by CORS). */
+  async appRedirectUris(): Promise<string[]> {
+    const docs = await this.model
+      .find({ plan: { $exists: true }, disabled: { $ne: true } }, { redirect_uris: 1 })
+      .lean()
+      .exec();
+    return docs.flatMap((d) => d.redirect_uris ?? []);
+  }
+
   async setDisabled(clientId: string, disabled: boolean): Promise<boolean> {
     const r = await this.model.updateOne({ _id: clientId }, { $set: { disabled } }).exec();
     return r.matchedCount === 1;
@@ -66,5 +91,9 @@ function toRecord(doc: ClientDoc): ClientRecord {
     disabled: doc.disabled === true,
     created: doc.created,
     memberSignIn: viewOfMemberSignIn(doc.member_sign_in),
+    ...(doc.plan
+      ? { app: { redirectUris: doc.redirect_uris ?? [], plan: doc.plan, public: !doc.secret_hash } }
+      : {}),
+    ...(doc.plan_name || doc.plan_logo ? { branding: { name: doc.plan_name, logo: doc.plan_logo } } : {}),
   };
 }

@@ -2,6 +2,7 @@ import { BadRequestException, ConflictException, Injectable, NotFoundException }
 import { TtlCache } from '../ttl-cache';
 import type { MemberSignInDoc } from '../member-federation/member-sign-in';
 import { ClientRecord, Program, PROGRAMS } from './client.schema';
+import { checkRedirectUris } from './redirect-uris';
 import { ClientsRepository } from './clients.repository';
 import { hashSecret, newClientId, newSecret, sha256, verifySecret } from './secret-hash';
 
@@ -11,6 +12,14 @@ export interface NewClient {
   programs?: string[];
 }
 
+/** A SMART app for the members of the plan whose customer slug is `customer`. */
+export interface NewSmartApp extends NewClient {
+  customer: string;
+  redirectUris: string[];
+  /** No secret (browser or device app; PKCE required). */
+  public?: boolean;
+}
+
 /** The result of `client create` / `rotate-secret`: the only time the plain secret is shown. */
 export interface IssuedClientCredentials {
   client_id: string;
@@ -18,6 +27,13 @@ export interface IssuedClientCredentials {
   name: string;
   customer: string;
   programs: Program[];
+}
+
+/** The result of `client create --redirect-uris`: no secret for a public app. */
+export interface IssuedSmartApp extends Omit<IssuedClientCredentials, 'client_secret'> {
+  client_secret?: string;
+  redirect_uris: string[];
+  token_endpoint_auth_method: 'none' | 'client_secret_basic';
 }
 
 const CUSTOMER_SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -54,6 +70,75 @@ export class ClientsService {
       created: new Date(),
     });
     return { client_id: clientId, client_secret: secret, name, customer, programs };
+  }
+
+  /**
+   * A SMART app of the plan whose customer slug is `input.customer`: its members authorize it. The
+   * app's own customer slug (population export path, unused by an app) comes from its name; the
+   * output names the plan's customer, as given.
+   */
+  async createApp(input: NewSmartApp): Promise<IssuedSmartApp> {
+    const name = input.name?.trim();
+    if (!name) throw new BadRequestException('a client needs a name');
+    const programs = parsePrograms(input.programs ?? []);
+    if (!programs.includes('patient-access'))
+      throw new BadRequestException('a SMART app (--redirect-uris) needs the patient-access program');
+    if (!input.customer)
+      throw new BadRequestException("a SMART app needs --customer: the plan's customer slug");
+    const plan = await this.repo.findByCustomer(input.customer);
+    if (!plan || plan.app) throw new NotFoundException(`no plan with customer "${input.customer}"`);
+    const redirectUris = this.redirectUris(input.redirectUris);
+    const clientId = newClientId();
+    const secret = input.public ? undefined : newSecret();
+    await this.repo.insert({
+      _id: clientId,
+      ...(secret ? { secret_hash: await hashSecret(secret) } : {}),
+      name,
+      customer: await this.freeCustomerFrom(`${name}-app`),
+      programs,
+      disabled: false,
+      created: new Date(),
+      redirect_uris: redirectUris,
+      plan: plan.clientId,
+    });
+    return {
+      client_id: clientId,
+      ...(secret ? { client_secret: secret } : {}),
+      name,
+      customer: plan.customer,
+      programs,
+      redirect_uris: redirectUris,
+      token_endpoint_auth_method: secret ? 'client_secret_basic' : 'none',
+    };
+  }
+
+  /** `client set-redirect-uris`: replaces a SMART app's redirect URIs. */
+  async setRedirectUris(clientId: string, uris: string[]): Promise<ClientRecord> {
+    if (!(await this.repo.setRedirectUris(clientId, this.redirectUris(uris))))
+      throw new NotFoundException(`no SMART app ${clientId}`);
+    this.invalidate(clientId);
+    return stripHash((await this.repo.findWithHash(clientId))!);
+  }
+
+  /** `client set-plan-branding`: the name and logo a plan's members see on the sign-in and consent pages. */
+  async setBranding(clientId: string, branding: { name?: string; logo?: string }): Promise<ClientRecord> {
+    if (!(await this.repo.setBranding(clientId, branding)))
+      throw new NotFoundException(`no client ${clientId}`);
+    this.invalidate(clientId);
+    return stripHash((await this.repo.findWithHash(clientId))!);
+  }
+
+  /** Every enabled SMART app's redirect URIs (CORS origins of browser apps). */
+  appRedirectUris(): Promise<string[]> {
+    return this.repo.appRedirectUris();
+  }
+
+  private redirectUris(uris: string[]): string[] {
+    try {
+      return checkRedirectUris(uris);
+    } catch (e) {
+      throw new BadRequestException((e as Error).message);
+    }
   }
 
   /**
@@ -99,6 +184,8 @@ export class ClientsService {
   }
 
   async rotateSecret(clientId: string): Promise<IssuedClientCredentials> {
+    if ((await this.repo.findWithHash(clientId))?.app?.public)
+      throw new BadRequestException('a public SMART app has no secret to rotate');
     const secret = newSecret();
     if (!(await this.repo.setSecretHash(clientId, await hashSecret(secret)))) {
       throw new NotFoundException(`no client ${clientId}`);
@@ -184,5 +271,7 @@ function stripHash(c: ClientRecord & { secretHash?: string }): ClientRecord {
     disabled: c.disabled,
     created: c.created,
     memberSignIn: c.memberSignIn,
+    ...(c.app ? { app: c.app } : {}),
+    ...(c.branding ? { branding: c.branding } : {}),
   };
 }

@@ -1,3 +1,4 @@
+import { param, required } from './form-params';
 import { Inject, Injectable } from '@nestjs/common';
 import { SETTINGS } from '../../../config/config.module';
 import { Settings } from '../../../config/settings';
@@ -9,6 +10,9 @@ import { TokenService } from '../tokens/token.service';
 import { OAuthError } from './oauth-error';
 import { smartConfiguration, tokenEndpoint } from './smart-configuration';
 import { BackendServicesService } from '../backend-services/backend-services.service';
+import { ClientRecord } from '../clients/client.schema';
+import { ClientsService } from '../clients/clients.service';
+import { LaunchTokensService } from '../member-launch/launch-tokens.service';
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 type GrantType = (typeof GRANT_TYPES)[number];
@@ -22,6 +26,8 @@ export class OAuthService {
     private readonly tokens: TokenService,
     private readonly clientAuth: ClientAuthenticator,
     private readonly backendServices: BackendServicesService,
+    private readonly clients: ClientsService,
+    private readonly launchTokens: LaunchTokensService,
   ) {}
 
   /**
@@ -50,18 +56,13 @@ export class OAuthService {
     ) {
       throw new OAuthError('unsupported_grant_type', `grant_type "${grantType}" is not supported here`);
     }
-    if (!creds) {
-      throw new OAuthError(
-        'invalid_client',
-        'client_id and client_secret are required (body or HTTP Basic)',
-        401,
-        {
-          'WWW-Authenticate': 'Basic realm="token"',
-        },
-      );
+    const client = await this.authenticate(body, creds, realm, address);
+    if (client.app) {
+      // a SMART app's codes and refresh tokens come from its member grants (SMART App Launch)
+      if (grantType === 'authorization_code') return this.launchTokens.exchangeCode(client, body);
+      if (grantType === 'refresh_token') return this.launchTokens.refresh(client, body);
+      throw new OAuthError('unauthorized_client', "a SMART app gets tokens from its members' grants only");
     }
-    const client = await this.clientAuth.authenticate(creds.clientId, creds.secret, creds.address);
-    if (!client) throw OAuthError.invalidClient(creds.basic);
     switch (grantType as GrantType) {
       case 'authorization_code':
         return this.grants.exchangeCode(client, required(body, 'code'));
@@ -70,6 +71,48 @@ export class OAuthService {
       case 'client_credentials':
         return this.grants.clientCredentials(client, realm!, param(body, 'scope'));
     }
+  }
+
+  /**
+   * The client of a user-grant token request: a secret (HTTP Basic or body), a signed JWT assertion
+   * (private_key_jwt, SMART apps at /oauth2/token), or for a public SMART app its client_id alone
+   * (its codes are bound to a PKCE challenge instead).
+   */
+  private async authenticate(
+    body: Record<string, unknown>,
+    creds: PresentedClientCredentials | null,
+    realm: Realm | undefined,
+    address: string,
+  ): Promise<ClientRecord> {
+    if (!realm && param(body, 'client_assertion_type') !== undefined) {
+      const client = await this.backendServices.authenticateAssertion(
+        body,
+        tokenEndpoint(this.settings),
+        address,
+      );
+      if (!client.app)
+        throw new OAuthError(
+          'unauthorized_client',
+          'a signed assertion authenticates SMART apps and backend services only',
+        );
+      return client;
+    }
+    if (creds) {
+      const client = await this.clientAuth.authenticate(creds.clientId, creds.secret, creds.address);
+      if (!client) throw OAuthError.invalidClient(creds.basic);
+      return client;
+    }
+    const clientId = param(body, 'client_id');
+    const publicApp = !realm && clientId ? await this.clients.findActive(clientId) : null;
+    if (publicApp?.app?.public) return publicApp;
+    throw new OAuthError(
+      'invalid_client',
+      'client_id and client_secret are required (body or HTTP Basic)',
+      401,
+      {
+        'WWW-Authenticate': 'Basic realm="token"',
+      },
+    );
   }
 
   openidConfiguration(): Record<string, unknown> {
@@ -96,15 +139,4 @@ export class OAuthService {
   jwks(): { keys: Record<string, string>[] } {
     return this.tokens.jwks();
   }
-}
-
-function param(body: Record<string, unknown>, name: string): string | undefined {
-  const v = body[name];
-  return typeof v === 'string' && v !== '' ? v : undefined;
-}
-
-function required(body: Record<string, unknown>, name: string): string {
-  const v = param(body, name);
-  if (!v) throw new OAuthError('invalid_request', `${name} is required`);
-  return v;
 }

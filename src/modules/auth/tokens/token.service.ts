@@ -22,6 +22,15 @@ export interface VerifiedAccessToken {
   exp: number;
   /** Refresh-token family the token was issued with (user tokens): revoked with the family. */
   family?: string;
+  /** A SMART App Launch token: the app a member authorized, their Patient, the grant (revocable). */
+  launch?: LaunchClaim;
+}
+
+/** The `smart` claim of a SMART App Launch access token (the member is `sub` of the plan `client_id`). */
+export interface LaunchClaim {
+  readonly app: string;
+  readonly patient?: string;
+  readonly grant: string;
 }
 
 interface AccessClaims {
@@ -34,6 +43,7 @@ interface AccessClaims {
   realm?: string;
   /** Refresh-token family (user tokens). */
   fam?: string;
+  smart?: LaunchClaim;
   jti: string;
   exp: number;
 }
@@ -100,6 +110,47 @@ export class TokenService {
     );
   }
 
+  /**
+   * A SMART App Launch access token: a user token of (plan, member) whose `scope` is what the member
+   * granted, plus `smart` (the app, the member's Patient, the grant that revokes it).
+   */
+  signLaunchAccessToken(
+    planClientId: string,
+    userId: number,
+    scopes: readonly string[],
+    launch: LaunchClaim,
+  ): string {
+    const smart: LaunchClaim = {
+      app: launch.app,
+      grant: launch.grant,
+      ...(launch.patient ? { patient: launch.patient } : {}),
+    };
+    return this.signAccess({ sub: String(userId), client_id: planClientId, sub_type: 'user', smart }, scopes);
+  }
+
+  /**
+   * The id_token of a SMART launch (OpenID Connect Core §2): audience the app, `fhirUser` the
+   * member's Patient URL when the app asked for `fhirUser`, `nonce` echoed.
+   */
+  signLaunchIdToken(
+    appClientId: string,
+    userId: number,
+    appUserId: string,
+    extra: { fhirUser?: string; nonce?: string },
+  ): string {
+    const now = Math.floor(Date.now() / 1000);
+    return this.signer.jwt.sign(
+      {
+        token_use: 'id' satisfies TokenUse,
+        auth_time: now,
+        preferred_username: appUserId,
+        ...(extra.fhirUser ? { fhirUser: extra.fhirUser } : {}),
+        ...(extra.nonce ? { nonce: extra.nonce } : {}),
+      },
+      { subject: String(userId), audience: appClientId, expiresIn: this.settings.accessTokenTtlSeconds },
+    );
+  }
+
   signClientAccessToken(
     clientId: string,
     scopes: readonly string[],
@@ -150,6 +201,9 @@ export class TokenService {
     } else if (claims.sub_type !== 'client' || claims.sub !== claims.client_id) {
       return null;
     }
+    const launch = launchClaim(claims.smart);
+    // a launch token always names its grant: one that does not cannot be revoked, so it is not ours
+    if (claims.smart !== undefined && (!launch || userId === null)) return null;
     return {
       clientId: claims.client_id,
       userId,
@@ -159,6 +213,7 @@ export class TokenService {
       jti: claims.jti,
       exp: claims.exp,
       ...(typeof claims.fam === 'string' ? { family: claims.fam } : {}),
+      ...(launch ? { launch } : {}),
     };
   }
 
@@ -175,4 +230,12 @@ export class TokenService {
       },
     );
   }
+}
+
+function launchClaim(raw: unknown): LaunchClaim | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const { app, patient, grant } = raw as Record<string, unknown>;
+  if (typeof app !== 'string' || typeof grant !== 'string') return undefined;
+  if (patient !== undefined && typeof patient !== 'string') return undefined;
+  return Object.freeze({ app, grant, ...(patient ? { patient } : {}) });
 }

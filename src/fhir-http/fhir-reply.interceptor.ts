@@ -1,3 +1,4 @@
+import { createHash } from 'crypto';
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import type { Response } from 'express';
 import { map, type Observable } from 'rxjs';
@@ -31,6 +32,18 @@ function asReply(req: FhirRequest, result: unknown): FhirReply {
   return { status, body: result === undefined || result === null ? '' : result };
 }
 
+/**
+ * A subsetted read (`_elements`, `_summary`) is not the version it came from: it gets a weak ETag of
+ * its own (the version, then a digest of the subset served), so a cache never answers the whole
+ * resource from it, and `If-Match` with it is refused as not a version ETag.
+ */
+function subsetEtag(res: Response, text: string): void {
+  const version = /^W\/"(\d+)"$/.exec(String(res.getHeader('ETag') ?? ''))?.[1];
+  if (version === undefined) return;
+  const digest = createHash('sha256').update(text).digest('base64url').slice(0, 16);
+  res.setHeader('ETag', `W/"${version}-${digest}"`);
+}
+
 /** Sets status and headers and returns the body text for Nest to send (undefined: no body). */
 export function writeReply(req: FhirRequest, res: Response, result: unknown): string | undefined {
   // a streamed answer has been written by its handler already
@@ -49,7 +62,11 @@ export function writeReply(req: FhirRequest, res: Response, result: unknown): st
     body = outcomeIn(version, body as OperationOutcome);
   }
   let text = typeof body === 'string' ? body : JSON.stringify(body);
-  if (req.fhir?.options.shape && reply.status === 200) text = shapeResource(req, version, text);
+  if (req.fhir?.options.shape && reply.status === 200) {
+    const whole = text;
+    text = shapeResource(req, version, text);
+    if (text !== whole) subsetEtag(res, text);
+  }
   if (isPretty(typeof req.query._pretty === 'string' ? req.query._pretty : undefined)) {
     text = JSON.stringify(JSON.parse(text), null, 2);
   }

@@ -64,6 +64,13 @@ const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
 // eslint-disable-next-line no-control-regex -- the same, to mask them in the message
 const CONTROL_ALL = /[\u0000-\u001F]/g;
 
+/**
+ * The longest single search value (between commas). Values become index keys and anchored
+ * patterns: the cap keeps every pattern far below what a database engine compiles (a longer string
+ * could not match anyway: indexed strings are cut at MAX_INDEXED_STRING_LENGTH).
+ */
+export const MAX_SEARCH_VALUE_LENGTH = 1024;
+
 /** Flattens the accepted input shapes; anything but strings (e.g. qs objects) is refused. */
 function toPairs(params: SearchQueryInput): Array<[string, string]> {
   const entries: Array<[string, unknown]> = Array.isArray(params) ? params : Object.entries(params);
@@ -80,6 +87,13 @@ function toPairs(params: SearchQueryInput): Array<[string, string]> {
         throw new SearchError(
           'invalid',
           `Search parameter '${String(name).replace(CONTROL_ALL, '?')}' contains the control character U+${code}, which no FHIR string holds`,
+        );
+      }
+      const long = splitUnescaped(item, ',').find((one) => one.length > MAX_SEARCH_VALUE_LENGTH);
+      if (long !== undefined) {
+        throw new SearchError(
+          'too-costly',
+          `A value of search parameter '${String(name)}' is ${long.length} characters long; at most ${MAX_SEARCH_VALUE_LENGTH} (the limit)`,
         );
       }
       pairs.push([String(name), item]);
@@ -242,9 +256,16 @@ export function parseSearch(
         if (type !== undefined) throw new SearchError('invalid', '_type is only allowed in a system search');
         continue;
       case '_content': {
-        const alternatives = splitValues(value)
-          .map((text) => textWords(text))
-          .filter((words) => words.length > 0);
+        const alternatives = splitValues(value).map((text) => {
+          const words = textWords(text);
+          // dropping it would widen the search to every resource (or every other alternative)
+          if (words.length === 0)
+            throw new SearchError(
+              'invalid',
+              `_content '${text}' holds no searchable word (of 2 letters or more)`,
+            );
+          return words;
+        });
         if (alternatives.length > 0) parsed.content.push(alternatives);
         continue;
       }

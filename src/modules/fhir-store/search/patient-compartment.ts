@@ -274,6 +274,11 @@ export function parseEverythingParams(
         if (!IGNORED.has(name)) window.unknown.push(name);
     }
   }
+  // an empty care period would answer only the resources without care dates: a mistake to report
+  if (window.start && window.end && window.start > window.end)
+    throw OperationOutcomeError.invalid(
+      `start (${window.start.toISOString()}) is after end (${window.end.toISOString()})`,
+    );
   return window;
 }
 

@@ -29,6 +29,25 @@ describe('$validate operation (e2e)', () => {
     expect(await t.connection.collection('resources').countDocuments({})).toBe(0);
   });
 
+  it('DSTU2: a code outside a required binding is refused on create (400) and reported by $validate', async () => {
+    const nope = { resourceType: 'Patient', gender: 'nope' };
+    const created = await request(t.server)
+      .post('/dstu2/Patient')
+      .set(bearer(user.access_token))
+      .set('Content-Type', 'application/json+fhir')
+      .send(JSON.stringify(nope))
+      .expect(400);
+    expect(created.body.resourceType).toBe('OperationOutcome');
+    expect(JSON.stringify(created.body.issue)).toContain('administrative-gender');
+    const validated = await validate('/dstu2/Patient/$validate', nope).expect(200);
+    expect(validated.body.issue).toEqual([
+      expect.objectContaining({ severity: 'error', diagnostics: expect.stringContaining("'nope'") }),
+    ]);
+    const fine = await validate('/dstu2/Patient/$validate', { ...nope, gender: 'other' }).expect(200);
+    expect(fine.body.issue).toEqual([expect.objectContaining({ severity: 'information' })]);
+    expect(await t.connection.collection('resources').countDocuments({ v: 'dstu2', t: 'Patient' })).toBe(0);
+  });
+
   it('lists every problem with its path', async () => {
     const res = await validate('/r4/Observation/$validate', {
       resourceType: 'Observation',

@@ -139,8 +139,13 @@ export function structureDefinitions(version: FhirVersion): StructureDefinitionS
   return set;
 }
 
-/** DSTU2 types `uri` as xs:anyURI with no regex (https://hl7.org/fhir/DSTU2/datatypes.html#uri). */
-const DSTU2_REGEX: Readonly<Record<string, string>> = { uri: '[\\s\\S]+' };
+/**
+ * DSTU2 types `uri` as xs:anyURI with no regex (https://hl7.org/fhir/DSTU2/datatypes.html#uri). The
+ * DSTU2 reference validator refuses a uri with leading or trailing whitespace and one that starts
+ * with `oid:` or `uuid:` (the `urn:` prefix forgotten); whitespace inside it lets pass (Synthea's
+ * DSTU2 Organization.type uses the system "Healthcare Provider").
+ */
+const DSTU2_REGEX: Readonly<Record<string, string>> = { uri: '(?!oid:|uuid:)\\S(?:[\\s\\S]*\\S)?' };
 
 /**
  * DSTU2 StructureDefinitions carry no regex for primitive values. The data type formats did not

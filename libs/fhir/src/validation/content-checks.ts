@@ -1,6 +1,7 @@
 import type { ElementRule, ElementTable } from '../definitions/element-tables';
 import type { FhirVersion } from '../definitions/fhir-version';
 import { UCUM, isUcumCode } from '../terminology/external-systems';
+import { DSTU2_VALUE_SETS, type Dstu2ValueSets } from '../terminology/dstu2-value-sets';
 import { terminology, UNCHECKED_SYSTEMS, type Terminology } from '../terminology/terminology';
 import { checkBundle } from './bundle-rules';
 import { unreferencedContained, type InvariantScope } from './hand-coded-invariants';
@@ -27,8 +28,12 @@ const QUANTITY_TYPES = new Set([
  * UCUM units. Compiled per table or rule on first use and kept.
  */
 export class ContentChecks {
-  /** DSTU2 has neither: no terminology package here, and its definitions carry XPath invariants only. */
+  /**
+   * DSTU2 has neither: no terminology package here, and its definitions carry XPath invariants only;
+   * its required bindings are checked against the value sets its definitions list (`valueSets`).
+   */
   private readonly terminology?: Terminology;
+  private readonly valueSets?: Dstu2ValueSets | Terminology;
   private readonly invariants?: InvariantCompiler;
   private readonly byTable = new WeakMap<ElementTable, readonly CompiledInvariant[]>();
   private readonly byRule = new WeakMap<ElementRule, readonly CompiledInvariant[]>();
@@ -36,8 +41,12 @@ export class ContentChecks {
   readonly unchecked = new Set<string>();
 
   constructor(version: FhirVersion) {
-    if (version === 'dstu2') return;
+    if (version === 'dstu2') {
+      this.valueSets = DSTU2_VALUE_SETS;
+      return;
+    }
     this.terminology = terminology(version);
+    this.valueSets = this.terminology;
     this.invariants = new InvariantCompiler(version);
   }
 
@@ -168,7 +177,7 @@ export class ContentChecks {
     issues: ValidationIssue[],
     isMaximum: boolean,
   ): void {
-    const valueSet = this.terminology?.valueSet(url);
+    const valueSet = this.valueSets?.valueSet(url);
     if (!valueSet || value === null || value === undefined) return;
     const kind = isMaximum ? 'maximum value set' : 'value set';
     if (typeof value === 'string') {

@@ -130,4 +130,43 @@ describe('validateResource (dstu2, structure from the HL7 1.0.2 definitions)', (
     const observation = { resourceType: 'Observation', status: 'final', code: { text: 'x' } };
     expect(issuesOf({ ...observation, referenceRange: [range] })).toEqual([]);
   });
+
+  it('checks required bindings against the 1.0.2 value sets: code, Coding and CodeableConcept', () => {
+    expect(issuesOf({ resourceType: 'Patient', gender: 'nope' })).toEqual(['code-invalid Patient.gender']);
+    expect(issuesOf({ resourceType: 'Patient', gender: 'female' })).toEqual([]);
+    // DSTU2 codes, not R4's: `amended` is in both, `corrected` only from R4 on
+    const observation = (status: string) => ({ resourceType: 'Observation', status, code: { text: 'x' } });
+    expect(issuesOf(observation('amended'))).toEqual([]);
+    expect(issuesOf(observation('corrected'))).toEqual(['code-invalid Observation.status']);
+    const marital = (system: string, code: string) => ({
+      resourceType: 'Patient',
+      maritalStatus: { coding: [{ system, code }] },
+    });
+    expect(issuesOf(marital('http://hl7.org/fhir/v3/MaritalStatus', 'M'))).toEqual([]);
+    expect(issuesOf(marital('http://hl7.org/fhir/v3/MaritalStatus', 'Q'))).toEqual([
+      'code-invalid Patient.maritalStatus',
+    ]);
+    expect(issuesOf({ resourceType: 'Patient', telecom: [{ system: 'pigeon', value: 'x' }] })).toEqual([
+      'code-invalid Patient.telecom[0].system',
+    ]);
+  });
+
+  it('leaves alone the bindings whose value sets the definitions do not list in full', () => {
+    // languages (BCP-47) and the SNOMED-based example sets are not enumerated: never refused here
+    expect(issuesOf({ resourceType: 'Patient', language: 'anything-goes' })).toEqual([]);
+  });
+
+  it('checks uri as the DSTU2 reference does: no surrounding whitespace, no bare oid:/uuid:', () => {
+    const system = (value: string) =>
+      issuesOf({ resourceType: 'Patient', identifier: [{ system: value, value: 'x' }] });
+    expect(system('http://example.org/ids')).toEqual([]);
+    expect(system('Healthcare Provider')).toEqual([]);
+    expect(system(' http://example.org')).toEqual(['value Patient.identifier[0].system']);
+    expect(system('http://example.org ')).toEqual(['value Patient.identifier[0].system']);
+    expect(system('oid:1.2.3')).toEqual(['value Patient.identifier[0].system']);
+    expect(system('uuid:2f1a4b7e-9a3b-4c1e-8d2f-0a1b2c3d4e5f')).toEqual([
+      'value Patient.identifier[0].system',
+    ]);
+    expect(system('urn:oid:1.2.3')).toEqual([]);
+  });
 });

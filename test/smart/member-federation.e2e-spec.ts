@@ -139,16 +139,17 @@ describe('member federation (e2e, real OpenID provider)', () => {
     expect((await federation.finish(query, browser)) as { tx?: string }).not.toHaveProperty('tx');
   });
 
-  it('the sub claim by default', async () => {
+  it('the sub claim by default; a sign-in for the connected-apps page has no transaction', async () => {
     const subPlan = await createClient(t, { name: 'Sub Plan' });
     const member = await createUser(t, subPlan, 'M-1001');
     await setFederated(subPlan, {});
     const browser = newBrowserBinding();
-    const { url } = await federation.begin(subPlan.client_id, 'tx-sub', browser);
+    const { url } = await federation.begin(subPlan.client_id, undefined, browser);
     expect(new URL(url).searchParams.get('scope')).toBe('openid');
     const query = await signInUpstream(url, 'M-1001');
-    expect(await federation.finish(query, browser)).toMatchObject({
+    expect(await federation.finish(query, browser)).toEqual({
       ok: true,
+      planClientId: subPlan.client_id,
       userId: member.service_user_id,
     });
   });

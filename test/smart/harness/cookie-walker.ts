@@ -8,7 +8,10 @@ export class CookieWalker {
   constructor(private readonly origins: string[]) {}
 
   /** Follows redirects from `url`; returns the first URL outside the walker's origins, or the last page. */
-  async follow(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<WalkEnd> {
+  async follow(
+    url: string,
+    init: { method?: string; form?: Record<string, string> | URLSearchParams } = {},
+  ): Promise<WalkEnd> {
     let next = url;
     let method = init.method ?? 'GET';
     let body: string | undefined = init.form ? new URLSearchParams(init.form).toString() : undefined;
@@ -29,6 +32,11 @@ export class CookieWalker {
       return { page: { url: next, status: res.status, html: await res.text() } };
     }
     throw new Error('too many redirects');
+  }
+
+  /** A cookie this walker holds for `origin` (HttpOnly ones too: a test reads what a browser keeps). */
+  cookie(origin: string, name: string): string | undefined {
+    return this.jar.get(origin)?.get(name);
   }
 
   private cookieHeader(origin: string): string {

@@ -10,9 +10,9 @@ export class FederatedLoginDoc {
   @Prop({ type: String, required: true })
   _id!: string;
 
-  /** The pending authorization transaction of the SMART app (member-launch). */
-  @Prop({ type: String, required: true })
-  tx!: string;
+  /** The pending authorization transaction of the SMART app (member-launch); absent: for the connected-apps page. */
+  @Prop({ type: String, required: false })
+  tx?: string;
 
   /** client_id of the health plan whose provider the member signs in at. */
   @Prop({ type: String, required: true })

@@ -25,7 +25,7 @@ export interface FederatedFailure {
   description: string;
 }
 export type FederatedResult =
-  { ok: true; tx: string; planClientId: string; userId: number } | FederatedFailure;
+  { ok: true; tx?: string; planClientId: string; userId: number } | FederatedFailure;
 
 export interface FederatedStart {
   /** The provider's authorization URL to send the member to. */
@@ -57,11 +57,12 @@ export class MemberFederationService {
   }
 
   /**
-   * Starts the sign-in of transaction `tx` at plan `planClientId`'s provider. `browser` is the
-   * secret of the browser-binding cookie: only the browser holding it can finish this login.
+   * Starts a sign-in at plan `planClientId`'s provider, for the app's authorization transaction
+   * `tx` (or, without one, for the member's connected-apps page). `browser` is the secret of the
+   * browser-binding cookie: only the browser holding it can finish this login.
    * Throws NotFederatedError or ProviderUnavailableError.
    */
-  async begin(planClientId: string, tx: string, browser: string): Promise<FederatedStart> {
+  async begin(planClientId: string, tx: string | undefined, browser: string): Promise<FederatedStart> {
     const settings = await this.clients.memberSignInWithSecret(planClientId);
     if (settings?.mode !== 'federated') throw new NotFederatedError('this plan signs its members in here');
     const client = await this.providers.client(settings);
@@ -70,7 +71,7 @@ export class MemberFederationService {
     const verifier = generators.codeVerifier();
     await this.logins.insert({
       _id: sha256(state),
-      tx,
+      ...(tx !== undefined ? { tx } : {}),
       plan: planClientId,
       issuer: settings.issuer,
       nonce,

@@ -98,6 +98,7 @@ export class MemberLaunchService {
         appName: tx?.appName,
         tx: tx?.id,
         csrf: csrfToken(req, res, this.secure),
+        federatedStart: federatedStart(plan, tx?.id),
       }),
     );
   }
@@ -118,9 +119,12 @@ export class MemberLaunchService {
           csrf: csrfToken(req, res, this.secure),
           error,
           username: str(body, 'username'),
+          federatedStart: federatedStart(plan, tx?.id),
         }),
       );
     if (!csrfMatches(req, body.csrf)) return again(403, 'This form expired. Please sign in again.');
+    // a federated plan's members prove who they are at its provider only (no secret set here counts)
+    if (plan.memberSignIn.mode === 'federated') return again(400, `Sign in with ${planView(plan).name}.`);
     const username = str(body, 'username');
     const password = str(body, 'password');
     if (!username || !password) return again(400, 'Enter your member ID and password.');
@@ -346,6 +350,13 @@ export class MemberLaunchService {
       .filter((d) => d.json !== null && !d.del)
       .map((d) => ({ id: d.id, label: patientLabel(JSON.parse(d.json!) as Record<string, unknown>, d.id) }));
   }
+}
+
+/** The federated sign-in link of a plan whose members sign in at its own OpenID provider (member-federation). */
+function federatedStart(plan: ClientRecord, tx: string | undefined): string | undefined {
+  if (plan.memberSignIn.mode !== 'federated') return undefined;
+  const query = tx ? `tx=${encodeURIComponent(tx)}` : `plan=${encodeURIComponent(plan.customer)}`;
+  return `/oauth2/member/federated/start?${query}`;
 }
 
 function planView(plan: ClientRecord | null): PlanView {

@@ -8,6 +8,7 @@ import type { TenantContext } from '../tenancy/tenant-context';
 import { HISTORY_COLLECTION, type HistoryDoc, RESOURCES_COLLECTION, type ResourceDoc } from './documents';
 import { HISTORY_INDEXES, resourceIndexes } from './indexes';
 import { retiredIndexNames } from './search/search-indexes';
+import { historyCondition, readCondition } from './smart-access';
 import { ScopedCollection } from './tenant-scope';
 
 /** A tenant's view of the resource collections: every filter carries its tenant keys. */
@@ -34,7 +35,7 @@ export interface UnscopedStore {
 export class ResourceStorage implements OnModuleInit {
   constructor(
     @InjectConnection() private readonly connection: Connection,
-    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'fullText'>,
+    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'fullText' | 'urls'>,
   ) {}
 
   private get resources(): mongo.Collection<ResourceDoc> {
@@ -45,7 +46,22 @@ export class ResourceStorage implements OnModuleInit {
     return this.connection.db!.collection<HistoryDoc>(HISTORY_COLLECTION);
   }
 
+  /** The tenant's documents; reads see only what its SMART scopes allow (smart-access.ts). */
   scoped(ctx: TenantContext): TenantStore {
+    const base = this.settings.urls.base;
+    return {
+      ctx,
+      resources: new ScopedCollection(this.resources, ctx, (version) => readCondition(ctx, base, version)),
+      history: new ScopedCollection(this.history, ctx, () => historyCondition(ctx)),
+    };
+  }
+
+  /**
+   * The tenant's documents whatever its SMART scopes allow to read: for writers only, which must
+   * find the resource they would replace (to answer 409, or to refuse it with 403 when the scopes
+   * do not allow writing it: ResourceWriter), never to answer what they found.
+   */
+  scopedForWriter(ctx: TenantContext): TenantStore {
     return {
       ctx,
       resources: new ScopedCollection(this.resources, ctx),

@@ -174,23 +174,21 @@ export class ResourceRepository {
   }
 
   /**
-   * The current document whoever of the client owns it: writers decide 409 on it. Routed by owner
-   * (docs/scaling.md): the caller's own document, else the owner its id claim names; no claim, no
-   * resource. A claim of the caller's without a document of the caller's (its own create in
-   * flight, or an id written before claims existed, on an unsharded database) asks the whole client.
+   * The current document whoever of the client owns it, whatever the SMART scopes allow to read:
+   * writers decide 409 on it, and refuse with 403 what the scopes do not allow them to replace
+   * (ResourceWriter); never served. Routed by owner (docs/scaling.md): the caller's own document,
+   * else the owner its id claim names; no claim, no resource. A claim of the caller's without a
+   * document of the caller's (its own create in flight, or an id written before claims existed, on
+   * an unsharded database) asks the whole client.
    */
   async findCurrentInClient(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
-    if (ctx.userId === null) return this.findCurrent(ctx, key);
-    const own = await this.findCurrent(ctx, key);
+    const lookup = (scope: TenantContext) => findScoped(this.storage.scopedForWriter(scope).resources, key);
+    if (ctx.userId === null) return lookup(ctx);
+    const own = await lookup(ctx);
     if (own) return own;
     const owner = (await this.ids.owners([key])).get(key);
     if (owner === undefined) return null;
-    return this.findCurrent(owner === ctx.userId ? clientWide(ctx) : { ...ctx, userId: owner }, key);
-  }
-
-  /** Current documents of many keys of the client (bundle ingest's one look-up). */
-  findManyInClient(ctx: TenantContext, keys: readonly string[]): Promise<Map<string, ResourceDoc>> {
-    return this.findManyCurrent(clientWide(ctx), keys);
+    return lookup(owner === ctx.userId ? clientWide(ctx) : { ...ctx, userId: owner });
   }
 
   /**

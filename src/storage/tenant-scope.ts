@@ -24,9 +24,16 @@ export type Conditions<T> = Filter<T> & { c?: never; u?: never };
 export type TenantDocument = mongo.Document & { _id: string; c: string; u: number };
 
 /**
+ * A further condition on every read of a collection, given the version the read is limited to (if
+ * any): what the context's SMART scopes allow (storage/smart-access.ts). Undefined: no limit.
+ */
+export type ReadRestriction = (version: string | undefined) => Filter<never> | undefined;
+
+/**
  * One collection as seen from one tenant: every read, update and delete takes a `ScopedFilter`,
  * every inserted document must belong to the tenant (checked here, so a document built from one
- * context is never written under another). Options pass through to the driver unchanged.
+ * context is never written under another). Reads (find, aggregate, count, distinct) also carry the
+ * `restriction`, when one is given. Options pass through to the driver unchanged.
  *
  * It is also where database time is measured: every command it sends (a cursor when read with
  * `toArray`) is timed and charged to the caller (TenantContext.chargeDatabaseMs), so a client whose
@@ -36,7 +43,16 @@ export class ScopedCollection<T extends TenantDocument> {
   constructor(
     private readonly collection: Collection<T>,
     private readonly ctx: TenantContext,
+    private readonly restriction?: ReadRestriction,
   ) {}
+
+  /** `filter` and the read restriction, as one more `$and` member (the filter's own fields keep their order). */
+  private readable(filter: ScopedFilter<T>): ScopedFilter<T> {
+    const version = (filter as { v?: unknown }).v;
+    const condition = this.restriction?.(typeof version === 'string' ? version : undefined);
+    if (!condition) return filter;
+    return { ...filter, $and: [...(filter.$and ?? []), condition as Filter<T>] };
+  }
 
   /**
    * The filter this collection accepts: `conditions`, then the tenant keys, then `after`. The order
@@ -51,7 +67,7 @@ export class ScopedCollection<T extends TenantDocument> {
   }
 
   findOne(filter: ScopedFilter<T>, options?: mongo.FindOptions): Promise<T | null> {
-    return this.timed(this.collection.findOne<T>(filter, options ?? {}));
+    return this.timed(this.collection.findOne<T>(this.readable(filter), options ?? {}));
   }
 
   /**
@@ -61,7 +77,9 @@ export class ScopedCollection<T extends TenantDocument> {
    */
   find(filter: ScopedFilter<T>, options?: mongo.FindOptions): mongo.FindCursor<T> {
     const oneReply = options?.limit && options.batchSize === undefined ? { batchSize: options.limit } : {};
-    return this.timedCursor(this.collection.find(filter, { ...options, ...oneReply }) as mongo.FindCursor<T>);
+    return this.timedCursor(
+      this.collection.find(this.readable(filter), { ...options, ...oneReply }) as mongo.FindCursor<T>,
+    );
   }
 
   /** A pipeline whose first stage is the scoped `$match`. */
@@ -70,15 +88,17 @@ export class ScopedCollection<T extends TenantDocument> {
     stages: readonly object[],
     options?: mongo.AggregateOptions,
   ): mongo.AggregationCursor<R> {
-    return this.timedCursor(this.collection.aggregate<R>([{ $match: match }, ...stages], options));
+    return this.timedCursor(
+      this.collection.aggregate<R>([{ $match: this.readable(match) }, ...stages], options),
+    );
   }
 
   countDocuments(filter: ScopedFilter<T>, options?: mongo.CountDocumentsOptions): Promise<number> {
-    return this.timed(this.collection.countDocuments(filter, options));
+    return this.timed(this.collection.countDocuments(this.readable(filter), options));
   }
 
   distinct(field: keyof T & string, filter: ScopedFilter<T>): Promise<unknown[]> {
-    return this.timed(this.collection.distinct(field, filter));
+    return this.timed(this.collection.distinct(field, this.readable(filter)));
   }
 
   updateOne(

@@ -1,3 +1,5 @@
+import { grantsNoWrite } from './smart-scopes';
+
 /**
  * Who is asking, resolved once by the tenant guard from one of the credential forms of docs/api.md §2,
  * and passed explicitly as the first argument down to every repository method.
@@ -49,7 +51,7 @@ export function clientFilter(scope: ClientScope): { c: string } {
   return { c: scope.clientId };
 }
 
-/** True when the context may only read and search (scope `user/*.rs`, `*.read`). */
+/** True when the context may only read and search (scope `user/*.rs`, `*.read`, `patient/*.rs` …). */
 export function isReadOnly(ctx: TenantContext): boolean {
-  return !ctx.scopes.some((s) => /(^|\/)\*\.(\*|write|[cruds]*[cud][cruds]*)$/.test(s) || s === 'user/*.*');
+  return grantsNoWrite(ctx);
 }

@@ -1,6 +1,8 @@
-import { createHash, randomBytes } from 'crypto';
+import { createHash, randomBytes, randomUUID } from 'crypto';
 import request from 'supertest';
 import { ClientsService, IssuedSmartApp } from '../../../src/modules/auth/clients/clients.service';
+import { LaunchRepository } from '../../../src/modules/auth/member-launch/launch.repository';
+import { TokenService } from '../../../src/modules/auth/tokens/token.service';
 import { clientHeaders, createClient, createUser, TestClient, TestUser } from './factories';
 import type { TestApp } from './test-app';
 
@@ -139,4 +141,37 @@ export async function launchToCode(
   if (patient) form.set('patient', patient);
   const decided = await agent.post('/oauth2/member/consent').type('form').send(form.toString()).expect(303);
   return { agent, params: locationParams(decided), state };
+}
+
+/**
+ * An access token of a member's SMART App Launch grant, without the pages: the grant is stored as
+ * consent stores it (so the tenant guard's grant check passes and revocation works) and the token
+ * is signed as the token endpoint signs it. For tests of scope enforcement, many scope sets each.
+ */
+export async function launchToken(
+  t: TestApp,
+  plan: TestClient,
+  app: Pick<IssuedSmartApp, 'client_id'>,
+  member: Pick<TestUser, 'service_user_id' | 'app_user_id'>,
+  opts: { scope: string; patient?: string },
+): Promise<string> {
+  const scopes = opts.scope.split(' ').filter(Boolean);
+  const grant = {
+    _id: randomUUID(),
+    plan: plan.client_id,
+    u: member.service_user_id,
+    app_user_id: member.app_user_id,
+    app: app.client_id,
+    scopes,
+    ...(opts.patient !== undefined ? { patient: opts.patient } : {}),
+    version: 'r4',
+    created: new Date(),
+    revoked: false,
+  };
+  await t.app.get(LaunchRepository).insertGrant(grant);
+  return t.app.get(TokenService).signLaunchAccessToken(plan.client_id, member.service_user_id, scopes, {
+    app: app.client_id,
+    grant: grant._id,
+    ...(opts.patient !== undefined ? { patient: opts.patient } : {}),
+  });
 }

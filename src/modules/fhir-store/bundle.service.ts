@@ -19,6 +19,7 @@ import {
 import { mapError } from '../../common/error-mapping';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
+import { assertAllowed, permissionOf } from '../../tenancy/smart-scopes';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { conditionKey } from '../../storage/conditional-keys.repository';
 import { conditionPairs, ConditionalService } from './conditional.service';
@@ -131,10 +132,21 @@ export class BundleService {
   ): Promise<FhirReply> {
     const fail = (index: number, error: unknown) => (responses[index] = failureEntry(error));
     const claimed = new Map<string, number>();
-    for (const entry of entries) {
+    // each entry is held to the scopes as its own request would be (403 for a type not covered)
+    const allowed = entries.filter((entry) => {
+      try {
+        const target = parseRequestUrl(entry.url);
+        if (target) assertAllowed(ctx, permissionOf(entry.method, target.id !== undefined), target.type);
+        return true;
+      } catch (error) {
+        fail(entry.index, error);
+        return false;
+      }
+    });
+    for (const entry of allowed) {
       await this.settleCondition(ctx, version, entry, responses, prefer, claimed);
     }
-    const pending = entries.filter((e) => responses[e.index] === undefined || e.existing);
+    const pending = allowed.filter((e) => responses[e.index] === undefined || e.existing);
     const plans = this.plan(version, pending, fail);
     const ordered = [...pending].sort((a, b) => PROCESSING_ORDER[a.method] - PROCESSING_ORDER[b.method]);
     for (const entry of ordered.filter((e) => e.method === 'DELETE')) {
@@ -312,10 +324,9 @@ export class BundleService {
     const known = new Set<WritePlan>();
     for (const plan of bulk) {
       try {
-        fresh.push([
-          plan,
-          this.writer.buildDoc(ctx, version, plan.type, plan.id, 1, lastUpdated, plan.resource),
-        ]);
+        const doc = this.writer.buildDoc(ctx, version, plan.type, plan.id, 1, lastUpdated, plan.resource);
+        this.writer.assertMayWrite(ctx, 'c', doc);
+        fresh.push([plan, doc]);
       } catch (error) {
         responses[plan.entry.index] = failureEntry(error);
       }

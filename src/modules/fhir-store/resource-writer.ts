@@ -10,7 +10,9 @@ import {
 import { badNodeError, tooLargeError } from '../../common/body-hygiene';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
+import type { Permission } from '../../tenancy/smart-scopes';
 import type { TenantContext } from '../../tenancy/tenant-context';
+import { assertMayWrite } from '../../storage/smart-access';
 import { historyOf, type HistoryDoc, type ResourceDoc } from '../../storage/documents';
 import { ResourceRepository } from '../../storage/resource.repository';
 import { searchIndexOf } from '../../storage/search-indexing';
@@ -120,6 +122,21 @@ export class ResourceWriter {
     if (bad) throw bad;
   }
 
+  /**
+   * Refuses (403) a write the context's SMART scopes do not allow on `doc` (storage/smart-access.ts):
+   * a version to be written, or the stored one it replaces or deletes. A stored document read
+   * without its search index has it extracted again, only when a scope narrower than a type
+   * (a patient's compartment, a category) needs it.
+   */
+  assertMayWrite(ctx: TenantContext, permission: Permission, doc: ResourceDoc): void {
+    const index = (): object | undefined =>
+      doc.idx ??
+      (doc.json === null
+        ? undefined
+        : searchIndexOf(doc.v, JSON.parse(doc.json) as Record<string, unknown>, this.settings));
+    assertMayWrite(ctx, permission, { v: doc.v, t: doc.t, id: doc.id, index }, this.settings.urls.base);
+  }
+
   /** Create with a server-assigned id (`POST /{v}/{type}` without id). */
   async createWithNewId(
     ctx: TenantContext,
@@ -129,6 +146,7 @@ export class ResourceWriter {
   ): Promise<WrittenVersion> {
     for (;;) {
       const doc = this.buildDoc(ctx, version, type, newResourceId(), 1, new Date(), resource);
+      this.assertMayWrite(ctx, 'c', doc);
       if (await this.repository.insertCurrent(ctx, doc)) {
         await this.complete(ctx, version, [{ previous: null, doc }]);
         return { doc, created: true };
@@ -186,7 +204,10 @@ export class ResourceWriter {
           { status: 412 },
         );
       }
+      const replaces = current !== null && !current.del;
+      if (replaces) this.assertMayWrite(ctx, 'u', current);
       const doc = this.buildDoc(ctx, version, type, id, (current?.vid ?? 0) + 1, new Date(), resource);
+      this.assertMayWrite(ctx, replaces ? 'u' : 'c', doc);
       const landed = current
         ? await this.replaceVersion(ctx, version, current, doc, attempt)
         : await this.repository.insertCurrent(ctx, doc);
@@ -225,6 +246,7 @@ export class ResourceWriter {
       const current = await this.repository.findCurrent(ctx, key);
       if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
       if (current.del) return { versionId: current.vid, alreadyDeleted: true };
+      this.assertMayWrite(ctx, 'd', current);
       const tombstone: ResourceDoc = {
         ...current,
         vid: current.vid + 1,

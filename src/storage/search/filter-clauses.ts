@@ -48,7 +48,7 @@ function stringCondition(clause: SearchClause, value: SearchValue): Filter {
 }
 
 /** Exact token keys for one value, or a prefix pattern for `system|` (any code of a system). */
-function tokenKey(param: string, value: SearchValue): { key?: string; pattern?: string } {
+export function tokenKey(param: string, value: SearchValue): { key?: string; pattern?: string } {
   if (value.kind !== 'token') throw new SearchError('invalid', `Invalid token value for '${param}'`);
   if (value.system === undefined) return { key: `${param}|${escapeComponent(value.code ?? '')}` };
   if (value.code === undefined)

@@ -8,65 +8,19 @@ import {
   type FhirVersion,
 } from '@app/fhir';
 import type { Filter } from '../../../storage/search/filter-clauses';
+import {
+  compartmentReferenceKeys,
+  compartmentTypes,
+} from '../../../storage/search/patient-compartment-filter';
 import { rangePattern } from '../../../storage/search/range-regex';
 
-/**
- * The Patient compartment as queries on the `resources` documents (CompartmentDefinition-patient of
- * the version, https://hl7.org/fhir/R4/compartmentdefinition-patient.html): a resource is in the
- * compartment of Patient/x when one of its type's compartment parameters references Patient/x,
- * i.e. its `idx.ref` holds `${param}|Patient/x`. One `$in` over the reference index's
- * `{v, c, idx.ref}` prefix.
- */
-
-export interface CompartmentTypes {
-  /** Types with at least one compartment parameter. */
-  types: string[];
-  /** `${param}|` prefixes of every compartment parameter of any type. */
-  params: string[];
-}
-
-const compartmentCache = new Map<FhirVersion, CompartmentTypes>();
-
-export function compartmentTypes(version: FhirVersion): CompartmentTypes {
-  let cached = compartmentCache.get(version);
-  if (!cached) {
-    const types: string[] = [];
-    const params = new Set<string>();
-    for (const type of resourceTypes(version)) {
-      const codes = patientCompartmentParams(version, type);
-      if (codes.length === 0) continue;
-      types.push(type);
-      for (const code of codes) params.add(code);
-    }
-    cached = { types, params: [...params] };
-    compartmentCache.set(version, cached);
-  }
-  return cached;
-}
-
-/**
- * Resources in the compartment of Patient/{id}, the Patient itself excluded. References written
- * with this server's base URL count too. The union of parameters over all types is a superset for
- * a type whose own list is shorter; `t` restricted to compartment types keeps strangers out.
- */
-export function compartmentFilter(version: FhirVersion, patientId: string, serviceBase: string): Filter {
-  const { types, params } = compartmentTypes(version);
-  const references = [`Patient/${patientId}`, `${serviceBase}/${version}/Patient/${patientId}`];
-  return {
-    'idx.ref': { $in: params.flatMap((param) => references.map((reference) => `${param}|${reference}`)) },
-    ...typeAmong(types),
-  };
-}
-
-/**
- * A resource of one of `types`, tested on the candidates of the compartment's references, never
- * an index bound: the reference index holds the type after the references, so `t: {$in}` would
- * start a scan range for every (reference, type) pair, about 40 × 70 (docs/storage.md "Search
- * index"). `$expr` keeps the meaning of `t: {$in}` as a filter only, on both engines.
- */
-export function typeAmong(types: readonly string[]): Filter {
-  return { $expr: { $in: ['$t', [...types]] } };
-}
+export {
+  compartmentFilter,
+  compartmentReferenceKeys,
+  compartmentTypes,
+  typeAmong,
+  type CompartmentTypes,
+} from '../../../storage/search/patient-compartment-filter';
 
 /** The compartments FHIR defines (https://hl7.org/fhir/R4/compartmentdefinition.html). */
 export const COMPARTMENT_TYPES = ['Patient', 'Encounter', 'RelatedPerson', 'Practitioner', 'Device'];
@@ -109,9 +63,8 @@ export function compartmentSearchFilter(
       `${type} has no place in the Patient compartment in ${version.toUpperCase()} (https://hl7.org/fhir/R4/compartmentdefinition-patient.html)`,
     );
   }
-  const references = [`Patient/${patientId}`, `${serviceBase}/${version}/Patient/${patientId}`];
   const referencing: Filter = {
-    'idx.ref': { $in: params.flatMap((param) => references.map((reference) => `${param}|${reference}`)) },
+    'idx.ref': { $in: compartmentReferenceKeys(version, patientId, serviceBase, params) },
   };
   return type === 'Patient' ? { $or: [{ id: patientId }, referencing] } : referencing;
 }

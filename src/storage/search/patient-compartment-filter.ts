@@ -1,0 +1,73 @@
+import { patientCompartmentParams, resourceTypes, type FhirVersion } from '@app/fhir';
+import type { Filter } from './filter-clauses';
+
+/**
+ * The Patient compartment as queries on the `resources` documents (CompartmentDefinition-patient of
+ * the version, https://hl7.org/fhir/R4/compartmentdefinition-patient.html): a resource is in the
+ * compartment of Patient/x when one of its type's compartment parameters references Patient/x,
+ * i.e. its `idx.ref` holds `${param}|Patient/x`. One `$in` over the reference index's
+ * `{v, c, idx.ref}` prefix.
+ */
+
+export interface CompartmentTypes {
+  /** Types with at least one compartment parameter. */
+  types: string[];
+  /** `${param}|` prefixes of every compartment parameter of any type. */
+  params: string[];
+}
+
+const compartmentCache = new Map<FhirVersion, CompartmentTypes>();
+
+export function compartmentTypes(version: FhirVersion): CompartmentTypes {
+  let cached = compartmentCache.get(version);
+  if (!cached) {
+    const types: string[] = [];
+    const params = new Set<string>();
+    for (const type of resourceTypes(version)) {
+      const codes = patientCompartmentParams(version, type);
+      if (codes.length === 0) continue;
+      types.push(type);
+      for (const code of codes) params.add(code);
+    }
+    cached = { types, params: [...params] };
+    compartmentCache.set(version, cached);
+  }
+  return cached;
+}
+
+/**
+ * Resources in the compartment of Patient/{id}, the Patient itself excluded. References written
+ * with this server's base URL count too. The union of parameters over all types is a superset for
+ * a type whose own list is shorter; `t` restricted to compartment types keeps strangers out.
+ */
+export function compartmentFilter(version: FhirVersion, patientId: string, serviceBase: string): Filter {
+  const { types, params } = compartmentTypes(version);
+  return {
+    'idx.ref': { $in: compartmentReferenceKeys(version, patientId, serviceBase, params) },
+    ...typeAmong(types),
+  };
+}
+
+/**
+ * The `idx.ref` entries by which a resource names Patient/{id} in one of `params` (compartment
+ * parameters): the relative reference, and the absolute one with this server's base URL.
+ */
+export function compartmentReferenceKeys(
+  version: FhirVersion,
+  patientId: string,
+  serviceBase: string,
+  params: readonly string[],
+): string[] {
+  const references = [`Patient/${patientId}`, `${serviceBase}/${version}/Patient/${patientId}`];
+  return params.flatMap((param) => references.map((reference) => `${param}|${reference}`));
+}
+
+/**
+ * A resource of one of `types`, tested on the candidates of the compartment's references, never
+ * an index bound: the reference index holds the type after the references, so `t: {$in}` would
+ * start a scan range for every (reference, type) pair, about 40 × 70 (docs/storage.md "Search
+ * index"). `$expr` keeps the meaning of `t: {$in}` as a filter only, on both engines.
+ */
+export function typeAmong(types: readonly string[]): Filter {
+  return { $expr: { $in: ['$t', [...types]] } };
+}

@@ -12,7 +12,7 @@ import {
 } from '../tenancy/smart-scopes';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { tokenKey, type Filter } from './search/filter-clauses';
-import { compartmentReferenceKeys, compartmentTypes, typeAmong } from './search/patient-compartment-filter';
+import { compartmentReferenceKeys, patientCompartmentFilter } from './search/patient-compartment-filter';
 
 /**
  * SMART scopes (tenancy/smart-scopes.ts) on the stored resources: the condition every read of the
@@ -83,15 +83,7 @@ function compartmentCondition(
   type: string,
   serviceBase: string,
 ): Filter {
-  const self = { t: 'Patient', id: patient };
-  if (type === '*') {
-    const { types, params } = compartmentTypes(version);
-    const referencing = {
-      'idx.ref': { $in: compartmentReferenceKeys(version, patient, serviceBase, params) },
-      ...typeAmong(types),
-    };
-    return { $or: [self, referencing] };
-  }
+  if (type === '*') return patientCompartmentFilter(version, patient, serviceBase);
   const params = patientCompartmentParams(version, type);
   const referencing =
     params.length === 0

@@ -71,3 +71,45 @@ export function compartmentReferenceKeys(
 export function typeAmong(types: readonly string[]): Filter {
   return { $expr: { $in: ['$t', [...types]] } };
 }
+
+const allTypesGroups = new Map<FhirVersion, Array<{ types: string[]; params: string[] }>>();
+
+/** The compartment types of the version grouped by their exact list of compartment parameters. */
+function typesByParams(version: FhirVersion): Array<{ types: string[]; params: string[] }> {
+  let groups = allTypesGroups.get(version);
+  if (!groups) {
+    const byKey = new Map<string, { types: string[]; params: string[] }>();
+    for (const type of compartmentTypes(version).types) {
+      const params = [...patientCompartmentParams(version, type)].sort();
+      const key = params.join(',');
+      const group = byKey.get(key) ?? { types: [], params };
+      group.types.push(type);
+      byKey.set(key, group);
+    }
+    groups = [...byKey.values()];
+    allTypesGroups.set(version, groups);
+  }
+  return groups;
+}
+
+/**
+ * Every resource of the compartment of Patient/{id}, the patient itself included. Unlike
+ * `compartmentFilter`, each type is held to its own compartment parameters: the types are grouped
+ * by their parameter list (a few dozen groups), all under one `$in` on the reference index.
+ */
+export function patientCompartmentFilter(
+  version: FhirVersion,
+  patientId: string,
+  serviceBase: string,
+): Filter {
+  const refsOf = (params: readonly string[]) =>
+    compartmentReferenceKeys(version, patientId, serviceBase, params);
+  const referencing: Filter = {
+    'idx.ref': { $in: refsOf(compartmentTypes(version).params) },
+    $or: typesByParams(version).map((group) => ({
+      'idx.ref': { $in: refsOf(group.params) },
+      ...typeAmong(group.types),
+    })),
+  };
+  return { $or: [{ t: 'Patient', id: patientId }, referencing] };
+}

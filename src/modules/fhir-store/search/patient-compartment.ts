@@ -11,6 +11,7 @@ import type { Filter } from '../../../storage/search/filter-clauses';
 import {
   compartmentReferenceKeys,
   compartmentTypes,
+  patientCompartmentFilter,
 } from '../../../storage/search/patient-compartment-filter';
 import { rangePattern } from '../../../storage/search/range-regex';
 
@@ -69,31 +70,10 @@ export function compartmentSearchFilter(
   return type === 'Patient' ? { $or: [{ id: patientId }, referencing] } : referencing;
 }
 
-const allTypesGroups = new Map<FhirVersion, Array<{ types: string[]; params: string[] }>>();
-
-/** The compartment types of the version grouped by their exact list of compartment parameters. */
-function typesByParams(version: FhirVersion): Array<{ types: string[]; params: string[] }> {
-  let groups = allTypesGroups.get(version);
-  if (!groups) {
-    const byKey = new Map<string, { types: string[]; params: string[] }>();
-    for (const type of compartmentTypes(version).types) {
-      const params = [...patientCompartmentParams(version, type)].sort();
-      const key = params.join(',');
-      const group = byKey.get(key) ?? { types: [], params };
-      group.types.push(type);
-      byKey.set(key, group);
-    }
-    groups = [...byKey.values()];
-    allTypesGroups.set(version, groups);
-  }
-  return groups;
-}
-
 /**
  * `GET /{v}/Patient/{id}/*` (https://hl7.org/fhir/R4/http.html#vsearch): every resource of the
- * compartment of Patient/{id}, the patient itself included (as `Patient/{id}/Patient`). Unlike
- * `compartmentFilter`, each type is held to its own compartment parameters: the types are grouped
- * by their parameter list (a few dozen groups), all under one `$in` on the reference index.
+ * compartment of Patient/{id}, the patient itself included (as `Patient/{id}/Patient`), each type
+ * held to its own compartment parameters (`patientCompartmentFilter`).
  */
 export function allTypesCompartmentFilter(
   version: FhirVersion,
@@ -102,15 +82,7 @@ export function allTypesCompartmentFilter(
   serviceBase: string,
 ): Filter {
   checkCompartment(version, compartment);
-  const references = [`Patient/${patientId}`, `${serviceBase}/${version}/Patient/${patientId}`];
-  const refsOf = (params: readonly string[]) =>
-    params.flatMap((param) => references.map((reference) => `${param}|${reference}`));
-  const groups = typesByParams(version);
-  const referencing: Filter = {
-    'idx.ref': { $in: refsOf(compartmentTypes(version).params) },
-    $or: groups.map((group) => ({ 'idx.ref': { $in: refsOf(group.params) }, ...typeAmong(group.types) })),
-  };
-  return { $or: [{ t: 'Patient', id: patientId }, referencing] };
+  return patientCompartmentFilter(version, patientId, serviceBase);
 }
 
 /**

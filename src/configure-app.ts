@@ -5,6 +5,7 @@ import { Logger } from 'nestjs-pino';
 import { ClientConcurrency } from './admission/client-concurrency';
 import { earlyRefusal } from './admission/early-refusal';
 import { KnownCredentials } from './admission/known-credentials';
+import { ClientAuthenticator } from './modules/auth/rate-limit/client-authenticator';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
 import { fhirBodyGuard, verifyUtf8 } from './common/body-hygiene';
 import { answerParserErrors, cacheControl, urlLengthLimit } from './common/response-hygiene';
@@ -44,8 +45,8 @@ function setupSwagger(app: NestExpressApplication, settings: Settings): void {
 export function configureApp(app: NestExpressApplication, settings: Settings): void {
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
-  // First of all: a throttled client's flood is refused before logging, routing and body parsing.
-  app.use(earlyRefusal(app.get(ClientConcurrency), app.get(KnownCredentials)));
+  // First of all: a throttled caller's flood is refused before logging, routing and body parsing.
+  app.use(earlyRefusal(app.get(ClientConcurrency), app.get(KnownCredentials), app.get(ClientAuthenticator)));
   app.use(requestIdMiddleware);
   // No content-hash ETags from Express: an ETag on a FHIR route is the resource's W/"versionId"
   // (https://hl7.org/fhir/R4/http.html#versioning), set by the store on resource responses only.

@@ -1,16 +1,17 @@
 import request from 'supertest';
 import {
   bearer,
+  catastrophicFhirPath,
   createClient,
   createTestApp,
   createUser,
   IDENTITY_TEST_ENV,
+  replaceGenderPatch,
   TestApp,
   TestUser,
 } from '@app/testing';
 
-/** The probe's expression: each extra `a` doubles the backtracking of `^(a+)+$` on JavaScript's engine. */
-const catastrophic = (as: number) => `Patient.where('${'a'.repeat(as)}!'.matches('^(a+)+$')).gender`;
+const catastrophic = catastrophicFhirPath;
 
 /**
  * A caller's FHIRPath runs off the request-serving event loop with a time bound
@@ -23,19 +24,7 @@ describe('security: bounded FHIRPath evaluation (e2e)', () => {
   let other: TestUser;
   let otherPatient: string;
   const json = 'application/fhir+json';
-  const replaceGender = (path: string) => ({
-    resourceType: 'Parameters',
-    parameter: [
-      {
-        name: 'operation',
-        part: [
-          { name: 'type', valueCode: 'replace' },
-          { name: 'path', valueString: path },
-          { name: 'value', valueCode: 'male' },
-        ],
-      },
-    ],
-  });
+  const replaceGender = replaceGenderPatch;
   const create = async (user: TestUser) =>
     (
       await request(t.server)

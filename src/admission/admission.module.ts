@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
 import { ClientConcurrency } from './client-concurrency';
 import { FhirAdmission } from './fhir-admission';
+import { FhirPathTurns } from './fhirpath-turns';
 import { KnownCredentials } from './known-credentials';
 import { RequestAdmission } from './request-admission';
 
-/** Request admission and per-client shares: who may run now, and how much each client is served. */
+/** Request admission and per-caller shares: who may run now, how much each caller is served, and fair turns on shared pools. */
 @Module({
-  providers: [ClientConcurrency, RequestAdmission, FhirAdmission, KnownCredentials],
-  exports: [FhirAdmission, ClientConcurrency, RequestAdmission, KnownCredentials],
+  providers: [ClientConcurrency, RequestAdmission, FhirAdmission, KnownCredentials, FhirPathTurns],
+  exports: [FhirAdmission, ClientConcurrency, RequestAdmission, KnownCredentials, FhirPathTurns],
 })
 export class AdmissionModule {}

@@ -171,4 +171,50 @@ describe('ClientConcurrency', () => {
     slot.release();
     expect(() => c.acquire('c1')).not.toThrow();
   });
+
+  it("a user ignoring Retry-After is charged first: its client's other users are served again within the client's shallow debt", () => {
+    const c = limiter(1000, 2);
+    const flood = c.acquire('c1', '7');
+    flood.charge(3500);
+    flood.release();
+    for (let i = 0; i < 1000; i++) refusal(() => c.acquire('c1', '7'));
+    const own = refusal(() => c.acquire('c1', '7'));
+    expect(own.retryAfter).toBe('30');
+    expect(own.message).toMatch(/this user was served more than its part .*CLIENT_RESPONSE_BYTES_PER_SECOND/);
+    // the client's own share went at most 2 s into debt: user 8 is back after it, user 7 is not
+    const other = refusal(() => c.acquire('c1', '8'));
+    expect(Number(other.retryAfter)).toBeLessThanOrEqual(2);
+    jest.setSystemTime(now + 2_100);
+    expect(() => c.acquire('c1', '8').release()).not.toThrow();
+    expect(refusal(() => c.acquire('c1', '7')).status).toBe(429);
+  });
+
+  it('within a client at its cap, a user holding its part is refused and a user under it gets in', () => {
+    const c = limiter(0, 4);
+    c.acquire('c2').release(); // another client is active: the cap engages
+    const held = Array.from({ length: 4 }, () => c.acquire('c1', 'a'));
+    const b = c.acquire('c1', 'b'); // under its part (4 / 2 users)
+    expect(refusal(() => c.acquire('c1', 'a')).message).toMatch(/this user already has its part \(2\)/);
+    c.acquire('c1', 'b');
+    expect(refusal(() => c.acquire('c1', 'b')).status).toBe(429);
+    held.forEach((slot) => slot.release());
+    b.release();
+  });
+
+  it('FHIRPath worker time is charged while another caller is active; past its share → 429 naming CLIENT_WORKER_MS_PER_SECOND', () => {
+    const c = new ClientConcurrency({
+      clientMaxConcurrentRequests: 16,
+      clientResponseBytesPerSecond: 0,
+      clientWorkerMsPerSecond: 50,
+    } as Settings);
+    c.chargeWork('c1', '', 'workerMs', 1_000); // alone: nobody waited for the pool
+    expect(() => c.acquire('c1').release()).not.toThrow();
+    c.acquire('c2').release();
+    c.chargeWork('c1', '', 'workerMs', 250); // 50 of burst: 200 in debt at 50 ms/s
+    expect(refusal(() => c.acquire('c1'))).toMatchObject({
+      status: 429,
+      retryAfter: '4',
+      message: expect.stringMatching(/FHIRPath worker time .*CLIENT_WORKER_MS_PER_SECOND/),
+    });
+  });
 });

@@ -2,50 +2,43 @@ import { Inject, Injectable } from '@nestjs/common';
 import { OperationOutcomeError } from '@app/fhir';
 import { SETTINGS } from '../config/config.module';
 import { Settings } from '../config/settings';
+import { CostLedger, COST_UNITS, type CostUnit } from './cost-ledger';
 
-/**
- * A client's share of response bytes: `bytes` left at time `at` (negative: served ahead of its
- * share), and the running mean size of its answers, reserved when a request is admitted.
- */
-interface ByteShare {
-  bytes: number;
-  at: number;
-  meanBytes: number;
-}
-
-/**
- * A client's share of database time: `ms` left at time `at` (negative: used ahead of its share).
- * Database time is the wall time of the storage layer's commands for the client's requests
- * (ScopedCollection), summed: commands run side by side count each.
- */
-interface TimeShare {
-  ms: number;
-  at: number;
-}
-
-/** Seconds of CLIENT_RESPONSE_BYTES_PER_SECOND (and of CLIENT_DATABASE_MS_PER_SECOND) a client may spend at once (its burst). */
+/** Seconds of each rate a caller may spend at once (its burst). */
 const BURST_SECONDS = 1;
 /** Weight of the newest answer in the running mean size (exponential moving average). */
 const MEAN_WEIGHT = 0.25;
 
-/** A client that started or ended a request this recently counts as active (it may send the next). */
+/** A client (or user) that started or ended a request this recently counts as active. */
 const ACTIVE_MS = 1_000;
 
-/** Clients whose share is kept before idle ones are forgotten. */
-const MAX_SHARES = 10_000;
+/** Callers whose state is kept before idle ones are forgotten. */
+const MAX_CALLERS = 10_000;
 
 /**
- * Requests of a client refused before its last Retry-After ran out that are tolerated per refusal
- * window, as a multiple of CLIENT_MAX_CONCURRENT_REQUESTS: a client's other connections were not
- * told to wait, and each may be refused in turn. Beyond that the client ignores Retry-After.
+ * Requests of a user refused before its last Retry-After ran out that are tolerated per refusal
+ * window, as a multiple of CLIENT_MAX_CONCURRENT_REQUESTS: its other connections were not told to
+ * wait, and each may be refused in turn. Beyond that the user ignores Retry-After.
  */
 const TOLERATED_EARLY_RETURNS_PER_SLOT = 2;
-/** What each further early request costs the client's byte share, in seconds of its rate. */
+/** What each further early request costs the user's byte share, in seconds of its rate. */
 const IGNORED_RETRY_AFTER_COST_S = 0.05;
-/** The deepest a client's byte share goes (seconds of its rate): its longest Retry-After. */
-const MAX_DEBT_S = 30;
+/** The deepest a user's share goes (seconds of its rate): its longest Retry-After. */
+const MAX_USER_DEBT_S = 30;
+/**
+ * The deepest the client's own share goes: a user's flood is charged to that user first (its debt
+ * may reach MAX_USER_DEBT_S), so the client's other users are refused at most this long after it.
+ */
+const MAX_CLIENT_DEBT_S = 2;
 
-/** The client's last refusal: when it was told to come back, and how many came back sooner. */
+/** What a unit is called in refusals, and the setting of its rate. */
+const UNIT_NAMES: Record<CostUnit, { what: string; setting: string }> = {
+  bytes: { what: 'response bytes', setting: 'CLIENT_RESPONSE_BYTES_PER_SECOND' },
+  databaseMs: { what: 'ms of database time', setting: 'CLIENT_DATABASE_MS_PER_SECOND' },
+  workerMs: { what: 'ms of FHIRPath worker time', setting: 'CLIENT_WORKER_MS_PER_SECOND' },
+};
+
+/** The user's last refusal: when it was told to come back, and how many came back sooner. */
 interface Refusal {
   until: number;
   early: number;
@@ -55,154 +48,254 @@ interface Refusal {
 export interface ClientSlot {
   /** Gives the slot back (once), and the reservation of a request that sent no reply. */
   release(): void;
-  /** Counts the reply's bytes against the client's share, in place of the reservation. */
+  /** Counts the reply's bytes against the caller's share, in place of the reservation. */
   charge(bytes: number): void;
   /**
    * Counts stored bytes the engine read for the request but that its answer does not hold (the
-   * rows a byte-budgeted page looked at and left out) against the client's share, while another
-   * client is active: its cost to the others is the engine's work, not only the bytes it is sent.
+   * rows a byte-budgeted page looked at and left out) against the caller's share, while another
+   * caller is active: its cost to the others is the engine's work, not only the bytes it is sent.
    */
   chargeUnservedReads(bytes: number): void;
   /**
-   * Counts database time spent for the request against the client's database-time share
-   * (CLIENT_DATABASE_MS_PER_SECOND), while another client is active: queries that are slow but
-   * answer little hold the read lanes all the same, so they are refused (429) before they hold all.
+   * Counts database time spent for the request (CLIENT_DATABASE_MS_PER_SECOND), while another
+   * caller is active: queries that are slow but answer little hold the lanes all the same.
    */
   chargeDatabaseMs(ms: number): void;
+  /** Counts time the request's FHIRPath held a worker of the shared pool (CLIENT_WORKER_MS_PER_SECOND). */
+  chargeWorkerMs(ms: number): void;
 }
 
 /**
- * Per-client fairness of this process. Every tenant shares one event loop, whose
- * cost grows with the bytes served (BSON decoding, building and writing the answer), so two limits:
+ * Per-caller fairness of this process: one cost budget per client and, within it, per user
+ * (docs/security.md "The cost budget"). Every tenant shares one event loop, one database and one
+ * FHIRPath worker pool, so:
  * - FHIR requests in flight (CLIENT_MAX_CONCURRENT_REQUESTS), while another client is active (has
  *   a request in flight, or had one within ACTIVE_MS): the next one is answered 429 with
  *   Retry-After at once instead of queueing in front of every other tenant. A client alone on the
- *   server is not capped: refusing it would leave the server idle (work-conserving);
- * - response bytes per second (CLIENT_RESPONSE_BYTES_PER_SECOND, a token bucket with a burst of
- *   BURST_SECONDS): a client that was served more than its share gets 429 with Retry-After until
- *   the share has refilled. Each admitted request reserves the client's mean answer size at once,
- *   so a client of large answers cannot start many at the same moment either. A client reading
- *   large resources in a loop thus takes a bounded part of the event loop, and a client of small
- *   resources never meets the limit. Like a quota of "cost points" per tenant (Medplum's
- *   fhirQuota, Azure's request units), counted in bytes.
+ *   server is not capped (work-conserving). Within a client, a user holding its part of the
+ *   client's slots (the cap over the client's active users) is refused while the client's other
+ *   users are active, and a user under its part is admitted even when the client is at its cap;
+ * - a cost budget in several units (CostUnit: response bytes, database ms, FHIRPath worker ms),
+ *   token buckets with a burst of BURST_SECONDS: a caller past its share in any unit gets 429 with
+ *   Retry-After until it has refilled. Each request is charged to its user's share (the client's
+ *   rate divided among its active users) and to its client's. Each admitted request reserves the
+ *   user's mean answer size at once, so a caller of large answers cannot start many at the same
+ *   moment either. Like a quota of "cost points" per tenant (Medplum's fhirQuota, Azure's request
+ *   units), counted in the units that are scarce here.
  */
 @Injectable()
 export class ClientConcurrency {
   private readonly inFlight = new Map<string, number>();
-  private readonly shares = new Map<string, ByteShare>();
-  private readonly databaseShares = new Map<string, TimeShare>();
+  /** Requests in flight per user (key: client + user). */
+  private readonly userInFlight = new Map<string, number>();
   /** When each client last started or ended a request (ms). */
   private readonly lastActive = new Map<string, number>();
+  /** When each user of each client last started or ended a request (ms). */
+  private readonly usersActive = new Map<string, Map<string, number>>();
+  private readonly ledger = new CostLedger(BURST_SECONDS);
+  /** Running mean answer size per user (key: client + user). */
+  private readonly meanBytes = new Map<string, number>();
   private readonly refusals = new Map<string, Refusal>();
 
   constructor(@Inject(SETTINGS) private readonly settings: Settings) {}
 
   /**
-   * Takes a slot for the client (throws 429 when none is free or its byte share is spent) and
-   * reserves its mean answer size from the share.
+   * Takes a slot for the caller (throws 429 when none is free or its share is spent) and reserves
+   * its mean answer size from the share. `user`: the user the request acts as ('' for the client
+   * itself: a client token, or all users).
    */
-  acquire(clientId: string, now = Date.now()): ClientSlot {
-    const refused = this.refusal(clientId, now);
+  acquire(clientId: string, user = '', now = Date.now()): ClientSlot {
+    const refused = this.refusal(clientId, user, now);
     if (refused) throw refused;
-    const current = this.inFlight.get(clientId) ?? 0;
-    const rate = this.settings.clientResponseBytesPerSecond;
-    const share = this.shareNow(clientId, now);
-    this.inFlight.set(clientId, current + 1);
-    let reserved = rate > 0 ? share.meanBytes : 0;
-    this.spend(clientId, reserved, undefined, now);
+    const userKey = callerKey(clientId, user);
+    this.inFlight.set(clientId, (this.inFlight.get(clientId) ?? 0) + 1);
+    this.userInFlight.set(userKey, (this.userInFlight.get(userKey) ?? 0) + 1);
+    let reserved = this.rate('bytes') > 0 ? (this.meanBytes.get(userKey) ?? 0) : 0;
+    this.spend(clientId, user, 'bytes', reserved, now);
     let released = false;
+    const contendedCharge = (unit: CostUnit) => (amount: number) =>
+      this.chargeWork(clientId, user, unit, amount);
     return {
       charge: (bytes) => {
-        if (rate <= 0) return;
-        this.spend(clientId, bytes - reserved, bytes);
+        if (this.rate('bytes') <= 0) return;
+        const mean = this.meanBytes.get(userKey) ?? 0;
+        this.meanBytes.set(userKey, mean + MEAN_WEIGHT * (bytes - mean));
+        if (this.meanBytes.size > MAX_CALLERS) this.meanBytes.delete(this.meanBytes.keys().next().value!);
+        this.spend(clientId, user, 'bytes', bytes - reserved, Date.now());
         reserved = 0;
       },
-      chargeUnservedReads: (bytes) => {
-        // alone on the server, nobody waits for the engine: work-conserving, as the in-flight cap
-        if (rate <= 0 || bytes <= 0 || !this.othersActive(clientId, Date.now())) return;
-        this.spend(clientId, bytes);
-      },
-      chargeDatabaseMs: (ms) => {
-        if (this.settings.clientDatabaseMsPerSecond <= 0 || !(ms > 0)) return;
-        const now = Date.now();
-        if (!this.othersActive(clientId, now)) return;
-        this.databaseShares.set(clientId, { ms: this.databaseShareNow(clientId, now) - ms, at: now });
-        if (this.databaseShares.size > MAX_SHARES) this.forgetIdle(now);
-      },
+      chargeUnservedReads: contendedCharge('bytes'),
+      chargeDatabaseMs: contendedCharge('databaseMs'),
+      chargeWorkerMs: contendedCharge('workerMs'),
       release: () => {
         if (released) return;
         released = true;
-        if (reserved > 0) this.spend(clientId, -reserved);
+        const at = Date.now();
+        if (reserved > 0) this.spend(clientId, user, 'bytes', -reserved, at);
         reserved = 0;
-        this.lastActive.set(clientId, Date.now());
-        const remaining = (this.inFlight.get(clientId) ?? 1) - 1;
-        if (remaining <= 0) this.inFlight.delete(clientId);
-        else this.inFlight.set(clientId, remaining);
+        this.markActive(clientId, user, at);
+        decrement(this.inFlight, clientId);
+        decrement(this.userInFlight, userKey);
       },
     };
   }
 
   /**
-   * The 429 a request of the client gets now (at its in-flight cap while others are active, or
-   * its byte share spent), or undefined when it may run; nothing is taken. Cheap and from memory:
-   * admission's early refusal (early-refusal.ts) asks it before the request is logged or routed.
-   * A client that keeps sending before its Retry-After ran out (more than its other connections
-   * explain) pays for each such request from its byte share, so its Retry-After grows (up to
-   * MAX_DEBT_S) instead of its refusals costing the server a steady stream of work.
+   * Charges work done for a caller (database or worker time, bytes read and left out) to its
+   * user's part and its client's share, while another caller is active: alone on the server,
+   * nobody waits for that work (work-conserving, as the in-flight cap).
    */
-  refusal(clientId: string, now = Date.now()): OperationOutcomeError | undefined {
-    const limit = this.settings.clientMaxConcurrentRequests;
-    const contended = this.othersActive(clientId, now);
-    this.lastActive.set(clientId, now);
-    const atCap = (this.inFlight.get(clientId) ?? 0) >= limit && contended;
-    const rate = this.settings.clientResponseBytesPerSecond;
-    const databaseMs = this.databaseShareNow(clientId, now);
-    if (!atCap && this.shareNow(clientId, now).bytes > 0 && databaseMs > 0) return undefined;
-    // a refusal window opens with a refusal and lasts its Retry-After; refusals within it are early
-    const last = this.refusals.get(clientId);
-    const open = last !== undefined && now < last.until ? last : undefined;
-    const early = open ? open.early + 1 : 0;
-    if (early > limit * TOLERATED_EARLY_RETURNS_PER_SLOT && rate > 0) {
-      const floor = -rate * MAX_DEBT_S;
-      const share = this.shareNow(clientId, now);
-      const cost = Math.min(rate * IGNORED_RETRY_AFTER_COST_S, Math.max(0, share.bytes - floor));
-      this.spend(clientId, cost, undefined, now);
-    }
-    const debt = -this.shareNow(clientId, now).bytes;
-    const databaseRate = this.settings.clientDatabaseMsPerSecond;
-    const databaseDebt = databaseRate > 0 && databaseMs <= 0 ? -databaseMs : undefined;
-    const retryAfter = Math.max(
-      debt >= 0 && rate > 0 ? Math.max(1, Math.ceil(debt / rate)) : 1,
-      databaseDebt === undefined ? 1 : Math.max(1, Math.ceil(databaseDebt / databaseRate)),
-    );
-    this.refusals.set(
-      clientId,
-      open ? { until: open.until, early } : { until: now + retryAfter * 1000, early },
-    );
-    if (this.refusals.size > MAX_SHARES) this.forgetIdle(now);
-    if (databaseDebt !== undefined && !(debt >= 0 && rate > 0)) {
-      return throttled(
-        `this client used more than its share of ${databaseRate} ms of database time per second (CLIENT_DATABASE_MS_PER_SECOND); retry later`,
-        retryAfter,
-      );
-    }
-    return debt >= 0 && rate > 0
-      ? throttled(
-          `this client was served more than its share of ${rate} response bytes per second (CLIENT_RESPONSE_BYTES_PER_SECOND); retry later`,
-          retryAfter,
-        )
-      : throttled(
-          `this client already has ${limit} FHIR requests in progress (CLIENT_MAX_CONCURRENT_REQUESTS); retry shortly`,
-          retryAfter,
-        );
+  chargeWork(clientId: string, user: string, unit: CostUnit, amount: number): void {
+    if (!(amount > 0) || this.rate(unit) <= 0) return;
+    const now = Date.now();
+    if (this.othersActive(clientId, user, now)) this.spend(clientId, user, unit, amount, now);
   }
 
   /**
-   * Whether another client has a request in flight or had one within ACTIVE_MS: only then does the
-   * in-flight cap engage (work-conserving: a client alone on the server may use all of it, and
-   * the lanes' fair queue orders its requests; the cap keeps room for others once they come).
+   * The 429 a request of the caller gets now (at its in-flight cap while others are active, or a
+   * share spent), or undefined when it may run; nothing is taken. Cheap and from memory:
+   * admission's early refusal (early-refusal.ts) asks it before the request is logged or routed.
+   * A user that keeps sending before its Retry-After ran out (more than its other connections
+   * explain) pays for each such request from its own byte share, so its Retry-After grows (up to
+   * MAX_USER_DEBT_S) instead of its refusals costing the server a steady stream of work; its
+   * client's other users are not charged for it.
    */
-  private othersActive(clientId: string, now: number): boolean {
+  refusal(clientId: string, user = '', now = Date.now()): OperationOutcomeError | undefined {
+    const limit = this.settings.clientMaxConcurrentRequests;
+    const contended = this.othersActive(clientId, undefined, now);
+    this.markActive(clientId, user, now);
+    const users = this.activeUsers(clientId, now);
+    const userKey = callerKey(clientId, user);
+    const userRunning = this.userInFlight.get(userKey) ?? 0;
+    const userCap = Math.max(1, Math.floor(limit / users));
+    // the client at its cap (while another client, or another of its users, is active) refuses
+    // the users holding their part of its slots; a user under its part still gets in
+    const clientAtCap = (this.inFlight.get(clientId) ?? 0) >= limit && (contended || users > 1);
+    const atCap = clientAtCap && userRunning >= userCap;
+    const spent = this.spentUnit(clientId, user, users, now);
+    if (!atCap && !spent) return undefined;
+    // a refusal window opens with a refusal and lasts its Retry-After; refusals within it are early
+    const last = this.refusals.get(userKey);
+    const open = last !== undefined && now < last.until ? last : undefined;
+    const early = open ? open.early + 1 : 0;
+    const byteRate = this.rate('bytes') / users;
+    if (early > limit * TOLERATED_EARLY_RETURNS_PER_SLOT && byteRate > 0) {
+      this.ledger.spend(
+        userKey,
+        'bytes',
+        byteRate * IGNORED_RETRY_AFTER_COST_S,
+        byteRate,
+        MAX_USER_DEBT_S,
+        now,
+      );
+    }
+    const unit = this.spentUnit(clientId, user, users, now);
+    const retryAfter = unit ? Math.max(1, Math.ceil(this.refillSeconds(clientId, user, users, now))) : 1;
+    this.refusals.set(
+      userKey,
+      open ? { until: open.until, early } : { until: now + retryAfter * 1000, early },
+    );
+    if (this.refusals.size > MAX_CALLERS) this.forgetIdle(now);
+    if (!unit) {
+      return throttled(
+        users > 1
+          ? `this user already has its part (${userCap}) of the client's ${limit} FHIR requests in progress (CLIENT_MAX_CONCURRENT_REQUESTS) while the client's other users are active; retry shortly`
+          : `this client already has ${limit} FHIR requests in progress (CLIENT_MAX_CONCURRENT_REQUESTS); retry shortly`,
+        retryAfter,
+      );
+    }
+    const { what, setting } = UNIT_NAMES[unit.unit];
+    return throttled(
+      unit.of === 'user'
+        ? `this user was served more than its part of the client's share of ${this.rate(unit.unit)} ${what} per second (${setting}); retry later`
+        : `this client was served more than its share of ${this.rate(unit.unit)} ${what} per second (${setting}); retry later`,
+      retryAfter,
+    );
+  }
+
+  /** The unit (and whose share) spent now: the user's part first, then the client's. */
+  private spentUnit(
+    clientId: string,
+    user: string,
+    users: number,
+    now: number,
+  ): { unit: CostUnit; of: 'user' | 'client' } | undefined {
+    const userKey = callerKey(clientId, user);
+    for (const unit of COST_UNITS) {
+      if (this.ledger.level(userKey, unit, this.rate(unit) / users, now) <= 0) return { unit, of: 'user' };
+    }
+    for (const unit of COST_UNITS) {
+      if (this.ledger.level(clientId, unit, this.rate(unit), now) <= 0) return { unit, of: 'client' };
+    }
+    return undefined;
+  }
+
+  /** Seconds until every share of the caller (its user's and its client's) is above zero again. */
+  private refillSeconds(clientId: string, user: string, users: number, now: number): number {
+    let seconds = 0;
+    for (const unit of COST_UNITS) {
+      const rate = this.rate(unit);
+      if (rate <= 0) continue;
+      seconds = Math.max(
+        seconds,
+        this.ledger.secondsToRefill(callerKey(clientId, user), unit, rate / users, now),
+        this.ledger.secondsToRefill(clientId, unit, rate, now),
+      );
+    }
+    return seconds;
+  }
+
+  /** Charges the user's part (deep debt allowed) and the client's share (shallow debt). */
+  private spend(clientId: string, user: string, unit: CostUnit, amount: number, now: number): void {
+    const rate = this.rate(unit);
+    if (rate <= 0 || amount === 0) return;
+    const users = this.activeUsers(clientId, now);
+    this.ledger.spend(callerKey(clientId, user), unit, amount, rate / users, MAX_USER_DEBT_S, now);
+    this.ledger.spend(clientId, unit, amount, rate, MAX_CLIENT_DEBT_S, now);
+  }
+
+  private rate(unit: CostUnit): number {
+    const rate =
+      unit === 'bytes'
+        ? this.settings.clientResponseBytesPerSecond
+        : unit === 'databaseMs'
+          ? this.settings.clientDatabaseMsPerSecond
+          : this.settings.clientWorkerMsPerSecond;
+    return rate > 0 ? rate : 0;
+  }
+
+  private markActive(clientId: string, user: string, now: number): void {
+    this.lastActive.set(clientId, now);
+    let users = this.usersActive.get(clientId);
+    if (!users) this.usersActive.set(clientId, (users = new Map()));
+    users.delete(user);
+    users.set(user, now);
+    if (this.usersActive.size > MAX_CALLERS) this.forgetIdle(now);
+  }
+
+  /** Users of the client active within ACTIVE_MS (at least one: the caller). */
+  private activeUsers(clientId: string, now: number): number {
+    const users = this.usersActive.get(clientId);
+    if (!users) return 1;
+    // oldest first (re-inserted on activity): stop at the first still active
+    for (const [user, at] of users) {
+      if (now - at <= ACTIVE_MS || this.userInFlight.has(callerKey(clientId, user))) break;
+      users.delete(user);
+    }
+    let active = 0;
+    for (const [user, at] of users) {
+      if (now - at <= ACTIVE_MS || this.userInFlight.has(callerKey(clientId, user))) active += 1;
+    }
+    return Math.max(1, active);
+  }
+
+  /**
+   * Whether another client (or, given `user`, another user of the same client) has a request in
+   * flight or had one within ACTIVE_MS: only then does the in-flight cap engage and are the
+   * engine's and the pool's work charged (work-conserving: a caller alone may use all of it).
+   */
+  private othersActive(clientId: string, user: string | undefined, now: number): boolean {
+    if (user !== undefined && this.activeUsers(clientId, now) > 1) return true;
     for (const other of this.inFlight.keys()) if (other !== clientId) return true;
     let found = false;
     for (const [other, at] of this.lastActive) {
@@ -212,46 +305,24 @@ export class ClientConcurrency {
     return found;
   }
 
-  /** Takes `bytes` from the client's share (it may go below zero: its next request waits). */
-  private spend(clientId: string, bytes: number, answerBytes?: number, now = Date.now()): void {
-    if (this.settings.clientResponseBytesPerSecond <= 0 || (bytes === 0 && answerBytes === undefined)) return;
-    const share = this.shareNow(clientId, now);
-    const meanBytes =
-      answerBytes === undefined
-        ? share.meanBytes
-        : share.meanBytes + MEAN_WEIGHT * (answerBytes - share.meanBytes);
-    this.shares.set(clientId, { bytes: share.bytes - bytes, at: now, meanBytes });
-    if (this.shares.size > MAX_SHARES) this.forgetIdle(now);
-  }
-
-  /** Shares untouched for a minute are full again; only their mean size is lost. */
   private forgetIdle(now: number): void {
-    for (const [clientId, share] of this.shares) if (now - share.at > 60_000) this.shares.delete(clientId);
-    for (const [clientId, refusal] of this.refusals) if (refusal.until < now) this.refusals.delete(clientId);
-    for (const [clientId, share] of this.databaseShares)
-      if (now - share.at > 60_000) this.databaseShares.delete(clientId);
+    for (const [key, refusal] of this.refusals) if (refusal.until < now) this.refusals.delete(key);
+    for (const [clientId, users] of this.usersActive) {
+      for (const [user, at] of users) if (now - at > 60_000) users.delete(user);
+      if (users.size === 0) this.usersActive.delete(clientId);
+    }
   }
+}
 
-  /** The client's database-time share now (ms): refilled at its rate, at most the burst. */
-  private databaseShareNow(clientId: string, now: number): number {
-    const rate = this.settings.clientDatabaseMsPerSecond;
-    if (!(rate > 0)) return Infinity;
-    const burst = rate * BURST_SECONDS;
-    const share = this.databaseShares.get(clientId);
-    if (!share) return burst;
-    return Math.min(burst, share.ms + (rate * Math.max(0, now - share.at)) / 1000);
-  }
+/** The key of one user of a client in the maps and the ledger (a client id never holds a newline). */
+function callerKey(clientId: string, user: string): string {
+  return `${clientId}\n${user}`;
+}
 
-  /** The client's share now: refilled at the rate since it was last counted, at most the burst. */
-  private shareNow(clientId: string, now: number): ByteShare {
-    const rate = this.settings.clientResponseBytesPerSecond;
-    const burst = rate * BURST_SECONDS;
-    if (rate <= 0) return { bytes: Infinity, at: now, meanBytes: 0 };
-    const share = this.shares.get(clientId);
-    if (!share) return { bytes: burst, at: now, meanBytes: 0 };
-    const bytes = Math.min(burst, share.bytes + (rate * Math.max(0, now - share.at)) / 1000);
-    return { bytes, at: now, meanBytes: share.meanBytes };
-  }
+function decrement(map: Map<string, number>, key: string): void {
+  const left = (map.get(key) ?? 1) - 1;
+  if (left <= 0) map.delete(key);
+  else map.set(key, left);
 }
 
 function throttled(message: string, retryAfterSeconds: number): OperationOutcomeError {

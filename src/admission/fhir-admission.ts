@@ -1,14 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { TenantContext } from '../tenancy/tenant-context';
+import { userOf } from './caller';
 import { ClientConcurrency } from './client-concurrency';
 import { KnownCredentials } from './known-credentials';
 import { RequestAdmission } from './request-admission';
 import { setResponseCharge } from './response-charge';
 
 /**
- * Admission of one FHIR request of a client (docs/security.md "Tenant fairness"): the client's
- * slot and byte share (ClientConcurrency), then its turn in the read or write lane
+ * Admission of one FHIR request of a client (docs/security.md "Tenant fairness"): the caller's
+ * slot and cost budget (ClientConcurrency: the client's and, within it, the user's), then its turn in the read or write lane
  * (RequestAdmission). Both are held until the answer is written or the connection goes away.
  */
 @Injectable()
@@ -20,17 +21,19 @@ export class FhirAdmission {
   ) {}
 
   /**
-   * `req`'s credentials were verified as `clientId`'s: the early refusal may know them from now on.
-   * Resolves, once the request may run, to the charges the storage layer makes for it: the engine's
-   * reads it did not answer and its database time (TenantContext.chargeUnservedReads, chargeDatabaseMs).
+   * `req`'s credentials were verified as `ctx`'s: the early refusal may know them from now on.
+   * Resolves, once the request may run, to the charges the storage layer makes for it to the
+   * caller's share: the engine's reads it did not answer and its database time.
    */
   async admit(
-    clientId: string,
+    ctx: TenantContext,
     req: Request,
     res: Response,
   ): Promise<Required<Pick<TenantContext, 'chargeUnservedReads' | 'chargeDatabaseMs'>>> {
-    this.credentials.remember(req, clientId);
-    const slot = this.concurrency.acquire(clientId);
+    const { clientId } = ctx;
+    const user = userOf(ctx);
+    this.credentials.remember(req, clientId, user);
+    const slot = this.concurrency.acquire(clientId, user);
     // Every answer is charged to the client's share: by the reply path when it knows the size
     // (chargeResponse), otherwise here once it is written (errors, manifests, streams, …).
     let charged = false;

@@ -7,7 +7,7 @@ const MAX_CREDENTIALS = 10_000;
 const KEEP_MS = 5 * 60_000;
 
 /**
- * Which client a request's credentials belong to, for credentials the tenant guard verified
+ * Which caller (client, and user within it) a request's credentials belong to, for credentials the tenant guard verified
  * recently: a bearer token, or the client headers (`client_id` + `client_secret`). Only digests
  * are kept. Admission's early refusal (early-refusal.ts) uses it to refuse a throttled client
  * before its request is logged, routed or its token verified again; anything not known here takes
@@ -15,22 +15,22 @@ const KEEP_MS = 5 * 60_000;
  */
 @Injectable()
 export class KnownCredentials {
-  private readonly clients = new Map<string, { clientId: string; at: number }>();
+  private readonly clients = new Map<string, KnownCaller>();
 
-  /** Remembers the client of a request whose credentials were just verified. */
-  remember(req: IncomingMessage, clientId: string): void {
+  /** Remembers the caller (client, and user within it) of a request whose credentials were just verified. */
+  remember(req: IncomingMessage, clientId: string, user: string): void {
     const key = credentialKey(req);
     if (key === undefined) return;
     this.clients.delete(key);
-    this.clients.set(key, { clientId, at: Date.now() });
+    this.clients.set(key, { clientId, user, at: Date.now() });
     if (this.clients.size > MAX_CREDENTIALS) {
       const oldest = this.clients.keys().next();
       if (!oldest.done) this.clients.delete(oldest.value);
     }
   }
 
-  /** The client of the request's credentials when they were verified within KEEP_MS. */
-  clientOf(req: IncomingMessage): string | undefined {
+  /** The caller of the request's credentials when they were verified within KEEP_MS. */
+  callerOf(req: IncomingMessage): KnownCaller | undefined {
     const key = credentialKey(req);
     if (key === undefined) return undefined;
     const known = this.clients.get(key);
@@ -39,8 +39,15 @@ export class KnownCredentials {
       this.clients.delete(key);
       return undefined;
     }
-    return known.clientId;
+    return known;
   }
+}
+
+/** A caller whose credentials were verified: its client, and the user it acts as ('' the client). */
+export interface KnownCaller {
+  clientId: string;
+  user: string;
+  at: number;
 }
 
 function credentialKey(req: IncomingMessage): string | undefined {
@@ -49,8 +56,9 @@ function credentialKey(req: IncomingMessage): string | undefined {
   const secret = req.headers.client_secret;
   let credential: string;
   if (typeof authorization === 'string' && authorization.length > 0) credential = `a\n${authorization}`;
+  // the client headers name the user of each request: the user is part of the credential
   else if (typeof clientId === 'string' && typeof secret === 'string')
-    credential = `c\n${clientId}\n${secret}`;
+    credential = `c\n${clientId}\n${secret}\n${String(req.headers['x-service-user-id'])}\n${String(req.headers['x-app-user-id'])}`;
   else return undefined;
   return createHash('sha256').update(credential).digest('base64url');
 }

@@ -32,7 +32,7 @@ export class TenantGuard implements CanActivate {
     const route = (req as FhirRequest).fhir;
     if (route && route.options.admitted !== false) {
       const res = context.switchToHttp().getResponse<Response>();
-      const charges = await this.admission.admit(req.tenant.clientId, req, res);
+      const charges = await this.admission.admit(req.tenant, req, res);
       req.tenant = { ...req.tenant, ...charges };
     }
     return true;

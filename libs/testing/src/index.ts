@@ -6,3 +6,4 @@ export * from './outcome';
 export * from './paging';
 export * from './event-loop';
 export * from './smart-launch';
+export * from './fhirpath-patch';

@@ -13,6 +13,7 @@ import { IncludeResolver } from './search/include-resolver';
 import { SearchService } from './search/search.service';
 import { SubQueryResolver } from './search/sub-query-resolver';
 import { StorageModule } from '../../storage/storage.module';
+import { AdmissionModule } from '../../admission/admission.module';
 
 /**
  * The FHIR store: versions, CRUD, history, deletes, transaction/batch bundles, and the execution
@@ -21,7 +22,7 @@ import { StorageModule } from '../../storage/storage.module';
  * declared with the other FHIR controllers, in one order (src/modules/fhir-routes.module.ts).
  */
 @Module({
-  imports: [StorageModule],
+  imports: [StorageModule, AdmissionModule],
   providers: [
     ResourceWriter,
     FhirStoreService,

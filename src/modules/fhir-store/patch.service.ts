@@ -7,6 +7,7 @@ import {
   type FhirPathSelect,
   type FhirVersion,
 } from '@app/fhir';
+import { FhirPathTurns } from '../../admission/fhirpath-turns';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { FhirReply } from '../../fhir-http/fhir-reply';
 import { assertValid, FhirStoreService, ifMatchVersion } from './fhir-store.service';
@@ -78,10 +79,14 @@ export class PatchService {
     private readonly writer: ResourceWriter,
     private readonly store: FhirStoreService,
     private readonly sandbox: FhirPathSandbox,
+    private readonly turns: FhirPathTurns,
   ) {}
 
-  private readonly select: FhirPathSelect = (version, resource, expression) =>
-    this.sandbox.select(version, resource, expression);
+  /** The caller's FHIRPath, evaluated in its fair turn on the shared worker pool and charged to it. */
+  private selectFor(ctx: TenantContext): FhirPathSelect {
+    return (version, resource, expression) =>
+      this.turns.run(ctx, (spent) => this.sandbox.select(version, resource, expression, spent));
+  }
 
   async patch(
     ctx: TenantContext,
@@ -125,7 +130,7 @@ export class PatchService {
       const patched =
         document.format === 'json-patch'
           ? applyJsonPatch(resource, document.operations)
-          : await applyFhirPathPatch(this.select, version, resource, document.parameters);
+          : await applyFhirPathPatch(this.selectFor(ctx), version, resource, document.parameters);
       this.assertPatchedValid(version, type, id, patched);
       try {
         return await this.writer.upsert(ctx, version, type, id, patched, { ifMatch: current.vid, bundle });

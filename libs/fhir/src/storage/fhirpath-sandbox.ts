@@ -89,16 +89,27 @@ export class FhirPathSandbox {
 
   constructor(private readonly limits: SandboxLimits) {}
 
-  /** The key paths `expression` selects in `resource`; 400 when it is not FHIRPath, 422 past the bound. */
-  async select(version: FhirVersion, resource: object, expression: string): Promise<Selection> {
+  /**
+   * The key paths `expression` selects in `resource`; 400 when it is not FHIRPath, 422 past the
+   * bound. `spent` is told the worker time the evaluation took (from its start on a worker to its
+   * end or the worker's termination), to be charged to the caller.
+   */
+  async select(
+    version: FhirVersion,
+    resource: object,
+    expression: string,
+    spent?: (ms: number) => void,
+  ): Promise<Selection> {
     let reply: WorkerReply;
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
+    let startedAt: number | undefined;
     // The bound runs from the worker's 'started' event, not from dispatch: a worker that replaces
     // a terminated one boots first (~130 ms), and that is no caller's time. The pool's own timeout
     // only catches a worker that never starts.
     const task = this.pool().exec('select', [version, resource, expression], {
       on: () => {
+        startedAt ??= performance.now();
         timer ??= setTimeout(() => {
           timedOut = true;
           void task.cancel();
@@ -111,6 +122,7 @@ export class FhirPathSandbox {
       throw this.refusal(timedOut ? new PoolPromise.TimeoutError('timeout') : error, expression);
     } finally {
       clearTimeout(timer);
+      if (startedAt !== undefined) spent?.(performance.now() - startedAt);
     }
     if ('error' in reply) {
       throw OperationOutcomeError.invalid(

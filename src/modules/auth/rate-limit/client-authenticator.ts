@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ClientRecord } from '../clients/client.schema';
 import { ClientsService } from '../clients/clients.service';
-import { RateLimitService } from './rate-limit.service';
+import { RateLimitService, TooManyRequests } from './rate-limit.service';
 
 /** Longest client id counted (a longer one is never a real client, and keys stay small). */
 const MAX_KEY_ID = 200;
@@ -24,6 +24,16 @@ export class ClientAuthenticator {
    * did not know). Any other presentation takes a failure slot first: a throttled source gets 429
    * without a database read or a verification.
    */
+  /**
+   * The 429 `authenticate` would answer now from memory (a throttled source, a secret not
+   * verified as right recently), or undefined; synchronous, nothing taken. Admission's early
+   * refusal asks it before the request is logged, routed or its body parsed.
+   */
+  knownRefusal(clientId: string, secret: string, address: string): TooManyRequests | undefined {
+    if (this.clients.recentlyVerified(clientId, secret)) return undefined;
+    return this.rateLimit.knownRefusal(clientId.slice(0, MAX_KEY_ID), address);
+  }
+
   async authenticate(clientId: string, secret: string, address: string): Promise<ClientRecord | null> {
     const known = this.clients.recentlyVerified(clientId, secret);
     if (known) return known;

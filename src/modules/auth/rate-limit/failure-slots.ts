@@ -27,9 +27,14 @@ export class FailureSlots {
     return entry && entry.until > this.now() ? entry.n : 0;
   }
 
+  /** True when a counter has no slot free (the source is throttled). */
+  spent(counters: readonly SlotCounter[]): boolean {
+    return counters.some((c) => this.count(c.key) >= c.limit);
+  }
+
   /** Takes one slot of every counter when each has one free; otherwise takes none → false. */
   take(counters: readonly SlotCounter[]): boolean {
-    if (counters.some((c) => this.count(c.key) >= c.limit)) return false;
+    if (this.spent(counters)) return false;
     for (const c of counters) this.add(c, 1);
     return true;
   }

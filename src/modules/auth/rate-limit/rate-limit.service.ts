@@ -57,18 +57,7 @@ export class RateLimitService {
    * slot (a failure), `release()` gives it back (right secret, or the check never ran).
    */
   async reserveAuthAttempt(clientId: string, address: string): Promise<AuthAttempt> {
-    const windowMs = this.settings.authFailureWindowSeconds * 1000;
-    const pair = window('authfail', `${clientId}|${address}`, windowMs);
-    const source = window('authfail-addr', address, windowMs);
-    const counters: SlotCounter[] = [
-      { key: pair.key, limit: this.settings.authFailureLimit, until: pair.expiresAt.getTime() },
-      { key: source.key, limit: this.settings.authFailureLimitPerAddress, until: source.expiresAt.getTime() },
-    ];
-    const refused = () =>
-      new TooManyRequests(
-        'too many failed client authentications from this address; retry later',
-        pair.retryAfter,
-      );
+    const { pair, source, counters, refused } = this.authCounters(clientId, address);
     if (!this.slots.take(counters)) throw refused();
     let counts: number[];
     try {
@@ -99,6 +88,33 @@ export class RateLimitService {
         await Promise.all([this.repo.decrement(pair.key), this.repo.decrement(source.key)]);
       },
     };
+  }
+
+  /**
+   * The 429 this process already knows a source gets (a counter of its window is spent), or
+   * undefined; synchronous, from memory, nothing taken. Admission's early refusal asks it before a
+   * request is logged, routed or its body parsed.
+   */
+  knownRefusal(clientId: string, address: string): TooManyRequests | undefined {
+    const { counters, refused } = this.authCounters(clientId, address);
+    return this.slots.spent(counters) ? refused() : undefined;
+  }
+
+  /** The failure counters of a source: its (client id, address) pair, and its address. */
+  private authCounters(clientId: string, address: string) {
+    const windowMs = this.settings.authFailureWindowSeconds * 1000;
+    const pair = window('authfail', `${clientId}|${address}`, windowMs);
+    const source = window('authfail-addr', address, windowMs);
+    const counters: SlotCounter[] = [
+      { key: pair.key, limit: this.settings.authFailureLimit, until: pair.expiresAt.getTime() },
+      { key: source.key, limit: this.settings.authFailureLimitPerAddress, until: source.expiresAt.getTime() },
+    ];
+    const refused = () =>
+      new TooManyRequests(
+        'too many failed client authentications from this address; retry later',
+        pair.retryAfter,
+      );
+    return { pair, source, counters, refused };
   }
 }
 

@@ -1,0 +1,257 @@
+import request from 'supertest';
+import {
+  bearer,
+  catastrophicFhirPath,
+  createClient,
+  createTestApp,
+  createUser,
+  IDENTITY_TEST_ENV,
+  replaceGenderPatch,
+  TestApp,
+  TestClient,
+  TestUser,
+} from '@app/testing';
+import { TenantResolver } from '../src/tenancy/tenant-resolver';
+
+const json = 'application/fhir+json';
+
+const replaceGender = replaceGenderPatch;
+const catastrophic = catastrophicFhirPath(29);
+
+/**
+ * The FHIRPath worker pool is shared by every tenant: one client's costly expressions must wait
+ * behind its own work, not in front of another client's patches (docs/security.md "The cost
+ * budget"). Measured as queue position: how many of the costly client's evaluations ended while
+ * the other client's patch waited. First-come (before): all the costly ones queued ahead of it.
+ */
+describe('security: the FHIRPath worker pool is shared fairly (e2e)', () => {
+  let t: TestApp;
+  let heavy: TestUser;
+  let victim: TestUser;
+  beforeAll(async () => {
+    t = await createTestApp({
+      ...IDENTITY_TEST_ENV,
+      // wide lanes and no worker-time share: only the pool's own queue orders the evaluations
+      SERVER_MAX_CONCURRENT_WRITES: '32',
+      CLIENT_WORKER_MS_PER_SECOND: '0',
+      FHIRPATH_WORKERS: '2',
+      // an ordinary evaluation on a loaded machine stays far within it; the costly ones never end
+      FHIRPATH_TIMEOUT_MS: '1000',
+    });
+    heavy = await createUser(t, await createClient(t));
+    victim = await createUser(t, await createClient(t));
+  });
+  afterAll(async () => t?.close());
+
+  const create = async (user: TestUser) =>
+    (
+      await request(t.server)
+        .post('/r4/Patient')
+        .set(bearer(user.access_token))
+        .set('Content-Type', json)
+        .send(JSON.stringify({ resourceType: 'Patient', gender: 'female' }))
+        .expect(201)
+    ).body.id as string;
+  const patch = (user: TestUser, id: string, path: string) =>
+    request(t.server)
+      .patch(`/r4/Patient/${id}`)
+      .set(bearer(user.access_token))
+      .set('Content-Type', json)
+      .send(JSON.stringify(replaceGender(path)));
+
+  it("another client's ordinary patch waits for at most the pool's workers, not behind 8 costly evaluations", async () => {
+    const heavyIds: string[] = [];
+    for (let i = 0; i < 8; i++) heavyIds.push(await create(heavy));
+    const victimId = await create(victim);
+    await patch(victim, victimId, 'Patient.gender').expect(200); // warm
+    let costlyEnded = 0;
+    const costly = heavyIds.map((id) =>
+      patch(heavy, id, catastrophic).then((res) => {
+        costlyEnded += 1;
+        return res;
+      }),
+    );
+    // the costly ones are all in the server (the first of them has ended: the rest wait)
+    while (costlyEnded === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const endedBefore = costlyEnded;
+    const ordinary = await patch(
+      victim,
+      victimId,
+      "Patient.where(gender = 'female' or gender = 'male').gender",
+    );
+    const endedWhileWaiting = costlyEnded - endedBefore;
+    const answers = await Promise.all(costly);
+    expect([ordinary.status, ordinary.body.issue]).toEqual([200, undefined]);
+    expect(answers.map((r) => r.status)).toEqual(answers.map(() => 422));
+    // two workers: at most the two running, and one more that started as the patch arrived
+    expect(endedWhileWaiting).toBeLessThanOrEqual(3);
+  });
+});
+
+/**
+ * Within a client, one end user's flood is charged to that user first (bearer tokens are per
+ * user): the app's other users keep their share. Before, a user ignoring Retry-After drove the
+ * client's one share up to 30 s into debt, and every user of the app was refused for that long.
+ */
+describe("security: one user's flood is charged to that user, not to the app's other users (e2e)", () => {
+  let t: TestApp;
+  let app: TestClient;
+  let flooder: TestUser;
+  let neighbour: TestUser;
+  beforeAll(async () => {
+    t = await createTestApp({
+      ...IDENTITY_TEST_ENV,
+      CLIENT_RESPONSE_BYTES_PER_SECOND: '20kb',
+      CLIENT_MAX_CONCURRENT_REQUESTS: '2',
+    });
+    app = await createClient(t);
+    flooder = await createUser(t, app);
+    neighbour = await createUser(t, app);
+    const large = {
+      resourceType: 'Patient',
+      id: 'large',
+      text: {
+        status: 'generated',
+        div: `<div xmlns="http://www.w3.org/1999/xhtml">${'x'.repeat(12_000)}</div>`,
+      },
+    };
+    await request(t.server)
+      .put('/r4/Patient/large')
+      .set(bearer(flooder.access_token))
+      .set('Prefer', 'return=minimal')
+      .set('Content-Type', json)
+      .send(JSON.stringify(large))
+      .expect(201);
+    await request(t.server)
+      .put('/r4/Patient/small')
+      .set(bearer(neighbour.access_token))
+      .set('Prefer', 'return=minimal')
+      .set('Content-Type', json)
+      .send(JSON.stringify({ resourceType: 'Patient', id: 'small' }))
+      .expect(201);
+  });
+  afterAll(async () => t?.close());
+
+  const read = (user: TestUser, id: string) =>
+    request(t.server).get(`/r4/Patient/${id}`).set(bearer(user.access_token));
+
+  it('a user looping GET of its large Patient ignoring Retry-After: refused for long; the neighbour user is served within 2.5 s', async () => {
+    // the flood: bursts of 40 reads at once, each burst back at once whatever Retry-After says
+    const statuses: number[] = [];
+    for (let burst = 0; burst < 5; burst++) {
+      const answers = await Promise.all(Array.from({ length: 40 }, () => read(flooder, 'large')));
+      statuses.push(...answers.map((r) => r.status));
+    }
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(150);
+    const refused = await read(flooder, 'large').expect(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(5);
+    // the client's own share went at most 2 s into debt for it
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const served = await read(neighbour, 'small');
+    expect(served.status).toBe(200);
+    const still = await read(flooder, 'large').expect(429);
+    expect(still.body.issue[0].diagnostics).toMatch(/this user .*CLIENT_RESPONSE_BYTES_PER_SECOND/);
+  });
+});
+
+/**
+ * A source the failure throttle counted out is refused before its request is logged, routed or
+ * its body parsed (docs/security.md "Refusals cost almost nothing"): wrong client secrets in the
+ * FHIR client headers and as HTTP Basic at the token endpoint. Before, each went through the
+ * whole pipeline (body parser, routing, the guard) to meet the throttle there.
+ */
+describe('security: refusals of a throttled source cost almost nothing (e2e)', () => {
+  let t: TestApp;
+  let owner: TestClient;
+  beforeAll(async () => {
+    t = await createTestApp({ ...IDENTITY_TEST_ENV, TOKEN_FAILURE_LIMIT: '3' });
+    owner = await createClient(t);
+  });
+  afterAll(async () => t?.close());
+
+  /** Calls of TenantResolver.resolve while `action` runs. */
+  async function resolvesDuring<T>(action: () => Promise<T>): Promise<{ result: T; calls: number }> {
+    const resolver = t.app.get<TenantResolver, Record<string, (...args: unknown[]) => unknown>>(
+      TenantResolver,
+    );
+    let calls = 0;
+    const original = resolver.resolve;
+    resolver.resolve = function (this: unknown, ...args: unknown[]) {
+      calls += 1;
+      return original.apply(this, args);
+    };
+    try {
+      return { result: await action(), calls };
+    } finally {
+      delete resolver.resolve;
+    }
+  }
+
+  const wrongHeaders = (i: number) => ({
+    client_id: owner.client_id,
+    client_secret: `wrong-${i}`,
+    'x-app-user-id': 'someone',
+  });
+
+  it('wrong secrets in the FHIR client headers: once counted out, 429 before the body is parsed or the guard runs; the owner is still served', async () => {
+    // the owner's secret, verified now, passes later from the same address
+    await request(t.server).post('/user-management/v1/user').send({
+      app_user_id: 'someone',
+      client_id: owner.client_id,
+      client_secret: owner.client_secret,
+    });
+    const counted: number[] = [];
+    for (let i = 0; i < 3; i++)
+      counted.push((await request(t.server).get('/r4/Patient').set(wrongHeaders(i))).status);
+    expect(counted).toEqual([401, 401, 401]);
+    const flood = await resolvesDuring(() =>
+      Promise.all([
+        ...Array.from({ length: 10 }, (_, i) =>
+          request(t.server)
+            .get('/r4/Patient')
+            .set(wrongHeaders(10 + i)),
+        ),
+        // a body that does not parse: refused before the parser sees it
+        request(t.server)
+          .post('/r4/Patient')
+          .set(wrongHeaders(99))
+          .set('Content-Type', json)
+          .send('{"resourceType": "Patient", '),
+      ]),
+    );
+    expect(flood.calls).toBe(0);
+    expect(flood.result.map((r) => r.status)).toEqual(Array(11).fill(429));
+    const last = flood.result[10];
+    expect(last.headers['content-type']).toBe('application/fhir+json; charset=utf-8');
+    expect(Number(last.headers['retry-after'])).toBeGreaterThan(0);
+    expect(last.body.issue[0]).toMatchObject({ code: 'throttled' });
+    // the owner's own secret, verified as right lately, is not refused from the same address
+    await request(t.server)
+      .get('/r4/Patient')
+      .set({ client_id: owner.client_id, client_secret: owner.client_secret, 'x-app-user-id': 'someone' })
+      .expect(200);
+  });
+
+  it('wrong secrets as HTTP Basic at the token endpoint: once counted out, 429 before the body is parsed', async () => {
+    const other = await createClient(t);
+    const basic = (secret: string) =>
+      `Basic ${Buffer.from(`${encodeURIComponent(other.client_id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+    const token = (secret: string) =>
+      request(t.server)
+        .post('/auth/realms/epa-uat/protocol/openid-connect/token')
+        .set('Authorization', basic(secret))
+        .type('form')
+        .send({ grant_type: 'client_credentials' });
+    for (let i = 0; i < 3; i++) await token(`wrong-${i}`).expect(401);
+    // a body that does not parse: refused before the parser sees it (400 otherwise)
+    const refused = await request(t.server)
+      .post('/auth/realms/epa-uat/protocol/openid-connect/token')
+      .set('Authorization', basic('wrong-again'))
+      .set('Content-Type', 'application/json')
+      .send('{"grant_type": ');
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ error: 'too_many_requests' });
+    expect(refused.headers['retry-after']).toBeDefined();
+  });
+});

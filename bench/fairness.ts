@@ -8,8 +8,11 @@
  * - `search`: searches of the large Patients, honouring Retry-After;
  * - `search-ignoring-retry-after`: the same, back 50 ms after a 429/503 whatever Retry-After says;
  * - `wrong-secrets`: client_credentials with wrong secrets at a token endpoint (failure throttle);
- * - `history`: `_history?_count=100` pages over versions of the large Patients, ignoring Retry-After.
- * Target: the victim's p99 moves by at most 2× in each.
+ * - `history`: `_history?_count=100` pages over versions of the large Patients, ignoring Retry-After;
+ * - `fhirpath-pool`, `intra-client`, `wrong-secrets-headers`: see bench/fairness-pools.ts (an attack
+ *   with its own victim operation measures that operation alone first).
+ * Target: the victim's p99 moves by at most 2× in each. The server's CPU per attacker request is
+ * reported too (for refused floods: target < 0.3 ms).
  *
  * The server runs in its own process (`node dist/src/main.js`, like `npm start`), so the bench's
  * own work (sending, receiving) never shares the server's event loop; the heavy tenant's answers
@@ -27,12 +30,19 @@ import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server
 import { httpJson, httpJsonPolitely, printTable } from './lib/bench-server';
 import { percentile } from './lib/percentile';
 import { childrenCpuMs } from './lib/process-cpu';
+import { POOL_ATTACKS, poolAttacks, type PoolAttack } from './fairness-pools';
 
 const VICTIM_PATIENTS = 50;
 const HEAVY_PATIENTS = Number(process.env.FAIRNESS_HEAVY_PATIENTS ?? 6);
 const HEAVY_CONNECTIONS = Number(process.env.FAIRNESS_HEAVY_CONNECTIONS ?? 32);
 const PHASE_MS = Number(process.env.FAIRNESS_PHASE_MS ?? 15_000);
-const ATTACKS = ['search', 'search-ignoring-retry-after', 'wrong-secrets', 'history'] as const;
+const ATTACKS = [
+  'search',
+  'search-ignoring-retry-after',
+  'wrong-secrets',
+  'history',
+  ...POOL_ATTACKS,
+] as const;
 type Attack = (typeof ATTACKS)[number];
 const SELECTED = (process.env.FAIRNESS_ATTACKS?.split(',') ?? [...ATTACKS]) as Attack[];
 /** Versions of each large Patient the history attack pages through. */
@@ -66,7 +76,7 @@ type Answer = { status: number; bytes: number; retryAfter?: string };
 function drain(
   url: string,
   headers: Record<string, string>,
-  method: 'GET' | 'POST' = 'GET',
+  method: 'GET' | 'POST' | 'PATCH' = 'GET',
   body?: string,
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
@@ -219,7 +229,16 @@ async function main(): Promise<void> {
     const tokenUrl = `${server.url}/auth/realms/epa-uat/protocol/openid-connect/token`;
     const heavyClient = clients[1] as { client_id: string };
     let guess = 0;
-    const attacks: Record<Attack, { send: () => Promise<Answer>; ignoreRetryAfter: boolean }> = {
+    const attacks: Record<Attack, PoolAttack> = {
+      ...(await poolAttacks({
+        url: server.url,
+        drain,
+        victimToken,
+        heavyToken,
+        victimClient: clients[0] as { client_id: string; client_secret: string },
+        heavyClient: clients[1] as { client_id: string; client_secret: string },
+        heavyPatient: () => heavyPatient(99, heavyBytes, names),
+      })),
       search: { send: () => drain(heavyUrl, auth(heavyToken)), ignoreRetryAfter: false },
       'search-ignoring-retry-after': {
         send: () => drain(heavyUrl, auth(heavyToken)),
@@ -270,18 +289,26 @@ async function main(): Promise<void> {
       };
     };
     const rows = [row('victim alone', baseline, baselineCpu, baselineEngineCpu)];
-    const summary: Array<{ attack: Attack; ratio: number; loadAverage: string }> = [];
+    const summary: Array<{ attack: Attack; ratio: number; cpuMsPerAttack: number; loadAverage: string }> = [];
     for (const attack of SELECTED) {
       // a quiet second between phases: the previous attack's throttles and shares settle
       await new Promise((r) => setTimeout(r, 1000));
+      const { send, ignoreRetryAfter, victim: ownVictim } = attacks[attack];
+      // an attack with its own victim operation: that operation alone first
+      let alone = rows[0];
+      if (ownVictim) {
+        const aloneStats = newStats();
+        await loop(ownVictim.send, Date.now() + PHASE_MS / 3, aloneStats);
+        alone = row(`victim ${ownVictim.name} alone`, aloneStats, 0, 0);
+        rows.push(alone);
+      }
       cpu = cpuSeconds(pid);
       engineCpu = engineCpuSeconds(pid);
       const contended = newStats();
       const heavy = newStats();
       const until = Date.now() + PHASE_MS;
-      const { send, ignoreRetryAfter } = attacks[attack];
       await Promise.all([
-        loop(victim, until, contended),
+        loop(ownVictim?.send ?? victim, until, contended),
         ...Array.from({ length: HEAVY_CONNECTIONS }, () => loop(send, until, heavy, ignoreRetryAfter)),
       ]);
       const contendedCpu = cpuSeconds(pid) - cpu;
@@ -292,11 +319,18 @@ async function main(): Promise<void> {
         victimRow,
         row(`  ${attack} (${HEAVY_CONNECTIONS} connections)`, heavy, contendedCpu, contendedEngineCpu),
       );
-      summary.push({ attack, ratio: victimRow.p99Ms / rows[0].p99Ms, loadAverage: loadAverage() });
+      summary.push({
+        attack,
+        ratio: victimRow.p99Ms / alone.p99Ms,
+        cpuMsPerAttack: (contendedCpu * 1000) / Math.max(1, heavy.latencies.length),
+        loadAverage: loadAverage(),
+      });
     }
     printTable(rows);
-    for (const { attack, ratio } of summary)
-      console.log(`victim p99 ratio during ${attack} / alone: ${ratio.toFixed(2)} (target ≤ 2)`);
+    for (const { attack, ratio, cpuMsPerAttack } of summary)
+      console.log(
+        `victim p99 ratio during ${attack} / alone: ${ratio.toFixed(2)} (target ≤ 2); server CPU per attacker request ${cpuMsPerAttack.toFixed(2)} ms`,
+      );
     console.log(`load average ${load.join(' → ')}`);
     mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(
@@ -317,10 +351,11 @@ async function main(): Promise<void> {
           phaseMs: PHASE_MS,
           loadAverage: load,
           rows,
-          summary: summary.map(({ attack, ratio, loadAverage: la }) => ({
+          summary: summary.map(({ attack, ratio, cpuMsPerAttack, loadAverage: la }) => ({
             figure: `victim p99 ratio (${attack} / alone)`,
             value: ratio,
             target: '≤ 2',
+            serverCpuMsPerAttackerRequest: cpuMsPerAttack,
             loadAverage: la,
           })),
         },

@@ -3,7 +3,10 @@
  * (CLIENT_RESPONSE_BYTES_PER_SECOND set low) that ignores Retry-After sends REFUSAL_REQUESTS reads
  * over REFUSAL_CONNECTIONS connections as fast as they are answered; the server's CPU time over
  * them (from /proc, user + system) per request. CPU time of the server process, not wall-clock
- * time, so the figure holds on a shared machine. Prints a table, writes bench/results/refusal-cost.json.
+ * time, so the figure holds on a shared machine. REFUSAL_KIND=wrong-secrets: FHIR reads with the client
+ * headers and wrong secrets from one address instead, measured once the failure throttle refuses them
+ * (the verified ones before, with their scrypt runs, are not counted). Target: < 0.3 ms.
+ * Prints a table, writes bench/results/refusal-cost.json.
  * Run: npm run bench -- refusal-cost   (MONGO_URL to use a running database)
  */
 import http from 'node:http';
@@ -16,12 +19,13 @@ import { httpJson, printTable } from './lib/bench-server';
 
 const REQUESTS = Number(process.env.REFUSAL_REQUESTS ?? 3000);
 const CONNECTIONS = Number(process.env.REFUSAL_CONNECTIONS ?? 8);
+const WRONG_SECRETS = process.env.REFUSAL_KIND === 'wrong-secrets';
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 
-function status(url: string, token: string): Promise<number> {
+function status(url: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { agent, headers: { Authorization: `Bearer ${token}` } }, (res) => {
+    const req = http.get(url, { agent, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -60,7 +64,12 @@ async function main(): Promise<void> {
     const patient = { resourceType: 'Patient', id: 'flood', name: [{ family: 'F'.repeat(4000) }] };
     await httpJson(server.url, 'PUT', '/r4/Patient/flood', patient, { Authorization: `Bearer ${token}` });
     const url = `${server.url}/r4/Patient/flood`;
-    while ((await status(url, token)) !== 429);
+    let guess = 0;
+    const headers = (): Record<string, string> =>
+      WRONG_SECRETS
+        ? { client_id: client.client_id, client_secret: `wrong-${guess++}`, 'x-app-user-id': 'flood-0' }
+        : { Authorization: `Bearer ${token}` };
+    while ((await status(url, headers())) !== 429);
     const pid = server.child!.pid!;
     const before = cpuSeconds(pid);
     const started = performance.now();
@@ -69,7 +78,7 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async () => {
         while (sent++ < REQUESTS) {
-          const s = await status(url, token);
+          const s = await status(url, headers());
           statuses.set(s, (statuses.get(s) ?? 0) + 1);
         }
       }),
@@ -93,7 +102,9 @@ async function main(): Promise<void> {
           ...row,
           summary: [
             {
-              figure: 'server CPU per refused request (ignoring Retry-After)',
+              figure: WRONG_SECRETS
+                ? 'server CPU per refused request (wrong client secrets, throttled source)'
+                : 'server CPU per refused request (ignoring Retry-After)',
               value: row.cpuUsPerRequest,
               unit: 'µs',
             },

@@ -16,6 +16,9 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEST_DB_DIR = dir;
   // Which engine answers (plan expectations differ: test/query-plans.e2e-spec.ts sorted pages).
   process.env.TEST_DB_ENGINE = handle.engine;
+  // DocumentDB with the extended RUM walks composite indexes in order (docs/storage.md "Sorted pages").
+  process.env.TEST_DB_ORDERED_INDEXES =
+    handle.engine !== 'documentdb' || handle.description?.includes('extended RUM') ? 'yes' : 'no';
   (globalThis as any).__TEST_DB__ = handle;
   process.stderr.write(
     `\ne2e database: ${handle.engine} ${handle.description ?? ''} on port ${new URL(handle.uri).port}\n`,

@@ -21,35 +21,18 @@ import {
   DEFAULT_BACKEND_RECYCLING,
   GATEWAY_DATA_APPLICATION,
 } from './gateway-backend-recycling';
-import { resourceRowStorageOf, resourceRowStorageSql, type ResourceRowStorage } from './resource-row-storage';
+import { resourceRowStorageSql } from './resource-row-storage';
+import {
+  hasExtendedRum,
+  INSTALL_COMMAND,
+  preloadAndIndexSettings,
+  type DocumentDbPaths,
+} from './documentdb-kits';
+import { readUpgradeState, rebuildIndexes, upgradeCatalog, type UpgradeTarget } from './documentdb-upgrade';
+
+export { documentDbPaths, missingDocumentDb, type DocumentDbPaths } from './documentdb-kits';
 
 const run = promisify(execFile);
-
-/** Where the DocumentDB kit puts PostgreSQL 15 and the gateway (settings point elsewhere), and how it stores rows. */
-export interface DocumentDbPaths {
-  pgBinDir: string;
-  gatewayBin: string;
-  resourceRows: ResourceRowStorage;
-}
-
-export function documentDbPaths(env: NodeJS.ProcessEnv): DocumentDbPaths {
-  return {
-    pgBinDir: env.DOCUMENTDB_PG_BIN_DIR || '/usr/lib/postgresql/15/bin',
-    gatewayBin: env.DOCUMENTDB_GATEWAY_BIN || '/opt/documentdb/bin/documentdb_gateway',
-    resourceRows: resourceRowStorageOf(env.EMBEDDED_RESOURCE_ROWS),
-  };
-}
-
-/** Why this machine cannot run DocumentDB, or undefined when every binary is there. */
-export function missingDocumentDb(paths: DocumentDbPaths): string | undefined {
-  const need = [join(paths.pgBinDir, 'postgres'), join(paths.pgBinDir, 'initdb'), paths.gatewayBin];
-  const absent = need.filter((p) => !existsSync(p));
-  if (absent.length > 0) return `not installed (missing ${absent.join(', ')})`;
-  if (!existsSync('/usr/share/postgresql/15/extension/documentdb.control')) {
-    return 'the documentdb extension is not installed in PostgreSQL 15';
-  }
-  return undefined;
-}
 
 export interface RunningDocumentDb {
   uri: string;
@@ -176,7 +159,7 @@ async function initCluster(l: Layout, paths: DocumentDbPaths, user: RunAs): Prom
     '# ---- DocumentDB (written by the FHIR data service on first start) ----',
     "listen_addresses = ''",
     'max_connections = 300',
-    "shared_preload_libraries = 'pg_cron, pg_documentdb_core, pg_documentdb'",
+    ...preloadAndIndexSettings(paths),
     "cron.database_name = 'postgres'",
     'cron.log_statement = off',
     'documentdb.enableBackgroundWorker = true',
@@ -194,6 +177,30 @@ async function initCluster(l: Layout, paths: DocumentDbPaths, user: RunAs): Prom
     join(l.pgData, 'postgresql.conf'),
     readFileSync(join(l.pgData, 'postgresql.conf'), 'utf8') + conf,
   );
+}
+
+/** Whether the cluster of `l` was made (or upgraded) to run on the extended RUM. */
+function clusterUsesExtendedRum(l: Layout): boolean {
+  return /^shared_preload_libraries = .*pg_documentdb_extended_rum/m.test(
+    readFileSync(join(l.pgData, 'postgresql.conf'), 'utf8'),
+  );
+}
+
+/**
+ * A cluster of the new kit (or one being upgraded to it) cannot start on the 0.108 tree: say so
+ * instead of a postgres error. Whether a 0.108 cluster on the new tree is upgraded: src/database/
+ * documentdb-upgrade.ts.
+ */
+function refuseNewerCluster(l: Layout, paths: DocumentDbPaths): void {
+  if (hasExtendedRum(paths)) return;
+  const upgrading = readUpgradeState(l.root) !== undefined;
+  if (clusterUsesExtendedRum(l) || upgrading) {
+    throw new Error(
+      `${l.root} was ${upgrading ? 'being upgraded' : 'made'} by the DocumentDB kit with the extended RUM ` +
+        `(0.112), which ${paths.pgBinDir} lacks: install that kit (${INSTALL_COMMAND}) and leave ` +
+        'DOCUMENTDB_KIT unset, or use another DATA_DIR',
+    );
+  }
 }
 
 async function psql(l: Layout, paths: DocumentDbPaths, user: RunAs, sql: string): Promise<string> {
@@ -219,6 +226,9 @@ async function psql(l: Layout, paths: DocumentDbPaths, user: RunAs, sql: string)
 /** The extension and the gateway's login; idempotent, so a start interrupted half way repeats it. */
 async function initDatabase(l: Layout, paths: DocumentDbPaths, user: RunAs, password: string) {
   await psql(l, paths, user, 'CREATE EXTENSION IF NOT EXISTS documentdb CASCADE');
+  // before any index: indexes built earlier keep the stock classes and never walk in order
+  if (hasExtendedRum(paths))
+    await psql(l, paths, user, 'CREATE EXTENSION IF NOT EXISTS documentdb_extended_rum');
   const exists = (await psql(l, paths, user, `SELECT 1 FROM pg_roles WHERE rolname='${MONGO_USER}'`)).trim();
   const verb = exists === '1' ? 'ALTER' : 'CREATE';
   // The password is hex (no quoting issues) and goes over the private socket only.
@@ -272,6 +282,9 @@ async function writeGatewayConfig(l: Layout, user: RunAs, port: number): Promise
     PostgresDatabase: 'postgres',
     GatewayListenPort: port,
     UseLocalHost: true,
+    // plain TCP on the loopback: `EnforceTls` since DocumentDB 0.109, `EnforceSslTcp` before (each
+    // gateway ignores the other's name, and the new one refuses plain TCP without its own)
+    EnforceTls: false,
     EnforceSslTcp: false,
     TransactionTimeoutSecs: 30,
     CursorTimeoutSecs: 600,
@@ -365,6 +378,8 @@ export class DocumentDbInstance implements RunningDocumentDb {
     letUserReach(l.root, user, report);
     const fresh = !existsSync(join(l.root, READY_MARKER)) || !existsSync(join(l.pgData, 'PG_VERSION'));
     if (fresh) await initCluster(l, paths, user);
+    else refuseNewerCluster(l, paths);
+    const upgradeNeeded = !fresh && hasExtendedRum(paths) && !clusterUsesExtendedRum(l);
     const password = readOrCreatePassword(l, fresh);
     const db = new DocumentDbInstance(paths, dir, l, user);
     try {
@@ -373,12 +388,15 @@ export class DocumentDbInstance implements RunningDocumentDb {
         await initDatabase(l, paths, user, password);
         writeFileSync(join(l.root, READY_MARKER), new Date().toISOString() + '\n');
       }
+      const upgrade = fresh
+        ? undefined
+        : await upgradeCatalog(db.upgradeTarget(report), upgradeNeeded, preloadAndIndexSettings(paths));
       db.version = (
         await psql(
           l,
           paths,
           user,
-          "SELECT 'DocumentDB ' || extversion || ' on PostgreSQL ' || current_setting('server_version') FROM pg_extension WHERE extname='documentdb'",
+          "SELECT 'DocumentDB ' || extversion || CASE WHEN EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'documentdb_extended_rum') THEN ' (extended RUM)' ELSE '' END || ' on PostgreSQL ' || current_setting('server_version') FROM pg_extension WHERE extname='documentdb'",
         )
       ).trim();
       if (!db.version) throw new Error('the documentdb extension is missing from the cluster');
@@ -388,11 +406,25 @@ export class DocumentDbInstance implements RunningDocumentDb {
       db.port = gatewayPort ?? (await freePort());
       db.uri = `mongodb://${MONGO_USER}:${password}@127.0.0.1:${db.port}/?authMechanism=SCRAM-SHA-256`;
       await db.startGateway();
+      if (upgrade) await rebuildIndexes(db.upgradeTarget(report), db.uri, upgrade);
       return db;
     } catch (e) {
       await db.stop();
       throw e;
     }
+  }
+
+  private upgradeTarget(report: (message: string) => void): UpgradeTarget {
+    return {
+      root: this.l.root,
+      confFile: join(this.l.pgData, 'postgresql.conf'),
+      sql: (statement) => this.adminSql(statement),
+      restartPostgres: async () => {
+        await this.stopChild(this.postgres, 'SIGINT', 15_000);
+        await this.startPostgres();
+      },
+      report,
+    };
   }
 
   get postgresPid(): number | undefined {

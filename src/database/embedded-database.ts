@@ -1,7 +1,8 @@
 import { execFileSync } from 'child_process';
 import { existsSync, mkdirSync } from 'fs';
 import { join, resolve } from 'path';
-import { documentDbPaths, missingDocumentDb } from './documentdb-process';
+import { documentDbPaths, INSTALL_COMMAND, missingDocumentDb } from './documentdb-kits';
+import { installKitBeside, kitBeside } from './kit-install';
 import { DataDirInUseError, openDocumentDb } from './embedded-instance';
 import type { InstanceRole } from './instance-record';
 import { DEFAULT_INDEX_UPKEEP } from './index-upkeep';
@@ -83,8 +84,23 @@ export async function resolveDatabase(
     failures.push('local mongod: not found (MONGOMS_SYSTEM_BINARY unset, no mongod on PATH)');
   }
 
-  const paths = documentDbPaths(env);
-  const missing = missingDocumentDb(paths);
+  let paths = documentDbPaths(env);
+  let missing = missingDocumentDb(paths);
+  const kit = kitBeside(process.cwd());
+  // `npm start` run as root on a machine without the engine installs the kit found beside the
+  // project (its output shown as it goes); anyone else is told the command.
+  if (
+    missing &&
+    kit &&
+    opts.role === 'server' &&
+    process.getuid?.() === 0 &&
+    !env.DOCUMENTDB_PG_BIN_DIR &&
+    !env.DOCUMENTDB_KIT
+  ) {
+    await installKitBeside(kit, (line) => process.stderr.write(`documentdb install: ${line}\n`));
+    paths = documentDbPaths(env);
+    missing = missingDocumentDb(paths);
+  }
   if (!missing) {
     try {
       const role = opts.role ?? 'tool';
@@ -107,8 +123,15 @@ export async function resolveDatabase(
   } else {
     failures.push(`DocumentDB: ${missing}`);
   }
+  if (kit && env.MONGOMS_DISABLE_DOWNLOAD !== '1') {
+    failures.push(
+      `mongodb-memory-server download: not tried (the DocumentDB kit is beside the project: ${kit})`,
+    );
+  }
 
-  if (env.MONGOMS_DISABLE_DOWNLOAD !== '1') {
+  // With the kit beside the project this is one of the project's machines, which reach no MongoDB
+  // download site: its retries would keep a newcomer waiting minutes for nothing.
+  if (env.MONGOMS_DISABLE_DOWNLOAD !== '1' && !kit) {
     try {
       return await startMongoMemoryServer(dir);
     } catch (e) {
@@ -121,7 +144,7 @@ export async function resolveDatabase(
       'No database available. Tried, in order:',
       ...failures.map((f) => `  - ${f}`),
       'Provide one of: MONGO_URL=mongodb://…; a mongod on PATH (or MONGOMS_SYSTEM_BINARY);',
-      'or DocumentDB: bash ../shared/engines/documentdb/install.sh (PostgreSQL 15 + documentdb + gateway).',
+      `or DocumentDB: install it with \`${INSTALL_COMMAND}\` (as root, from the project's folder, ~15 s).`,
     ].join('\n'),
   );
 }

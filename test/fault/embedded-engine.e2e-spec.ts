@@ -23,7 +23,9 @@ describe('embedded DocumentDB lifecycle (fault)', () => {
   it('initialises on first start, logs the engine, keeps data, and stops every child on SIGINT', async () => {
     const server = new ServerProcess(env, START_MS);
     await server.start();
-    expect(server.output).toMatch(/database engine: documentdb \(DocumentDB [\d.-]+ on PostgreSQL 15/);
+    expect(server.output).toMatch(
+      /database engine: documentdb \(DocumentDB [\d.-]+ (\(extended RUM\) )?on PostgreSQL 15/,
+    );
     const password = join(dataDir, 'documentdb', 'password');
     expect(statSync(password).mode & 0o777).toBe(0o600);
     expect(processesUnder(dataDir).length).toBeGreaterThanOrEqual(2);
@@ -84,6 +86,8 @@ describe('embedded DocumentDB lifecycle (fault)', () => {
         ...env,
         DOCUMENTDB_PG_BIN_DIR: '/nonexistent/pg/bin',
         MONGOMS_SYSTEM_BINARY: '',
+        // the download allowed: the kit beside the project is what makes the start skip it
+        MONGOMS_DISABLE_DOWNLOAD: '',
       },
       encoding: 'utf8',
       timeout: 60_000,
@@ -92,5 +96,10 @@ describe('embedded DocumentDB lifecycle (fault)', () => {
     expect(res.stderr).toContain('No database available');
     expect(res.stderr).toMatch(/local mongod: not found/);
     expect(res.stderr).toMatch(/DocumentDB: not installed \(missing \/nonexistent\/pg\/bin\/postgres/);
+    // beside the team's kit no download is waited for, and the one install command is named
+    expect(res.stderr).toMatch(
+      /mongodb-memory-server download: not tried \(the DocumentDB kit is beside the project/,
+    );
+    expect(res.stderr).toContain('bash ../shared/engines/documentdb-next/install.sh');
   });
 });

@@ -196,3 +196,25 @@ export function scanViolations(reports: readonly PlanReport[]): string[] {
 export function sortsInMemory(report: PlanReport): boolean {
   return report.stages.includes('SORT');
 }
+
+/**
+ * Index keys the query read when run (`executionStats`, the most of any one stage): a page read
+ * in index order reads about its size, a sorted one every match.
+ */
+export async function keysRead(connection: Connection, query: RecordedQuery): Promise<number> {
+  const explain = (await connection.db!.command({
+    explain: query.command,
+    verbosity: 'executionStats',
+  })) as Record<string, any>;
+  let most = 0;
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (typeof node !== 'object' || node === null) return;
+    for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+      if (key === 'totalKeysExamined' && typeof value === 'number') most = Math.max(most, value);
+      else if (key !== 'rejectedPlans' && key !== 'command') visit(value);
+    }
+  };
+  visit(explain);
+  return most;
+}

@@ -32,7 +32,8 @@ export function UseTenant(opts: TenantOptions = {}): MethodDecorator & ClassDeco
       description: 'missing, invalid or expired credentials (WWW-Authenticate: Bearer)',
     }),
     ApiForbiddenResponse({
-      description: 'the token scope is read-only (e.g. user/*.rs) and this is a write',
+      description:
+        'the token scope is read-only (e.g. user/*.rs) and this is a write, or its SMART scopes do not allow this interaction',
     }),
     ApiNotFoundResponse({
       description: 'the user named by x-service-user-id / x-app-user-id is not in this client',

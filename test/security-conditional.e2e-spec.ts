@@ -246,6 +246,40 @@ describe('security: conditional semantics and input that reaches the engine (e2e
       );
       await send('post', '/r4/Patient', patient('refused'), condition).expect(201);
     });
+
+    it('a key whose resource does not match its condition answers nothing: the matching body is created', async () => {
+      const condition = { 'If-None-Exist': 'identifier=urn:test:cond|mismatch' };
+      const first = await send('post', '/r4/Patient', patient('something-else'), condition).expect(201);
+      const second = await send('post', '/r4/Patient', patient('mismatch'), condition).expect(201);
+      expect(second.body.id).not.toBe(first.body.id);
+      expect(second.body.identifier[0].value).toBe('mismatch');
+      // from now on the condition answers the resource that matches it
+      const third = await send('post', '/r4/Patient', patient('mismatch'), condition).expect(200);
+      expect(third.body.id).toBe(second.body.id);
+      expect(await total('identifier=urn:test:cond|mismatch')).toBe(1);
+    });
+
+    it('the same in a batch entry', async () => {
+      const entry = (value: string) => ({
+        resourceType: 'Bundle',
+        type: 'batch',
+        entry: [
+          {
+            resource: patient(value),
+            request: {
+              method: 'POST',
+              url: 'Patient',
+              ifNoneExist: 'identifier=urn:test:cond|batch-mismatch',
+            },
+          },
+        ],
+      });
+      const first = await send('post', '/r4', entry('not-it')).expect(200);
+      expect(first.body.entry[0].response.status).toMatch(/^201/);
+      const second = await send('post', '/r4', entry('batch-mismatch')).expect(200);
+      expect(second.body.entry[0].response.status).toMatch(/^201/);
+      expect(await total('identifier=urn:test:cond|batch-mismatch')).toBe(1);
+    });
   });
 
   describe('conditional update with no match and a body id', () => {

@@ -70,14 +70,29 @@ export class ConditionalService {
       if (!held) continue; // given back meanwhile
       const stale = Date.now() - held.at.getTime() > KEY_STALE_MS;
       const doc = stale ? null : await this.resources.findCurrent(ctx, held.rk);
-      if (doc && !doc.del) return { won: false, holder: doc };
-      if (stale || doc?.del) {
+      // the key's resource answers only while it matches the condition (its body may not have)
+      const answers = doc && !doc.del && (await this.stillMatches(ctx, version, type, query, doc));
+      if (doc && answers) return { won: false, holder: doc };
+      if (stale || doc) {
         if (await this.keys.takeOver(ctx, held, rk)) return won;
         continue;
       }
       // the winner is writing its resource: it lands within moments (or the key goes stale)
       await sleep(Math.min(10 + attempt * 10, 100));
     }
+  }
+
+  /** Whether the resource a condition key names is among the condition's matches. */
+  private async stillMatches(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string,
+    query: string | SearchPairs,
+    doc: ResourceDoc,
+  ): Promise<boolean> {
+    const pairs: SearchPairs = [...conditionPairs(query), ['_id', doc.id]];
+    // lenient: parameters the condition's own search ignored are ignored here too
+    return (await this.searches.matches(ctx, version, type, pairs, { limit: 1, lenient: true })).length > 0;
   }
 
   /** Runs the create of a claimed key; a failed create gives the key back. */

@@ -31,6 +31,7 @@ import { httpJson, httpJsonPolitely, printTable } from './lib/bench-server';
 import { percentile } from './lib/percentile';
 import { childrenCpuMs } from './lib/process-cpu';
 import { POOL_ATTACKS, poolAttacks, type PoolAttack } from './fairness-pools';
+import { narrativeAttackRequest } from './lib/narrative-attack';
 
 const VICTIM_PATIENTS = 50;
 const HEAVY_PATIENTS = Number(process.env.FAIRNESS_HEAVY_PATIENTS ?? 6);
@@ -41,6 +42,7 @@ const ATTACKS = [
   'search-ignoring-retry-after',
   'wrong-secrets',
   'history',
+  'narrative',
   ...POOL_ATTACKS,
 ] as const;
 type Attack = (typeof ATTACKS)[number];
@@ -229,6 +231,7 @@ async function main(): Promise<void> {
     const tokenUrl = `${server.url}/auth/realms/epa-uat/protocol/openid-connect/token`;
     const heavyClient = clients[1] as { client_id: string };
     let guess = 0;
+    const narrative = narrativeAttackRequest();
     const attacks: Record<Attack, PoolAttack> = {
       ...(await poolAttacks({
         url: server.url,
@@ -259,6 +262,16 @@ async function main(): Promise<void> {
         ignoreRetryAfter: true,
       },
       history: { send: () => drain(historyUrl, auth(heavyToken)), ignoreRetryAfter: true },
+      narrative: {
+        send: () =>
+          drain(
+            `${server.url}${narrative.path}`,
+            { ...auth(heavyToken), 'Content-Type': narrative.contentType },
+            narrative.method,
+            narrative.body,
+          ),
+        ignoreRetryAfter: true,
+      },
     };
     const victim = () => drain(victimUrl, auth(victimToken));
     const pid = server.child!.pid!;

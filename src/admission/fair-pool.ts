@@ -109,9 +109,14 @@ export class FairPool {
     };
   }
 
+  /** Whether the caller's recent use is over heavyMs (its tasks run long). */
+  isCostly(key: string): boolean {
+    return this.useOf(key) > this.opts.heavyMs;
+  }
+
   /** A costly caller keeps to half the pool (at least one task). */
   private mayStart(key: string): boolean {
-    if (this.useOf(key) <= this.opts.heavyMs) return true;
+    if (!this.isCostly(key)) return true;
     return (this.running.get(key) ?? 0) < Math.max(1, Math.floor(this.opts.capacity / 2));
   }
 

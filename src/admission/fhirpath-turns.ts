@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { SandboxLane } from '@app/fhir';
 import { SETTINGS } from '../config/config.module';
 import { Settings } from '../config/settings';
 import type { TenantContext } from '../tenancy/tenant-context';
@@ -36,17 +37,19 @@ export class FhirPathTurns {
   }
 
   /**
-   * Runs `evaluate` in the caller's turn; `evaluate` reports the worker time it used through
-   * `spent` (from the moment a worker started it: a worker still booting is nobody's cost).
+   * Runs `evaluate` in the caller's turn, in the sandbox lane for its recent use; `evaluate` reports
+   * the worker time it used through `spent` (from the moment a worker started it: a worker still
+   * booting is nobody's cost).
    */
   async run<T>(
     ctx: Pick<TenantContext, 'clientId' | 'userId'>,
-    evaluate: (spent: (ms: number) => void) => Promise<T>,
+    evaluate: (spent: (ms: number) => void, lane: SandboxLane) => Promise<T>,
   ): Promise<T> {
     const turn = await this.pool.enter(ctx.clientId);
     let cost = 0;
     try {
-      return await evaluate((ms) => (cost += ms));
+      // a caller whose evaluations ran long lately runs on the sandbox's costly workers
+      return await evaluate((ms) => (cost += ms), this.pool.isCostly(ctx.clientId) ? 'costly' : 'ordinary');
     } finally {
       turn.release(cost);
       this.concurrency.chargeWork(ctx.clientId, userOf(ctx), 'workerMs', cost);

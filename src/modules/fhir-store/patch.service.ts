@@ -85,7 +85,7 @@ export class PatchService {
   /** The caller's FHIRPath, evaluated in its fair turn on the shared worker pool and charged to it. */
   private selectFor(ctx: TenantContext): FhirPathSelect {
     return (version, resource, expression) =>
-      this.turns.run(ctx, (spent) => this.sandbox.select(version, resource, expression, spent));
+      this.turns.run(ctx, (spent, lane) => this.sandbox.select(version, resource, expression, spent, lane));
   }
 
   async patch(

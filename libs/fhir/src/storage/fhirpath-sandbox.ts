@@ -14,6 +14,9 @@ import { OperationOutcomeError } from '../outcome/operation-outcome';
 /** For each item the expression selected: the key path of an object of the resource, else null. */
 export type Selection = Array<string[] | null>;
 
+/** Which of the sandbox's pools an evaluation runs in (see FhirPathSandbox.workers). */
+export type SandboxLane = 'ordinary' | 'costly';
+
 export interface SandboxLimits {
   /** Time one evaluation may run (from the moment a worker starts it). */
   timeoutMs: number;
@@ -85,7 +88,13 @@ function shown(expression: string): string {
 }
 
 export class FhirPathSandbox {
-  private workers?: Pool;
+  /**
+   * Two pools: `ordinary` (SandboxLimits.workers) and `costly` (half of them, at least one) for
+   * callers whose evaluations ran long lately (the caller says which). A costly evaluation usually
+   * ends with its worker terminated, and the pool hands the next evaluation to any idle worker,
+   * booting or not: kept apart, the others never wait for a worker that boots again.
+   */
+  private readonly workers = new Map<SandboxLane, Pool>();
 
   constructor(private readonly limits: SandboxLimits) {}
 
@@ -99,6 +108,7 @@ export class FhirPathSandbox {
     resource: object,
     expression: string,
     spent?: (ms: number) => void,
+    lane: SandboxLane = 'ordinary',
   ): Promise<Selection> {
     let reply: WorkerReply;
     let timer: NodeJS.Timeout | undefined;
@@ -107,7 +117,7 @@ export class FhirPathSandbox {
     // The bound runs from the worker's 'started' event, not from dispatch: a worker that replaces
     // a terminated one boots first (~130 ms), and that is no caller's time. The pool's own timeout
     // only catches a worker that never starts.
-    const task = this.pool().exec('select', [version, resource, expression], {
+    const task = this.pool(lane).exec('select', [version, resource, expression], {
       on: () => {
         startedAt ??= performance.now();
         timer ??= setTimeout(() => {
@@ -134,17 +144,20 @@ export class FhirPathSandbox {
 
   /** Stops the workers (the app's shutdown; a running evaluation is cut short). */
   async onModuleDestroy(): Promise<void> {
-    const workers = this.workers;
-    this.workers = undefined;
-    await workers?.terminate(true);
+    const pools = [...this.workers.values()];
+    this.workers.clear();
+    await Promise.all(pools.map((workers) => workers.terminate(true)));
   }
 
-  private pool(): Pool {
-    this.workers ??= pool(WORKER_SOURCE, {
+  private pool(lane: SandboxLane): Pool {
+    const existing = this.workers.get(lane);
+    if (existing) return existing;
+    const size = lane === 'ordinary' ? this.limits.workers : Math.max(1, Math.floor(this.limits.workers / 2));
+    const created = pool(WORKER_SOURCE, {
       workerType: 'thread',
       // replacements of terminated workers boot at once, not when the next caller comes
-      minWorkers: this.limits.workers,
-      maxWorkers: this.limits.workers,
+      minWorkers: size,
+      maxWorkers: size,
       maxQueueSize: this.limits.maxQueue,
       workerThreadOpts: {
         eval: true,
@@ -160,7 +173,8 @@ export class FhirPathSandbox {
         resourceLimits: { maxOldGenerationSizeMb: this.limits.maxHeapMb },
       },
     });
-    return this.workers;
+    this.workers.set(lane, created);
+    return created;
   }
 
   private refusal(error: unknown, expression: string): unknown {

@@ -310,6 +310,7 @@ async function main(): Promise<void> {
       // an attack with its own victim operation: that operation alone first
       let alone = rows[0];
       if (ownVictim) {
+        await loop(ownVictim.send, Date.now() + 1000, newStats()); // warm-up (a pool's workers boot)
         const aloneStats = newStats();
         await loop(ownVictim.send, Date.now() + PHASE_MS / 3, aloneStats);
         alone = row(`victim ${ownVictim.name} alone`, aloneStats, 0, 0);

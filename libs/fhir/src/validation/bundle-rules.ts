@@ -14,8 +14,9 @@ const RESTFUL =
 /**
  * Bundle rules that are not written as FHIRPath invariants (https://hl7.org/fhir/R4/bundle.html#bundle-unique):
  * a fullUrl is absolute (a URL or a `urn:`), and a RESTful one ends with the resource's type and id;
- * entries carry a fullUrl except in transactions and batches; paging links occur at most once each.
- * bdl-1 … bdl-12 themselves run as invariants.
+ * entries carry a fullUrl except in transactions and batches; paging links occur at most once each;
+ * searchset entries are what their search mode says (checkSearchset). bdl-1 … bdl-12 themselves run
+ * as invariants.
  */
 export function checkBundle(bundle: JsonObject, path: string, issues: ValidationIssue[]): void {
   const type = typeof bundle.type === 'string' ? bundle.type : undefined;
@@ -36,6 +37,7 @@ export function checkBundle(bundle: JsonObject, path: string, issues: Validation
     });
   }
   if (!Array.isArray(bundle.entry)) return;
+  if (type === 'searchset') checkSearchset(bundle, path, issues);
   bundle.entry.forEach((entry: unknown, i) => {
     if (typeof entry !== 'object' || entry === null) return;
     const { fullUrl, resource } = entry as JsonObject;
@@ -74,4 +76,50 @@ export function checkBundle(bundle: JsonObject, path: string, issues: Validation
         ),
       );
   });
+}
+
+/**
+ * The entries of a searchset (https://hl7.org/fhir/R4/bundle.html#searchset, search.html#return):
+ * a `match` is a resource the search found, so it has an id and is of a type the search asked for
+ * (the type of the `self` link's path, or its `_type`); an `outcome` is an OperationOutcome.
+ */
+function checkSearchset(bundle: JsonObject, path: string, issues: ValidationIssue[]): void {
+  const searched = searchedTypes(bundle);
+  (bundle.entry as unknown[]).forEach((entry, i) => {
+    const { resource, search } = (entry ?? {}) as JsonObject;
+    const mode = (search as JsonObject | undefined)?.mode;
+    const r = resource as JsonObject | undefined;
+    if (typeof r !== 'object' || r === null || typeof r.resourceType !== 'string') return;
+    const where = `${path}.entry[${i}].resource`;
+    if (mode === 'outcome' && r.resourceType !== 'OperationOutcome')
+      issues.push(errorIssue('invalid', where, `This is not an OperationOutcome (${r.resourceType})`));
+    if (mode !== 'match') return;
+    if (r.id === undefined) issues.push(errorIssue('invalid', where, 'Search results must have ids'));
+    if (searched && !searched.includes(r.resourceType))
+      issues.push(
+        errorIssue(
+          'invalid',
+          where,
+          `This is not a matching resource type for the specified search (${r.resourceType} expecting [${searched.join(', ')}])`,
+        ),
+      );
+  });
+}
+
+const TYPE_NAME = /^[A-Z][A-Za-z]+$/;
+
+/** The types a searchset's `self` link searched: `_type`, else the last path segment when it names a type. */
+function searchedTypes(bundle: JsonObject): string[] | undefined {
+  const links = Array.isArray(bundle.link) ? (bundle.link as unknown[]) : [];
+  const self = links.find((link) => (link as JsonObject | null)?.relation === 'self') as
+    JsonObject | undefined;
+  if (typeof self?.url !== 'string') return undefined;
+  const [pathPart, query = ''] = self.url.split('?', 2);
+  const listed = new URLSearchParams(query).get('_type');
+  if (listed) {
+    const types = listed.split(',').map((type) => type.trim());
+    return types.every((type) => TYPE_NAME.test(type)) ? types : undefined;
+  }
+  const last = pathPart.split('/').pop() ?? '';
+  return TYPE_NAME.test(last) ? [last] : undefined;
 }

@@ -67,6 +67,7 @@ export class ContentChecks {
     if (table.key === 'Coding') this.coding(object, path, issues);
     else if (QUANTITY_TYPES.has(table.key)) this.quantity(object, path, issues);
     else if (table.key === 'Identifier') checkIdentifier(object, path, issues);
+    else if (table.key === 'Attachment') checkAttachmentSize(object, path, issues);
     else if (table.key === 'Bundle') checkBundle(object, path, issues);
   }
 
@@ -238,6 +239,24 @@ function checkIdentifier(identifier: JsonObject, path: string, issues: Validatio
         'value',
         `${path}.value`,
         `With system urn:ietf:rfc:3986 the value must be an absolute URI, not '${value}'`,
+      ),
+    );
+}
+
+/**
+ * Attachment.size is the number of bytes of the content (https://hl7.org/fhir/R4/datatypes.html#Attachment):
+ * with the content inline (`data`, base64), the stated size must be its decoded length.
+ */
+function checkAttachmentSize(attachment: JsonObject, path: string, issues: ValidationIssue[]): void {
+  const { data, size } = attachment;
+  if (typeof data !== 'string' || typeof size !== 'number') return;
+  const actual = Buffer.from(data, 'base64').length;
+  if (actual !== size)
+    issues.push(
+      errorIssue(
+        'value',
+        `${path}.size`,
+        `Stated Attachment Size ${size} does not match actual attachment size ${actual}`,
       ),
     );
 }

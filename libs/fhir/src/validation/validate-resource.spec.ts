@@ -181,7 +181,7 @@ describe('validateResource (r4)', () => {
         birthDate: '1980-02',
         deceasedDateTime: '2020',
         gender: 'female',
-        photo: [{ contentType: 'text/plain', data: 'aGVs bG8=', size: 0 }],
+        photo: [{ contentType: 'text/plain', data: 'aGVs bG8=', size: 5 }],
         text: { status: 'generated', div: '<div xmlns="http://www.w3.org/1999/xhtml">x</div>' },
       };
       expect(issuesOf(patient)).toEqual([]);

@@ -9,8 +9,9 @@ import { ClientAuthenticator } from './modules/auth/rate-limit/client-authentica
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
 import { fhirBodyGuard, verifyUtf8 } from './common/body-hygiene';
 import { answerParserErrors, cacheControl, urlLengthLimit } from './common/response-hygiene';
-import { isFhirPath } from './fhir-http/fhir-route-state';
 import { Settings } from './config/settings';
+import { corsMiddleware } from './common/cors';
+import { ClientsService } from './modules/auth/clients/clients.service';
 import { requestIdMiddleware } from './logging/logging.module';
 
 export const SECURITY = {
@@ -62,24 +63,11 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   const strict = helmet();
   const docs = helmet({ contentSecurityPolicy: false });
   app.use((req: any, res: any, next: any) => (req.path.startsWith('/docs') ? docs : strict)(req, res, next));
-  // CORS: closed by default; FHIR routes open to the configured origins only. User-management,
-  // token and auth-code routes never (docs/api.md §4: not from a browser).
-  const origins = new Set(settings.fhirCorsOrigins);
-  app.use((req: any, res: any, next: any) => {
-    const origin = req.headers.origin as string | undefined;
-    if (origin && isFhirPath(req.path) && (origins.has(origin) || origins.has('*'))) {
-      res.setHeader('Access-Control-Allow-Origin', origin);
-      res.setHeader('Vary', 'Origin');
-      res.setHeader(
-        'Access-Control-Allow-Headers',
-        'Authorization, Content-Type, Accept, Prefer, If-Match, If-None-Exist',
-      );
-      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE');
-      res.setHeader('Access-Control-Expose-Headers', 'Location, ETag, Content-Location, X-Progress');
-      if (req.method === 'OPTIONS') return res.status(204).end();
-    }
-    next();
-  });
+  // CORS: discovery open to any origin; FHIR routes and the token endpoints to the configured
+  // origins and the registered SMART apps' redirect-URI origins; user management, auth-code and the
+  // member pages never (src/common/cors.ts).
+  const clients = app.get(ClientsService);
+  app.use(corsMiddleware(settings.fhirCorsOrigins, () => clients.appOrigins()));
   app.useBodyParser('json', {
     limit: settings.bodyLimitBytes,
     // `application/json+fhir`: the DSTU2 type (https://hl7.org/fhir/DSTU2/http.html#mime-type)

@@ -57,7 +57,7 @@ describe('CapabilityStatement (e2e)', () => {
     const oauth = rest.security.extension[0];
     expect(oauth.url).toBe('http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris');
     expect(oauth.extension).toEqual([
-      { url: 'authorize', valueUri: `${t.settings.urls.base}/user-management/v1/user/auth-code` },
+      { url: 'authorize', valueUri: `${t.settings.urls.auth}/oauth2/authorize` },
       { url: 'token', valueUri: `${t.settings.urls.auth}/oauth2/token` },
     ]);
     // no empty arrays anywhere

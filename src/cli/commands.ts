@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerClientCommands } from '../modules/auth/clients/client.cli';
 import { registerMemberSignInCommand } from '../modules/auth/member-federation/member-sign-in.cli';
+import { registerUserCommands } from '../modules/users/users.cli';
 import { registerDirectoryCommands } from '../modules/directory/directory.cli';
 import { registerStoreCommands } from '../modules/fhir-store/store.command';
 import { registerReindexCommand } from '../modules/fhir-store/search/reindex.command';
@@ -14,6 +15,7 @@ export type CommandRegistrar = (program: Command) => void;
 export const COMMAND_REGISTRARS: CommandRegistrar[] = [
   registerClientCommands,
   registerMemberSignInCommand,
+  registerUserCommands,
   registerDirectoryCommands,
   registerStoreCommands,
   registerReindexCommand,

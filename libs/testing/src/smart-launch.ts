@@ -82,6 +82,20 @@ export function locationParams(res: { headers: Record<string, string> }): URLSea
   return new URL(res.headers.location, 'http://x').searchParams;
 }
 
+/** Opens the sign-in page at `location` and posts the form as the browser would (tx and csrf from the page). */
+export async function signInAt(
+  agent: ReturnType<typeof request.agent>,
+  location: string,
+  username: string,
+  password: string,
+): Promise<request.Response> {
+  const page = await agent.get(location).expect(200);
+  return agent
+    .post('/oauth2/member/sign-in')
+    .type('form')
+    .send({ tx: formField(page.text, 'tx'), csrf: formField(page.text, 'csrf'), username, password });
+}
+
 /**
  * authorize → sign in → consent (approve, every scope ticked unless `scopes`) → the code on the
  * app's redirect. Returns the agent (signed-in browser) and the final redirect's parameters.
@@ -116,16 +130,7 @@ export async function launchToCode(
     .expect(302);
   let next = authorize.headers.location;
   if (next.startsWith('/oauth2/member/sign-in')) {
-    const page = await agent.get(next).expect(200);
-    const signIn = await agent
-      .post('/oauth2/member/sign-in')
-      .type('form')
-      .send({
-        tx: formField(page.text, 'tx'),
-        csrf: formField(page.text, 'csrf'),
-        username: member.app_user_id,
-        password: member.password,
-      });
+    const signIn = await signInAt(agent, next, member.app_user_id, member.password);
     if (signIn.status !== 303) throw new Error(`sign-in failed: ${signIn.status} ${signIn.text}`);
     next = signIn.headers.location;
   }

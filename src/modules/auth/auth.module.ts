@@ -11,7 +11,12 @@ import { BackendServicesService } from './backend-services/backend-services.serv
 import { ClientDoc, ClientSchema } from './clients/client.schema';
 import { ClientsRepository } from './clients/clients.repository';
 import { ClientsService } from './clients/clients.service';
-import { OAuthController, RealmTokenController, WellKnownController } from './oauth/oauth.controller';
+import {
+  OAuthController,
+  RealmTokenController,
+  TokenManagementController,
+  WellKnownController,
+} from './oauth/oauth.controller';
 import { OAuthService } from './oauth/oauth.service';
 import { RateLimitRepository } from './rate-limit/rate-limit.repository';
 import { RateLimitDoc, RateLimitSchema } from './rate-limit/rate-limit.schema';
@@ -46,7 +51,7 @@ import { LaunchTokensService } from './member-launch/launch-tokens.service';
       ...LAUNCH_MODELS,
     ]),
   ],
-  controllers: [OAuthController, RealmTokenController, WellKnownController],
+  controllers: [OAuthController, TokenManagementController, RealmTokenController, WellKnownController],
   providers: [
     ClientsRepository,
     ClientsService,

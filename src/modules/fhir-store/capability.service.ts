@@ -9,7 +9,7 @@ import {
 } from '@app/fhir';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
-import { tokenEndpoint } from '../auth/oauth/smart-configuration';
+import { tokenEndpoint, authorizationEndpoint } from '../auth/oauth/smart-configuration';
 import { OperationRegistry, type RegisteredOperation } from '../../fhir-http/operation-registry';
 
 /** Interactions of the store, history and conditional routes (https://hl7.org/fhir/R4/http.html). */
@@ -142,11 +142,12 @@ export class CapabilityService {
       instantiates: [BULK_DATA_IG],
       security: {
         tokenUrl: tokenEndpoint(this.settings),
-        // codes come from the backend auth-code endpoint, not a browser redirect (docs/api.md)
-        authorizeUrl: `${this.settings.urls.base}/user-management/v1/user/auth-code`,
+        // members authorize SMART apps in the browser (SMART App Launch standalone launch)
+        authorizeUrl: authorizationEndpoint(this.settings),
         description:
-          'Bearer tokens from the token endpoint: authorization codes, client_credentials with a client ' +
-          'secret or a signed JWT assertion (SMART Backend Services, system/*.rs); or the client headers.',
+          'Bearer tokens from the token endpoint: SMART App Launch (a member authorizes an app at the authorize ' +
+          'endpoint), backend authorization codes, client_credentials with a client secret or a signed JWT ' +
+          'assertion (SMART Backend Services, system/*.rs); or the client headers.',
       },
       patchFormats: PATCH_FORMATS,
       date: STARTED,

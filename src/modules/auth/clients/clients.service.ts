@@ -2,7 +2,7 @@ import { BadRequestException, ConflictException, Injectable, NotFoundException }
 import { TtlCache } from '../ttl-cache';
 import type { MemberSignInDoc } from '../member-federation/member-sign-in';
 import { ClientRecord, Program, PROGRAMS } from './client.schema';
-import { checkRedirectUris } from './redirect-uris';
+import { checkRedirectUris, webOrigin } from './redirect-uris';
 import { ClientsRepository } from './clients.repository';
 import { hashSecret, newClientId, newSecret, sha256, verifySecret } from './secret-hash';
 
@@ -43,11 +43,14 @@ const CUSTOMER_SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
  * process's cache at once; other processes within this TTL.
  */
 const VERIFY_CACHE_TTL_MS = 60_000;
+/** How long the SMART apps' CORS origins are trusted before they are read again. */
+const APP_ORIGINS_TTL_MS = 10_000;
 
 @Injectable()
 export class ClientsService {
   private readonly verified = new TtlCache<ClientRecord | null>(VERIFY_CACHE_TTL_MS);
   private readonly byId = new TtlCache<ClientRecord | null>(VERIFY_CACHE_TTL_MS);
+  private readonly origins = new TtlCache<Promise<ReadonlySet<string>>>(APP_ORIGINS_TTL_MS);
 
   constructor(private readonly repo: ClientsRepository) {}
 
@@ -101,6 +104,7 @@ export class ClientsService {
       redirect_uris: redirectUris,
       plan: plan.clientId,
     });
+    this.origins.delete('');
     return {
       client_id: clientId,
       ...(secret ? { client_secret: secret } : {}),
@@ -128,9 +132,19 @@ export class ClientsService {
     return stripHash((await this.repo.findWithHash(clientId))!);
   }
 
-  /** Every enabled SMART app's redirect URIs (CORS origins of browser apps). */
-  appRedirectUris(): Promise<string[]> {
-    return this.repo.appRedirectUris();
+  /**
+   * The web origins of every enabled SMART app's redirect URIs (CORS for browser apps), cached
+   * briefly: registration here refreshes it at once, in other processes within the cache time.
+   */
+  appOrigins(): Promise<ReadonlySet<string>> {
+    const cached = this.origins.get('');
+    if (cached) return cached;
+    const loading = this.repo
+      .appRedirectUris()
+      .then((uris) => new Set(uris.map(webOrigin).filter((o): o is string => o !== undefined)));
+    this.origins.set('', loading);
+    loading.catch(() => this.origins.delete(''));
+    return loading;
   }
 
   private redirectUris(uris: string[]): string[] {
@@ -221,6 +235,7 @@ export class ClientsService {
   }
 
   private invalidate(clientId: string): void {
+    this.origins.delete('');
     this.verified.deletePrefix(`${clientId}\0`);
     this.byId.delete(clientId);
   }

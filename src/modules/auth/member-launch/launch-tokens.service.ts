@@ -94,11 +94,22 @@ export class LaunchTokensService {
   async refresh(app: ClientRecord, body: Record<string, unknown>): Promise<LaunchTokenSet> {
     const token = required(body, 'refresh_token');
     const hash = sha256(token);
+    // the scope is checked before the token is used up: a refused widening costs the app nothing
+    const presented = await this.repo.findCredential(app.clientId, hash);
+    const asked = param(body, 'scope');
+    const wanted = asked === undefined ? undefined : [...new Set(asked.split(' ').filter(Boolean))];
+    if (presented?.kind === 'refresh' && wanted) {
+      const beyond = wanted.filter((s) => !presented.scopes.includes(s));
+      if (beyond.length > 0)
+        throw new OAuthError(
+          'invalid_scope',
+          `scope(s) beyond what the member granted: ${beyond.join(', ')}`,
+        );
+    }
     const record = await this.repo.consumeCredential(app.clientId, hash, 'refresh');
     if (!record) {
-      const previous = await this.repo.findCredential(app.clientId, hash);
-      if (previous?.kind === 'refresh' && previous.used) {
-        await this.revoke(previous.grant, { app: app.clientId });
+      if (presented?.kind === 'refresh' && presented.used) {
+        await this.revoke(presented.grant, { app: app.clientId });
         throw new OAuthError('invalid_grant', 'the refresh token was already used or revoked');
       }
       throw new OAuthError(
@@ -106,18 +117,7 @@ export class LaunchTokensService {
         'the refresh token is unknown, expired, or issued to another client',
       );
     }
-    const asked = param(body, 'scope');
-    let scopes = record.scopes;
-    if (asked !== undefined) {
-      const wanted = [...new Set(asked.split(' ').filter(Boolean))];
-      const beyond = wanted.filter((s) => !record.scopes.includes(s));
-      if (beyond.length > 0)
-        throw new OAuthError(
-          'invalid_scope',
-          `scope(s) beyond what the member granted: ${beyond.join(', ')}`,
-        );
-      scopes = wanted;
-    }
+    const scopes = wanted ?? record.scopes;
     const grant = await this.liveGrant(record.grant, app);
     return this.issueTokens(grant, scopes);
   }

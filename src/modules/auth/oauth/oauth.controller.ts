@@ -47,6 +47,51 @@ export class OAuthController {
   }
 }
 
+/**
+ * RFC 7662 introspection and RFC 7009 revocation, for the plan's and the app's backends (a public
+ * app revokes with its client_id alone). CORS: the registered redirect-URI origins (configure-app).
+ */
+@ApiTags('oauth')
+@ApiTooManyRequestsResponse({ description: 'too many failed client authentications (Retry-After)' })
+@Controller('oauth2')
+export class TokenManagementController {
+  constructor(private readonly oauth: OAuthService) {}
+
+  @Post('introspect')
+  @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
+  @ApiOperation({
+    summary: 'Token introspection (RFC 7662): { active, scope, client_id, sub, exp, patient }',
+  })
+  @ApiConsumes(...CONSUMES)
+  @ApiOkResponse({ description: '{ active: false } for a token the caller has no business with' })
+  @ApiUnauthorizedResponse({ type: OAuthErrorView })
+  introspect(
+    @Body() body: Record<string, unknown>,
+    @ClientCredentials() creds: PresentedClientCredentials | null,
+    @Ip() address: string,
+  ) {
+    return this.oauth.introspect(body ?? {}, creds, address);
+  }
+
+  @Post('revoke')
+  @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
+  @ApiOperation({
+    summary: "Token revocation (RFC 7009): the token's grant, its tokens and refresh tokens stop",
+  })
+  @ApiConsumes(...CONSUMES)
+  @ApiOkResponse({ description: '{} (also for unknown tokens, RFC 7009 §2.2)' })
+  @ApiUnauthorizedResponse({ type: OAuthErrorView })
+  revoke(
+    @Body() body: Record<string, unknown>,
+    @ClientCredentials() creds: PresentedClientCredentials | null,
+    @Ip() address: string,
+  ) {
+    return this.oauth.revoke(body ?? {}, creds, address);
+  }
+}
+
 /** docs/api.md §4: program realms. The dev-portal example is a GET with a form body: both are served. */
 @ApiTags('oauth')
 @ApiTooManyRequestsResponse({ description: 'too many failed client authentications this hour (Retry-After)' })

@@ -115,6 +115,29 @@ export class OAuthService {
     );
   }
 
+  /** RFC 7662 token introspection, for the plan's and the app's backends (client authentication required). */
+  async introspect(
+    body: Record<string, unknown>,
+    creds: PresentedClientCredentials | null,
+    address: string,
+  ): Promise<Record<string, unknown>> {
+    const client = await this.authenticate(body, creds, undefined, address);
+    if (client.app?.public && !creds)
+      throw new OAuthError('invalid_client', 'introspection is for confidential clients', 401);
+    return this.launchTokens.introspect(client, required(body, 'token'));
+  }
+
+  /** RFC 7009 revocation: the token's grant stops (tokens and refresh tokens); unknown tokens are no error. */
+  async revoke(
+    body: Record<string, unknown>,
+    creds: PresentedClientCredentials | null,
+    address: string,
+  ): Promise<Record<string, never>> {
+    const client = await this.authenticate(body, creds, undefined, address);
+    await this.launchTokens.revokeToken(client, required(body, 'token'));
+    return {};
+  }
+
   openidConfiguration(): Record<string, unknown> {
     const auth = this.settings.urls.auth;
     return {

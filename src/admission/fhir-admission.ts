@@ -4,7 +4,7 @@ import type { TenantContext } from '../tenancy/tenant-context';
 import { userOf } from './caller';
 import { ClientConcurrency } from './client-concurrency';
 import { KnownCredentials } from './known-credentials';
-import { RequestAdmission } from './request-admission';
+import { admissionLaneOf, RequestAdmission } from './request-admission';
 import { setResponseCharge } from './response-charge';
 
 /**
@@ -29,7 +29,7 @@ export class FhirAdmission {
     ctx: TenantContext,
     req: Request,
     res: Response,
-  ): Promise<Required<Pick<TenantContext, 'chargeUnservedReads' | 'chargeDatabaseMs'>>> {
+  ): Promise<Pick<TenantContext, 'chargeUnservedReads' | 'chargeDatabaseMs'>> {
     const { clientId } = ctx;
     const user = userOf(ctx);
     this.credentials.remember(req, clientId, user);
@@ -49,7 +49,13 @@ export class FhirAdmission {
     res.once('close', slot.release);
     // then waits for its turn on the database (the client's slot is held while it waits)
     await this.lanes.admit(clientId, req, res);
-    return { chargeUnservedReads: slot.chargeUnservedReads, chargeDatabaseMs: slot.chargeDatabaseMs };
+    // Database time of reads: they share the read lanes, and a slow read answers as little as a fast
+    // one. Writes are bounded by their own lane and cost what their resources' index entries cost.
+    const read = admissionLaneOf(req.method, req.path) === 'read';
+    return {
+      chargeUnservedReads: slot.chargeUnservedReads,
+      ...(read ? { chargeDatabaseMs: slot.chargeDatabaseMs } : {}),
+    };
   }
 }
 

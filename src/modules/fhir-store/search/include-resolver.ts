@@ -1,13 +1,37 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { escapeRegex } from '@app/fhir/search/text-normalization';
-import type { FhirVersion, IncludeDirective, ParsedSearch } from '@app/fhir';
+import {
+  issue,
+  operationOutcome,
+  OperationOutcomeError,
+  type FhirVersion,
+  type IncludeDirective,
+  type ParsedSearch,
+  type SearchsetEntry,
+} from '@app/fhir';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository, type ResourceRef, type SizedRef } from '../../../storage/resource.repository';
+import type { Filter } from '../../../storage/search/filter-clauses';
 import { storeFilter } from './sub-query-resolver';
 
-/** Most included resources considered for one page: `_include=*` on a page of 100 must stay bounded. */
+/**
+ * Most included resources considered for one page: `_include=*` on a page of 100 must stay bounded
+ * (HAPI's maximumIncludesToLoadPerPage has the same default). Past it the page says so in an
+ * OperationOutcome entry (`includesTruncatedEntry`).
+ */
 export const MAX_INCLUDED = 1000;
+
+/**
+ * Distinct `_include` and `_revinclude` directives one search may carry, once repeated ones are
+ * collapsed: each is a query per level (a `_revinclude` one of the tenant's reference index, `*`
+ * a regex over it). More → 400 too-costly naming the limit.
+ */
+export const MAX_INCLUDE_DIRECTIVES = 20;
+
+/** Resources whose references go into one wildcard `_revinclude` regex: the pattern stays a few KB. */
+const TARGETS_PER_WILDCARD_QUERY = 100;
 
 const RELATIVE_TARGET = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/;
 
@@ -23,13 +47,48 @@ function follows(
 
 type Source = Pick<ResourceDoc, '_id' | 't' | 'id'>;
 
+/** The directives without repeats (`_revinclude:iterate=*` sent 60 times is one directive), in order. */
+function distinct(directives: readonly IncludeDirective[]): IncludeDirective[] {
+  const seen = new Map<string, IncludeDirective>();
+  for (const directive of directives) {
+    const key = JSON.stringify([
+      directive.wildcard,
+      directive.sourceType ?? '',
+      [...directive.params].sort(),
+      directive.targetType ?? '',
+      directive.iterate,
+    ]);
+    if (!seen.has(key)) seen.set(key, directive);
+  }
+  return [...seen.values()];
+}
+
+/** What `resolve` found: at most MAX_INCLUDED additions, and whether there were more. */
+export interface ResolvedIncludes {
+  additions: SizedRef[];
+  truncated: boolean;
+}
+
+/** The OperationOutcome entry of a page whose additions stopped at MAX_INCLUDED. */
+export function includesTruncatedEntry(): SearchsetEntry {
+  const outcome = operationOutcome([
+    issue(
+      'too-costly',
+      `_include/_revinclude found more than ${MAX_INCLUDED} resources for this page; only the first ${MAX_INCLUDED} are included (ask for a smaller _count)`,
+      { severity: 'warning' },
+    ),
+  ]);
+  return { fullUrl: `urn:uuid:${randomUUID()}`, resource: outcome, mode: 'outcome' };
+}
+
 /**
  * `_include` / `_revinclude` (https://hl7.org/fhir/R4/search.html#include): the resources the
  * matches reference, and the resources that reference the matches, through the `idx.ref` entries
  * written at index time. Every look-up goes through the repository with the caller's tenant scope,
  * so an include can never reach another user's resource. `:iterate` directives run once more on
- * what the first level included (one extra level). Nothing is returned twice, and nothing that is
- * already a match.
+ * what the first level included (one extra level: the iteration depth's cap). Nothing is returned
+ * twice, and nothing that is already a match. Repeated directives collapse into one; more than
+ * MAX_INCLUDE_DIRECTIVES distinct ones are refused (docs/security.md "Database work").
  *
  * Two steps, so that the page byte budget decides before any JSON is read (docs/security.md
  * "Page byte budget"): `resolve` finds what would be included with each resource's JSON size
@@ -45,8 +104,17 @@ export class IncludeResolver {
     parsed: Pick<ParsedSearch, 'include' | 'revinclude'>,
     matches: readonly Source[],
     serviceBase: string,
-  ): Promise<SizedRef[]> {
-    if (parsed.include.length === 0 && parsed.revinclude.length === 0) return [];
+  ): Promise<ResolvedIncludes> {
+    const include = distinct(parsed.include);
+    const revinclude = distinct(parsed.revinclude);
+    if (include.length + revinclude.length > MAX_INCLUDE_DIRECTIVES) {
+      throw new OperationOutcomeError(
+        'too-costly',
+        `the search has ${include.length + revinclude.length} distinct _include/_revinclude directives; at most ${MAX_INCLUDE_DIRECTIVES}`,
+        { status: 400 },
+      );
+    }
+    if (include.length === 0 && revinclude.length === 0) return { additions: [], truncated: false };
     const seen = new Set(matches.map((doc) => doc._id));
     const included: SizedRef[] = [];
     const add = (docs: readonly SizedRef[]): SizedRef[] => {
@@ -56,17 +124,19 @@ export class IncludeResolver {
       return fresh;
     };
     const localPrefix = `${serviceBase}/${version}/`;
-    const firstLevel = add(
-      await this.level(ctx, version, parsed.include, parsed.revinclude, matches, localPrefix),
-    );
+    const firstLevel = add(await this.level(ctx, version, include, revinclude, matches, localPrefix));
     const iterating = {
-      include: parsed.include.filter((d) => d.iterate),
-      revinclude: parsed.revinclude.filter((d) => d.iterate),
+      include: include.filter((d) => d.iterate),
+      revinclude: revinclude.filter((d) => d.iterate),
     };
-    if (firstLevel.length > 0 && iterating.include.length + iterating.revinclude.length > 0) {
+    if (
+      firstLevel.length > 0 &&
+      included.length < MAX_INCLUDED &&
+      iterating.include.length + iterating.revinclude.length > 0
+    ) {
       add(await this.level(ctx, version, iterating.include, iterating.revinclude, firstLevel, localPrefix));
     }
-    return included.slice(0, MAX_INCLUDED);
+    return { additions: included.slice(0, MAX_INCLUDED), truncated: included.length > MAX_INCLUDED };
   }
 
   /** The current JSON of resolved inclusions, in their order (one deleted meanwhile is left out). */
@@ -140,15 +210,34 @@ export class IncludeResolver {
   ): Promise<SizedRef[]> {
     const pointedAt = targets.filter((doc) => !directive.targetType || directive.targetType === doc.t);
     if (pointedAt.length === 0) return [];
-    const references = pointedAt.flatMap((doc) => [`${doc.t}/${doc.id}`, `${localPrefix}${doc.t}/${doc.id}`]);
-    const condition = directive.wildcard
-      ? { 'idx.ref': { $regex: `^[^|]+\\|(?:${references.map(escapeRegex).join('|')})$` } }
-      : {
-          'idx.ref': {
-            $in: directive.params.flatMap((param) => references.map((reference) => `${param}|${reference}`)),
-          },
-        };
-    const filter = directive.sourceType ? { t: directive.sourceType, ...condition } : condition;
-    return this.repository.sizesOf(ctx, version, storeFilter(filter), MAX_INCLUDED);
+    const referencesOf = (docs: readonly Source[]) =>
+      docs.flatMap((doc) => [`${doc.t}/${doc.id}`, `${localPrefix}${doc.t}/${doc.id}`]);
+    const query = (condition: Filter) =>
+      this.repository.sizesOf(
+        ctx,
+        version,
+        storeFilter(directive.sourceType ? { t: directive.sourceType, ...condition } : condition),
+        MAX_INCLUDED + 1,
+      );
+    if (!directive.wildcard) {
+      const references = referencesOf(pointedAt);
+      const entries = directive.params.flatMap((param) =>
+        references.map((reference) => `${param}|${reference}`),
+      );
+      return query({ 'idx.ref': { $in: entries } });
+    }
+    // any parameter: a regex of the references, a chunk of targets at a time, until enough are found
+    const found: SizedRef[] = [];
+    for (
+      let from = 0;
+      from < pointedAt.length && found.length <= MAX_INCLUDED;
+      from += TARGETS_PER_WILDCARD_QUERY
+    ) {
+      const references = referencesOf(pointedAt.slice(from, from + TARGETS_PER_WILDCARD_QUERY));
+      found.push(
+        ...(await query({ 'idx.ref': { $regex: `^[^|]+\\|(?:${references.map(escapeRegex).join('|')})$` } })),
+      );
+    }
+    return found;
   }
 }

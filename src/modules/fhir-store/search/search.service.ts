@@ -17,7 +17,7 @@ import type { FhirReply } from '../../../fhir-http/fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
 import { ResourceRepository } from '../../../storage/resource.repository';
 import { chargeUnserved, entriesWithinBudget } from '../../../storage/page-budget';
-import { IncludeResolver } from './include-resolver';
+import { IncludeResolver, includesTruncatedEntry } from './include-resolver';
 import { allTypesCompartmentFilter, compartmentSearchFilter } from './patient-compartment';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
 import {
@@ -168,7 +168,7 @@ export class SearchService {
         : page.matchesFromSkip !== undefined
           ? parsed.skip + page.matchesFromSkip
           : await counter.count();
-    const { matches, included, cut } = await this.withIncludes(
+    const { matches, included, cut, truncated } = await this.withIncludes(
       ctx,
       version,
       parsed,
@@ -184,6 +184,7 @@ export class SearchService {
       ...included.map((doc) => resourceEntry(base, doc, 'include')),
     ];
     if (warnings) entries.push(warnings);
+    if (truncated) entries.push(includesTruncatedEntry());
     const links = searchLinks(searchUrl, kept, {
       skip: parsed.skip,
       count: parsed.count,
@@ -209,11 +210,11 @@ export class SearchService {
     docs: ResourceDoc[],
     base: string,
     budget: number,
-  ): Promise<{ matches: ResourceDoc[]; included: ResourceDoc[]; cut: boolean }> {
+  ): Promise<{ matches: ResourceDoc[]; included: ResourceDoc[]; cut: boolean; truncated: boolean }> {
     const sum = (sizes: readonly number[]) => sizes.reduce((total, size) => total + size, 0);
     let matches = docs;
     for (;;) {
-      const additions = await this.includes.resolve(ctx, version, parsed, matches, base);
+      const { additions, truncated } = await this.includes.resolve(ctx, version, parsed, matches, base);
       const sizes = additions.map((ref) => ref.size);
       const room = budget - sum(matches.map((doc) => doc.json?.length ?? 0));
       let kept = additions.length;
@@ -228,7 +229,7 @@ export class SearchService {
       }
       chargeUnserved(ctx, sizes, kept);
       const included = await this.includes.read(ctx, version, additions.slice(0, kept));
-      return { matches, included, cut: matches.length < docs.length };
+      return { matches, included, cut: matches.length < docs.length, truncated };
     }
   }
 

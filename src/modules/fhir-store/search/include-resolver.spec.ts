@@ -1,0 +1,88 @@
+import type { ResourceRepository, SizedRef } from '../../../storage/resource.repository';
+import type { TenantContext } from '../../../tenancy/tenant-context';
+import { IncludeResolver, includesTruncatedEntry, MAX_INCLUDED } from './include-resolver';
+
+const ctx: TenantContext = { clientId: 'c', userId: 1, scopes: [], form: 'user-token' };
+const revinclude = (overrides: object = {}) => ({
+  wildcard: false,
+  sourceType: 'Observation',
+  params: ['subject'],
+  iterate: false,
+  ...overrides,
+});
+const sized = (n: number, from = 0): SizedRef[] =>
+  Array.from({ length: n }, (_, i) => ({
+    _id: `r4|c|Observation|o${from + i}`,
+    t: 'Observation',
+    id: `o${from + i}`,
+    lu: new Date(0),
+    size: 100,
+  }));
+
+/** A resolver over a repository whose `sizesOf` answers `answer(filter)` and records each call. */
+function resolverOver(answer: (filter: unknown) => SizedRef[]) {
+  const calls: unknown[] = [];
+  const repository = {
+    sizesOf: (_ctx: unknown, _version: unknown, filter: unknown) => {
+      calls.push(filter);
+      return Promise.resolve(answer(filter));
+    },
+    findFields: () => Promise.resolve([]),
+    key: (_ctx: unknown, version: string, type: string, id: string) => `${version}|c|${type}|${id}`,
+  } as unknown as ResourceRepository;
+  return { resolver: new IncludeResolver(repository), calls };
+}
+
+const matches = Array.from({ length: 250 }, (_, i) => ({
+  _id: `r4|c|Patient|p${i}`,
+  t: 'Patient',
+  id: `p${i}`,
+}));
+
+describe('IncludeResolver', () => {
+  it('repeated directives collapse into one query', async () => {
+    const { resolver, calls } = resolverOver(() => sized(3));
+    const parsed = { include: [], revinclude: Array.from({ length: 60 }, () => revinclude()) };
+    const { additions } = await resolver.resolve(ctx, 'r4', parsed, matches.slice(0, 5), 'http://x');
+    expect(additions).toHaveLength(3);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('past MAX_INCLUDED additions: the first MAX_INCLUDED, marked truncated; the page says so in a warning', async () => {
+    const { resolver } = resolverOver(() => sized(MAX_INCLUDED + 1));
+    const { additions, truncated } = await resolver.resolve(
+      ctx,
+      'r4',
+      { include: [], revinclude: [revinclude()] },
+      matches.slice(0, 5),
+      'http://x',
+    );
+    expect(additions).toHaveLength(MAX_INCLUDED);
+    expect(truncated).toBe(true);
+    const entry = includesTruncatedEntry();
+    expect(entry.mode).toBe('outcome');
+    expect(entry.resource).toMatchObject({
+      resourceType: 'OperationOutcome',
+      issue: [
+        { severity: 'warning', code: 'too-costly', diagnostics: expect.stringMatching(/more than 1000/) },
+      ],
+    });
+  });
+
+  it('a wildcard _revinclude over 250 sources is three regex queries of at most 100 sources each', async () => {
+    let next = 0;
+    const { resolver, calls } = resolverOver(() => sized(1, next++));
+    const { additions, truncated } = await resolver.resolve(
+      ctx,
+      'r4',
+      { include: [], revinclude: [revinclude({ wildcard: true, sourceType: undefined, params: [] })] },
+      matches,
+      'http://x',
+    );
+    // each source twice (relative and absolute reference): 100, 100 and 50 sources
+    const sources = calls.map((filter) => new Set(JSON.stringify(filter).match(/p\d+\b/g)).size);
+    expect(sources).toEqual([100, 100, 50]);
+    expect(additions).toHaveLength(3);
+    expect(truncated).toBe(false);
+  });
+});

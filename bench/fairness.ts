@@ -10,7 +10,9 @@
  * - `wrong-secrets`: client_credentials with wrong secrets at a token endpoint (failure throttle);
  * - `history`: `_history?_count=100` pages over versions of the large Patients, ignoring Retry-After;
  * - `fhirpath-pool`, `intra-client`, `wrong-secrets-headers`: see bench/fairness-pools.ts (an attack
- *   with its own victim operation measures that operation alone first).
+ *   with its own victim operation measures that operation alone first);
+ * - `everything-amplification`, `revinclude-fan-out`, `slow-small-queries`: the database's work
+ *   (bench/lib/database-attacks.ts), honouring Retry-After.
  * Target: the victim's p99 moves by at most 2× in each. The server's CPU per attacker request is
  * reported too (for refused floods: target < 0.3 ms).
  *
@@ -32,6 +34,7 @@ import { percentile } from './lib/percentile';
 import { childrenCpuMs } from './lib/process-cpu';
 import { POOL_ATTACKS, poolAttacks, type PoolAttack } from './fairness-pools';
 import { narrativeAttackRequest } from './lib/narrative-attack';
+import { DATABASE_ATTACKS, seedDatabaseAttacks, type DatabaseAttack } from './lib/database-attacks';
 
 const VICTIM_PATIENTS = 50;
 const HEAVY_PATIENTS = Number(process.env.FAIRNESS_HEAVY_PATIENTS ?? 6);
@@ -44,6 +47,7 @@ const ATTACKS = [
   'history',
   'narrative',
   ...POOL_ATTACKS,
+  ...DATABASE_ATTACKS,
 ] as const;
 type Attack = (typeof ATTACKS)[number];
 const SELECTED = (process.env.FAIRNESS_ATTACKS?.split(',') ?? [...ATTACKS]) as Attack[];
@@ -56,6 +60,7 @@ const PASSED_SETTINGS = [
   'MAX_RESOURCE_BYTES',
   'MAX_ARRAY_LENGTH',
   'SEARCH_PAGE_MAX_BYTES',
+  'CLIENT_DATABASE_MS_PER_SECOND',
 ];
 
 /** A Patient of about `bytes` bytes: many names with long family strings (what the penetration test stored). */
@@ -221,6 +226,12 @@ async function main(): Promise<void> {
         }
       }
     }
+    const databasePaths = await seedDatabaseAttacks(
+      server.url,
+      auth(heavyToken),
+      settings.maxResourceBytes,
+      SELECTED,
+    );
     process.stderr.write(
       `loaded ${VICTIM_PATIENTS} small and ${HEAVY_PATIENTS} heavy Patients (${heavyBytes} bytes, ${names} names each)\n`,
     );
@@ -232,6 +243,10 @@ async function main(): Promise<void> {
     const heavyClient = clients[1] as { client_id: string };
     let guess = 0;
     const narrative = narrativeAttackRequest();
+    const databaseAttack = (attack: DatabaseAttack): PoolAttack => ({
+      send: () => drain(`${server.url}${databasePaths[attack]}`, auth(heavyToken)),
+      ignoreRetryAfter: false,
+    });
     const attacks: Record<Attack, PoolAttack> = {
       ...(await poolAttacks({
         url: server.url,
@@ -272,6 +287,9 @@ async function main(): Promise<void> {
           ),
         ignoreRetryAfter: true,
       },
+      'everything-amplification': databaseAttack('everything-amplification'),
+      'revinclude-fan-out': databaseAttack('revinclude-fan-out'),
+      'slow-small-queries': databaseAttack('slow-small-queries'),
     };
     const victim = () => drain(victimUrl, auth(victimToken));
     const pid = server.child!.pid!;

@@ -1,3 +1,5 @@
+import { parseResourceScope, PERMISSIONS, type Permission } from '../../../tenancy/smart-scopes';
+
 /**
  * The scopes a member can grant an app at authorize (SMART App Launch 2.2 §3 "Scopes and Launch
  * Context", https://hl7.org/fhir/smart-app-launch/scopes-and-launch-context.html), and each one in
@@ -13,14 +15,15 @@ const CONTEXT_SCOPES: Record<string, string> = {
   online_access: 'Keep access while you are using the app',
 };
 
-/** patient/Observation.rs, user/*.read, patient/Observation.rs?category=laboratory */
-const RESOURCE_SCOPE =
-  /^(patient|user)\/(\*|[A-Z][A-Za-z]{1,63})\.(read|write|\*|c?r?u?d?s?)(\?[^\s]{1,500})?$/;
-
+/**
+ * A scope a member may grant: a launch-context scope, or a `patient/` or `user/` resource scope in
+ * the one grammar that enforces scopes on FHIR routes (src/tenancy/smart-scopes.ts), so nothing is
+ * granted that the FHIR routes would read differently.
+ */
 export function isGrantableScope(scope: string): boolean {
   if (Object.hasOwn(CONTEXT_SCOPES, scope)) return true;
-  const m = RESOURCE_SCOPE.exec(scope);
-  return m !== null && m[3] !== '';
+  const parsed = parseResourceScope(scope);
+  return parsed !== null && parsed.context !== 'system';
 }
 
 /** The known scopes of a space-separated `scope` parameter, once each, in the order asked. */
@@ -28,7 +31,7 @@ export function grantableScopes(raw: string): string[] {
   return [...new Set(raw.split(' ').filter(Boolean))].filter(isGrantableScope);
 }
 
-const VERBS: Record<string, string> = {
+const VERBS: Record<Permission, string> = {
   c: 'create',
   r: 'read',
   u: 'change',
@@ -39,28 +42,20 @@ const VERBS: Record<string, string> = {
 /** One sentence a member can judge (the consent page shows it beside the scope's checkbox). */
 export function scopeInWords(scope: string): string {
   if (Object.hasOwn(CONTEXT_SCOPES, scope)) return CONTEXT_SCOPES[scope];
-  const m = RESOURCE_SCOPE.exec(scope);
-  if (!m) return scope;
-  const [, who, type, access, query] = m;
-  const letters = access === 'read' ? 'rs' : access === 'write' ? 'cud' : access === '*' ? 'cruds' : access;
-  const verbs = [...letters].map((l) => VERBS[l]);
+  const parsed = parseResourceScope(scope);
+  if (!parsed) return scope;
+  const verbs = PERMISSIONS.filter((p) => parsed.permissions.has(p)).map((p) => VERBS[p]);
   const list =
     verbs.length > 1 ? `${verbs.slice(0, -1).join(', ')} and ${verbs[verbs.length - 1]}` : verbs[0];
-  const what = type === '*' ? 'all' : `${type}`;
-  const whose = who === 'patient' ? 'your' : 'the';
-  const records = type === '*' ? `${whose} health records` : `${whose} ${what} records`;
-  const only = query ? ` (only those matching ${decodeQuery(query.slice(1))})` : '';
+  const whose = parsed.context === 'patient' ? 'your' : 'the';
+  const records = parsed.type === '*' ? `${whose} health records` : `${whose} ${parsed.type} records`;
+  const only =
+    parsed.conditions.length > 0
+      ? ` (only those matching ${parsed.conditions.map((c) => `${c.param} ${c.values.join(' or ')}`).join(', ')})`
+      : '';
   return `${capitalise(list)} ${records}${only}`;
 }
 
 function capitalise(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
-}
-
-function decodeQuery(q: string): string {
-  try {
-    return [...new URLSearchParams(q)].map(([k, v]) => `${k} ${v}`).join(', ');
-  } catch {
-    return q;
-  }
 }

@@ -2,7 +2,16 @@ import { randomBytes } from 'crypto';
 import { mkdtempSync, rmSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
-import { buildIfNeeded, runCli, ServerProcess } from '@app/testing';
+import request from 'supertest';
+import {
+  buildIfNeeded,
+  formField,
+  locationParams,
+  pkce,
+  runCli,
+  ServerProcess,
+  signInAt,
+} from '@app/testing';
 
 /**
  * No secret or token in any log line: the real server at the most verbose level goes
@@ -114,6 +123,120 @@ describe('logs carry no secrets (e2e)', () => {
     expect(server.output).not.toContain('Secretless');
     expect(server.output).not.toContain('forged-link-token-value');
     expect(server.output).toContain('$export/Patient/[redacted].ndjson');
+  });
+
+  it('never logs a member sign-in secret, the consent form, the code or the tokens of a SMART App Launch', async () => {
+    const plan = runCli(
+      ['client', 'create', '--name', 'log plan', '--customer', 'logplan', '--programs', 'patient-access'],
+      env,
+    ).json;
+    const redirect = 'https://app.example/callback';
+    const app = runCli(
+      [
+        'client',
+        'create',
+        '--name',
+        'log app',
+        '--customer',
+        'logplan',
+        '--programs',
+        'patient-access',
+        '--redirect-uris',
+        redirect,
+      ],
+      env,
+    ).json;
+    const backend = request(server.url);
+    const member = await backend
+      .post('/user-management/v1/user')
+      .send({ app_user_id: 'log-member', client_id: plan.client_id, client_secret: plan.client_secret })
+      .expect(200);
+    const password = `member-pw-${randomBytes(8).toString('hex')}`;
+    await backend
+      .put('/user-management/v1/user/sign-in-secret')
+      .send({
+        client_id: plan.client_id,
+        client_secret: plan.client_secret,
+        app_user_id: 'log-member',
+        secret: password,
+      })
+      .expect(200);
+    await backend
+      .post('/r4/Patient')
+      .set({
+        client_id: plan.client_id,
+        client_secret: plan.client_secret,
+        'x-service-user-id': String(member.body.service_user_id),
+      })
+      .set('Content-Type', 'application/fhir+json')
+      .send({ resourceType: 'Patient', name: [{ family: 'Logless' }] })
+      .expect(201);
+
+    const browser = request.agent(server.url);
+    const { verifier, challenge } = pkce();
+    const state = `state-${randomBytes(8).toString('hex')}`;
+    const authorize = await browser
+      .get('/oauth2/authorize')
+      .query({
+        response_type: 'code',
+        client_id: app.client_id,
+        redirect_uri: redirect,
+        scope: 'launch/patient openid fhirUser patient/*.rs offline_access',
+        state,
+        aud: `${server.url}/r4`,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      })
+      .expect(302);
+    // a wrong secret first (a failed sign-in is logged as a refusal, never with what was typed)
+    await signInAt(browser, authorize.headers.location, 'log-member', 'wrong-member-secret');
+    const signedIn = await signInAt(browser, authorize.headers.location, 'log-member', password);
+    expect(signedIn.status).toBe(303);
+    const consent = await browser.get(signedIn.headers.location).expect(200);
+    const csrf = formField(consent.text, 'csrf')!;
+    const form = new URLSearchParams({ tx: formField(consent.text, 'tx')!, csrf, decision: 'approve' });
+    for (const m of consent.text.matchAll(/name="scope" value="([^"]*)"/g)) form.append('scope', m[1]);
+    const patient = formField(consent.text, 'patient');
+    if (patient) form.set('patient', patient);
+    const decided = await browser
+      .post('/oauth2/member/consent')
+      .type('form')
+      .send(form.toString())
+      .expect(303);
+    const code = locationParams(decided).get('code')!;
+    const tokens = await backend
+      .post('/oauth2/token')
+      .type('form')
+      .send({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: redirect,
+        code_verifier: verifier,
+        client_id: app.client_id,
+        client_secret: app.client_secret,
+      })
+      .expect(200);
+    await backend.get('/r4/Patient').set('Authorization', `Bearer ${tokens.body.access_token}`).expect(200);
+    await backend
+      .post('/oauth2/revoke')
+      .type('form')
+      .send({ token: tokens.body.refresh_token, client_id: app.client_id, client_secret: app.client_secret });
+
+    await new Promise((r) => setTimeout(r, 300));
+    const secrets = [
+      password,
+      csrf,
+      code,
+      verifier,
+      tokens.body.access_token,
+      tokens.body.refresh_token,
+      tokens.body.id_token,
+    ];
+    expect(secrets.every((s) => typeof s === 'string' && s.length > 10)).toBe(true);
+    for (const secret of secrets) expect(server.output.includes(secret)).toBe(false);
+    expect(server.output).not.toContain('wrong-member-secret');
+    expect(server.output).not.toContain('Logless');
+    expect(server.output).toContain('/oauth2/member/consent');
   });
 
   it('logs each request under the id its response carries', async () => {

@@ -351,14 +351,18 @@ export class ResourceRepository {
     return { docs, hasNext, ...(sawAll ? { matchesFromSkip: rows.length } : {}) };
   }
 
-  /** Number of current non-deleted resources matching (Bundle.total, `_summary=count`). */
+  /**
+   * Number of current non-deleted resources matching (Bundle.total, `_summary=count`); with
+   * `limit`, at most that many: the count stops there (an estimated total, search-total.ts).
+   */
   countBy(
     ctx: TenantContext,
     version: FhirVersion,
-    options: Pick<StoreSearchOptions, 'type' | 'filter' | 'hint'>,
+    options: Pick<StoreSearchOptions, 'type' | 'filter' | 'hint'> & { limit?: number },
   ): Promise<number> {
     const filter = this.searchFilter(ctx, version, { ...options, limit: 0 });
-    return this.scoped(ctx).resources.countDocuments(filter, forContext(ctx, options.hint));
+    const capped = options.limit === undefined ? {} : { limit: options.limit };
+    return this.scoped(ctx).resources.countDocuments(filter, { ...forContext(ctx, options.hint), ...capped });
   }
 
   /**

@@ -61,7 +61,12 @@ const RESULT_PARAMS: CapabilitySearchParam[] = [
   { name: '_sort', type: 'string', documentation: 'sort keys, - for descending' },
   { name: '_summary', type: 'token', documentation: 'true, text, data, count' },
   { name: '_elements', type: 'string', documentation: 'top-level elements to return' },
-  { name: '_total', type: 'token', documentation: 'none or accurate' },
+  {
+    name: '_total',
+    type: 'token',
+    documentation:
+      'none, estimate (the default: exact up to SEARCH_TOTAL_EXACT_UP_TO matches, else no total) or accurate',
+  },
 ];
 
 /** `_content`: only where the deployment indexes words (FHIR_FULLTEXT=on, docs/storage.md). */

@@ -56,7 +56,12 @@ const COMMON_QUERY = [
   { name: '_count', required: false, description: 'page size (default 10, at most 100)' },
   { name: '_skip', required: false, description: 'offset of the page (up to SEARCH_MAX_SKIP)' },
   { name: '_sort', required: false, description: 'keys, `-` for descending (default -_lastUpdated,_id)' },
-  { name: '_total', required: false, description: 'accurate (default) or none' },
+  {
+    name: '_total',
+    required: false,
+    description:
+      'none; estimate (default): exact up to SEARCH_TOTAL_EXACT_UP_TO matches, else left out; accurate',
+  },
   { name: '_summary', required: false, description: 'count: total only; data, text: subsets' },
   { name: '_elements', required: false, description: 'top-level elements to keep (meta.tag SUBSETTED)' },
   {

@@ -31,6 +31,7 @@ import {
   type SearchPairs,
 } from './search-request';
 import { storeFilter, SubQueryResolver } from './sub-query-resolver';
+import { totalCount, totalOf } from './search-total';
 
 /** docs/api.md §13: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */
 export const DEFAULT_PAGE_SIZE = 10;
@@ -146,9 +147,11 @@ export class SearchService {
     }
 
     // One more than the page is looked at: tells whether a next page exists without a count
-    // (`_total=none`). The page may hold fewer than `_count` matches: SEARCH_PAGE_MAX_BYTES.
+    // (`_total=none`, or an estimate above the cap). The page may hold fewer than `_count`
+    // matches: SEARCH_PAGE_MAX_BYTES.
     const query = { filter, hint: index };
-    const counter = parsed.total === 'none' ? undefined : this.lateCount(ctx, version, query);
+    const plan = totalCount(parsed.total, this.settings.searchTotalExactUpTo);
+    const counter = plan.count ? this.lateCount(ctx, version, { ...query, limit: plan.limit }) : undefined;
     let page: { docs: ResourceDoc[]; hasNext: boolean; matchesFromSkip?: number };
     try {
       // no budget left: a page of size 0 still tells whether a match follows (no JSON is read)
@@ -167,7 +170,7 @@ export class SearchService {
         ? undefined
         : page.matchesFromSkip !== undefined
           ? parsed.skip + page.matchesFromSkip
-          : await counter.count();
+          : totalOf(await counter.count(), plan);
     const { matches, included, cut, truncated } = await this.withIncludes(
       ctx,
       version,

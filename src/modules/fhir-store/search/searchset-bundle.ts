@@ -28,7 +28,7 @@ const ALWAYS_KEPT = new Set(['resourceType', 'id', 'meta']);
 export interface PageWindow {
   skip: number;
   count: number;
-  /** Matches in all (undefined with `_total=none`). */
+  /** Matches in all (undefined with `_total=none`, or past the cap of an estimate: search-total.ts). */
   total?: number;
   /** Whether a later page exists (known without a total by fetching one more). */
   hasNext: boolean;
@@ -42,7 +42,7 @@ export interface PageWindow {
 
 /**
  * self/first/previous/next/last, each with the search's own parameters and `_count`/`_skip`.
- * `last` needs the total: it is left out with `_total=none`.
+ * `last` needs the exact total: it is left out whenever the total is (`_total=none`, an estimate past its cap).
  */
 export function searchLinks(searchUrl: string, pairs: SearchPairs, page: PageWindow): BundleLink[] {
   const url = (skip: number): string => {

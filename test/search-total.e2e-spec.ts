@@ -1,0 +1,105 @@
+import request from 'supertest';
+import {
+  bearer,
+  createClient,
+  createTestApp,
+  createUser,
+  IDENTITY_TEST_ENV,
+  TestApp,
+  TestUser,
+} from '@app/testing';
+
+/**
+ * `_total` (docs/api.md "Totals", https://hl7.org/fhir/R4/search.html#total) on a real database:
+ * with the cap at 5, a search of 8 matches has no total by default and with `estimate`, an exact
+ * one with `accurate`; 3 and 5 matches have their exact total in every mode but `none`.
+ */
+describe('search totals: _total=none|estimate|accurate (e2e)', () => {
+  const EXACT_UP_TO = 5;
+  let t: TestApp;
+  let alice: TestUser;
+  const get = (path: string, headers: Record<string, string> = bearer(alice.access_token)) =>
+    request(t.server).get(path).set(headers);
+  const link = (bundle: any, relation: string) =>
+    bundle.link.find((l: any) => l.relation === relation)?.url as string | undefined;
+  const create = (user: TestUser, family: string) =>
+    request(t.server)
+      .post('/r4/Patient')
+      .set(bearer(user.access_token))
+      .set('Content-Type', 'application/fhir+json')
+      .send({ resourceType: 'Patient', name: [{ family }] })
+      .expect(201);
+
+  beforeAll(async () => {
+    t = await createTestApp({ ...IDENTITY_TEST_ENV, SEARCH_TOTAL_EXACT_UP_TO: String(EXACT_UP_TO) });
+    const client = await createClient(t);
+    alice = await createUser(t, client);
+    const mallory = await createUser(t, await createClient(t));
+    const bob = await createUser(t, client);
+    for (let i = 0; i < 8; i++) await create(alice, 'Manyson');
+    for (let i = 0; i < 3; i++) await create(alice, 'Fewson');
+    for (let i = 0; i < EXACT_UP_TO; i++) await create(alice, 'Fiveson');
+    // other tenants' matches are never counted, capped or not
+    for (let i = 0; i < 4; i++) await create(mallory, 'Manyson');
+    await create(bob, 'Fewson');
+  }, 120_000);
+  afterAll(async () => t?.close());
+
+  it('above the cap: no total and no last link by default and with estimate; next still there', async () => {
+    for (const mode of ['', '&_total=estimate']) {
+      const res = await get(`/r4/Patient?family=Manyson&_count=2${mode}`).expect(200);
+      expect(res.body.total).toBeUndefined();
+      expect(res.body.entry).toHaveLength(2);
+      expect(link(res.body, 'next')).toContain('_skip=2');
+      expect(link(res.body, 'last')).toBeUndefined();
+    }
+  });
+
+  it('above the cap: the page that reaches the last match tells the exact total', async () => {
+    const res = await get('/r4/Patient?family=Manyson&_count=2&_skip=6').expect(200);
+    expect(res.body.total).toBe(8);
+    expect(link(res.body, 'next')).toBeUndefined();
+    expect(link(res.body, 'last')).toContain('_skip=6');
+  });
+
+  it('at or below the cap: the exact total and the last link by default and with estimate', async () => {
+    for (const mode of ['', '&_total=estimate']) {
+      const res = await get(`/r4/Patient?family=Fewson&_count=2${mode}`).expect(200);
+      expect(res.body.total).toBe(3);
+      expect(link(res.body, 'last')).toContain('_skip=2');
+    }
+    const atCap = await get('/r4/Patient?family=Fiveson&_count=2').expect(200);
+    expect(atCap.body.total).toBe(EXACT_UP_TO);
+    expect(link(atCap.body, 'last')).toContain('_skip=4');
+  });
+
+  it('accurate counts every match of the caller only, with the last link', async () => {
+    const res = await get('/r4/Patient?family=Manyson&_count=2&_total=accurate').expect(200);
+    expect(res.body.total).toBe(8);
+    expect(link(res.body, 'last')).toContain('_skip=6');
+    expect(link(res.body, 'next')).toContain('_skip=2');
+  });
+
+  it('none: no total, no last link, next from the page', async () => {
+    const res = await get('/r4/Patient?family=Fewson&_count=2&_total=none').expect(200);
+    expect(res.body.total).toBeUndefined();
+    expect(link(res.body, 'last')).toBeUndefined();
+    expect(link(res.body, 'next')).toContain('_skip=2');
+  });
+
+  it('_summary=count is exact above the cap', async () => {
+    const res = await get('/r4/Patient?family=Manyson&_summary=count').expect(200);
+    expect(res.body.total).toBe(8);
+  });
+
+  it('an unknown _total value is 400 with an OperationOutcome, also under lenient handling', async () => {
+    for (const prefer of ['handling=strict', 'handling=lenient', '']) {
+      const res = await get('/r4/Patient?family=Fewson&_total=maybe', {
+        ...bearer(alice.access_token),
+        ...(prefer ? { Prefer: prefer } : {}),
+      }).expect(400);
+      expect(res.body.resourceType).toBe('OperationOutcome');
+      expect(res.body.issue[0].diagnostics ?? res.body.issue[0].details?.text).toContain('_total');
+    }
+  });
+});

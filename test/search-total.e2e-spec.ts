@@ -8,6 +8,7 @@ import {
   TestApp,
   TestUser,
 } from '@app/testing';
+import { keysRead, recordQueries } from '@app/testing/query-plans';
 
 /**
  * `_total` (docs/api.md "Totals", https://hl7.org/fhir/R4/search.html#total) on a real database:
@@ -31,7 +32,12 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
       .expect(201);
 
   beforeAll(async () => {
-    t = await createTestApp({ ...IDENTITY_TEST_ENV, SEARCH_TOTAL_EXACT_UP_TO: String(EXACT_UP_TO) });
+    // METRICS_ENABLED turns the driver's command monitoring on (the query recorder listens to it).
+    t = await createTestApp({
+      ...IDENTITY_TEST_ENV,
+      METRICS_ENABLED: 'true',
+      SEARCH_TOTAL_EXACT_UP_TO: String(EXACT_UP_TO),
+    });
     const client = await createClient(t);
     alice = await createUser(t, client);
     const mallory = await createUser(t, await createClient(t));
@@ -39,6 +45,7 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
     for (let i = 0; i < 8; i++) await create(alice, 'Manyson');
     for (let i = 0; i < 3; i++) await create(alice, 'Fewson');
     for (let i = 0; i < EXACT_UP_TO; i++) await create(alice, 'Fiveson');
+    for (let i = 0; i < 24; i++) await create(alice, 'Lotson');
     // other tenants' matches are never counted, capped or not
     for (let i = 0; i < 4; i++) await create(mallory, 'Manyson');
     await create(bob, 'Fewson');
@@ -53,6 +60,23 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
       expect(link(res.body, 'next')).toContain('_skip=2');
       expect(link(res.body, 'last')).toBeUndefined();
     }
+  });
+
+  it('the estimate is a count that stops at the cap + 1 (reads that many index keys where the engine can)', async () => {
+    const queries = await recordQueries(t.connection, () =>
+      get('/r4/Patient?_count=2&_total=estimate').expect(200),
+    );
+    const capped = queries.filter(({ command }) => {
+      const pipeline = Array.isArray(command.pipeline) ? (command.pipeline as object[]) : [];
+      return (
+        pipeline.some((stage) => '$group' in stage) &&
+        pipeline.some((stage) => (stage as { $limit?: number }).$limit === EXACT_UP_TO + 1)
+      );
+    });
+    expect(capped).toHaveLength(1);
+    // 40 Patients of alice match; an engine that reads its index in order stops after the cap + 1
+    if (process.env.TEST_DB_ORDERED_INDEXES !== 'no')
+      expect(await keysRead(t.connection, capped[0])).toBeLessThanOrEqual(EXACT_UP_TO + 1);
   });
 
   it('above the cap: the page that reaches the last match tells the exact total', async () => {

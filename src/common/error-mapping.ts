@@ -1,5 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { IssueCode, OperationOutcomeError } from '@app/fhir';
+import { embeddedDatabaseRecovering } from '../database/documentdb-supervisor';
 import { isDuplicateKey } from '../storage/duplicate-key';
 
 /** The one place that turns anything thrown into (status, FHIR issue code, message, headers). */
@@ -56,6 +57,30 @@ function isDbUnavailable(err: Error, depth = 0): boolean {
     err.name === 'MongooseError' &&
     /not connected|buffering timed out|Client must be connected/i.test(err.message)
   );
+}
+
+/**
+ * PostgreSQL's own words for a server that is going away or not back yet (admin_shutdown 57P01,
+ * cannot_connect_now 57P03, a refused or cut connection), should the gateway pass them on.
+ */
+const POSTGRES_RESTARTING =
+  /terminating connection due to administrator command|the database system is (starting up|in recovery|shutting down|not yet accepting connections)|server closed the connection unexpectedly|could not connect to server|connection to server .* failed|Connection refused/i;
+
+/**
+ * The gateway lost its PostgreSQL: it answers a generic InternalError (code 1), or passes on
+ * PostgreSQL's words. The generic error counts only while this process's supervisor restarts the
+ * embedded database (or just did); at any other time it is a real fault and stays a 500.
+ */
+function engineRestarting(err: Error, depth = 0): boolean {
+  const e = err as Error & { code?: unknown; codeName?: unknown; errorResponse?: unknown; cause?: unknown };
+  if (err.name === 'MongoServerError' || err.name === 'MongoBulkWriteError') {
+    if (POSTGRES_RESTARTING.test(err.message)) return true;
+    if (e.code === 1 && e.codeName === 'InternalError' && embeddedDatabaseRecovering()) return true;
+  }
+  for (const inner of [e.errorResponse, e.cause]) {
+    if (depth < 3 && inner instanceof Error && engineRestarting(inner, depth + 1)) return true;
+  }
+  return false;
 }
 
 /** The engine stopped a query at its maxTimeMS (MaxTimeMSExpired), or the driver's deadline ran out. */
@@ -144,6 +169,9 @@ export function mapError(err: unknown): MappedError {
         : retryLater('transient', 'the database did not answer in time (DB_TIMEOUT_MS); retry later');
     }
     if (isDbUnavailable(err)) return retryLater('transient', 'the database is not reachable; retry later');
+    if (engineRestarting(err)) {
+      return retryLater('transient', 'the database is restarting; retry later');
+    }
     if (cursorLost(err)) {
       return retryLater(
         'transient',

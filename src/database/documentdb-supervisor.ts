@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'fs';
 import type { DocumentDbChild } from './documentdb-process';
 
 /**
@@ -39,9 +40,39 @@ export class RestartBudget {
   }
 }
 
+/**
+ * Whether this process's embedded database is down or just back: from a child's unexpected exit
+ * until its restart completes, and `AFTER_RESTART_MS` beyond (connections the gateway pooled to the
+ * old PostgreSQL fail on their first use). The gateway then answers with a generic InternalError
+ * that on its own cannot be told from a real fault; the error mapping asks this to answer 503.
+ */
+const outage: { down: boolean; backAt?: number; postgresGone?: () => boolean } = { down: false };
+export const AFTER_RESTART_MS = 10_000;
+
+export function embeddedDatabaseRecovering(now = Date.now()): boolean {
+  if (outage.down || (outage.backAt !== undefined && now - outage.backAt < AFTER_RESTART_MS)) return true;
+  // The gateway may answer before this process has been told of the exit: ask the kernel.
+  return outage.postgresGone?.() ?? false;
+}
+
+/**
+ * The postmaster `pid` is dead though its exit has not reached this process yet (a zombie, or gone).
+ * Linux only: where /proc cannot be read this says no, and the exit event decides.
+ */
+function postgresGone(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' && existsSync('/proc/self/stat');
+  }
+}
+
 /** What the supervisor needs of an instance (DocumentDbInstance; a fake in unit tests). */
 export interface Supervisable {
   down(): DocumentDbChild[];
+  /** The running postmaster's process id, if any. */
+  readonly postgresPid?: number;
   repair(): Promise<void>;
   onUnexpectedExit(listener: (which: DocumentDbChild, how: string) => void): void;
 }
@@ -89,12 +120,14 @@ export class DocumentDbSupervisor {
         return { cancel: () => clearTimeout(timer) };
       });
     instance.onUnexpectedExit((which, how) => this.exited(which, how));
+    outage.postgresGone = () => !this.stopped && postgresGone(instance.postgresPid);
     this.budget.up(this.now());
   }
 
   /** No more restarts (shutdown). */
   stop(): void {
     this.stopped = true;
+    Object.assign(outage, { down: false, postgresGone: undefined });
     this.pending?.cancel();
     this.pending = undefined;
   }
@@ -102,6 +135,7 @@ export class DocumentDbSupervisor {
   private exited(which: DocumentDbChild, how: string): void {
     if (this.stopped) return;
     this.lastCause = `${which} ${how}`;
+    outage.down = true;
     this.hooks.log(`embedded database: ${which} exited unexpectedly (${how})`);
     // one repair at a time starts whatever is down then
     if (!this.pending && !this.repairing) this.plan();
@@ -136,6 +170,7 @@ export class DocumentDbSupervisor {
       if (this.stopped) return;
       this.hooks.log(`embedded database: restarted (attempt ${attempt}); serving again`);
       this.budget.up(this.now());
+      Object.assign(outage, { down: false, backAt: Date.now() });
       this.hooks.onState('running');
     } catch (e) {
       this.lastCause = `${(e as Error).name}: ${(e as Error).message.split('\n')[0]}`;

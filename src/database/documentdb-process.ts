@@ -19,7 +19,7 @@ import {
   BackendRecycling,
   backendRecyclingSql,
   DEFAULT_BACKEND_RECYCLING,
-  GATEWAY_DATA_APPLICATION,
+  isGatewayDataPool,
 } from './gateway-backend-recycling';
 import { resourceRowStorageSql } from './resource-row-storage';
 import {
@@ -447,7 +447,7 @@ export class DocumentDbInstance implements RunningDocumentDb {
       this.l,
       this.paths,
       this.user,
-      `SELECT pid || ' ' || extract(epoch FROM now() - backend_start) FROM pg_stat_activity WHERE application_name = '${GATEWAY_DATA_APPLICATION}' AND usename = '${MONGO_USER}'`,
+      `SELECT pid || ' ' || extract(epoch FROM now() - backend_start) FROM pg_stat_activity WHERE ${isGatewayDataPool('application_name')} AND usename = '${MONGO_USER}'`,
     );
     return rows
       .split('\n')

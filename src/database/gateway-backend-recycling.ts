@@ -35,8 +35,16 @@ export const DEFAULT_BACKEND_RECYCLING: BackendRecycling = {
 };
 
 export const RECYCLE_JOB = 'fhir_recycle_gateway_backends';
-/** The application_name of the gateway's data pool connections (pg_stat_activity). */
-export const GATEWAY_DATA_APPLICATION = 'DocumentDBGateway-Data';
+/**
+ * The application_name of the gateway's data pool connections (pg_stat_activity): the 0.108
+ * gateway names its pool `Data`, the 0.112 gateway `UserData`.
+ */
+export const GATEWAY_DATA_APPLICATIONS = ['DocumentDBGateway-Data', 'DocumentDBGateway-UserData'] as const;
+
+/** SQL condition on pg_stat_activity's `application_name` (column `column`) matching either pool name. */
+export function isGatewayDataPool(column: string): string {
+  return `${column} IN (${GATEWAY_DATA_APPLICATIONS.map((name) => `'${name}'`).join(', ')})`;
+}
 
 function checked(r: BackendRecycling): BackendRecycling {
   const whole = (n: number, min: number, max: number) => Number.isInteger(n) && n >= min && n <= max;
@@ -61,7 +69,7 @@ export function backendRecyclingSql(role: string, recycling: BackendRecycling): 
   const job = [
     'SELECT pg_terminate_backend(expired.pid) FROM (',
     'SELECT a.pid FROM pg_stat_activity a',
-    `WHERE a.usename = '${role}' AND a.application_name = '${GATEWAY_DATA_APPLICATION}'`,
+    `WHERE a.usename = '${role}' AND ${isGatewayDataPool('a.application_name')}`,
     "AND a.state = 'idle' AND a.backend_xid IS NULL AND a.backend_xmin IS NULL",
     `AND a.backend_start < now() - interval '${r.maxAgeSeconds} seconds'`,
     "AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'relation')",

@@ -22,7 +22,9 @@ describe('uniqueness races on the cluster (sharded e2e)', () => {
   const json = { 'Content-Type': 'application/fhir+json' };
 
   beforeAll(async () => {
-    t = await createTestApp(IDENTITY_TEST_ENV);
+    // 20 concurrent writes of one user while another user of the client was just active: above
+    // that user's part of the default in-flight limit, which is not under test here
+    t = await createTestApp({ ...IDENTITY_TEST_ENV, CLIENT_MAX_CONCURRENT_REQUESTS: '100' });
     const client = await createClient(t);
     [alice, bob] = await Promise.all([createUser(t, client), createUser(t, client)]);
   });

@@ -248,7 +248,11 @@ export async function benchReads(
 }
 
 async function main(): Promise<void> {
-  const server = await startBenchServer();
+  // DB_TIMEOUT_MS (e.g. 60000 on a loaded machine, where loading the sample can outlast the
+  // default deadline) reaches all three servers alike: the API's process inherits the environment.
+  const server = await startBenchServer(
+    process.env.DB_TIMEOUT_MS ? { DB_TIMEOUT_MS: process.env.DB_TIMEOUT_MS } : {},
+  );
   try {
     const [user] = await createBenchUsers(server, 1, 1);
     process.stderr.write(`engine ${server.engine}; loading the sample\n`);

@@ -1,6 +1,5 @@
 import { OperationOutcomeError } from '@app/fhir';
 import { AdmissionLane, LaneTicket, Liveness } from './admission-lane';
-import { admissionLaneOf } from './request-admission';
 
 /** A clock and a database whose answers the test decides. */
 class FakeDatabase implements Liveness {
@@ -177,27 +176,5 @@ describe('AdmissionLane', () => {
     await settle();
     expect(!!next.ticket).toBe(true);
     expect(lane.load).toEqual({ running: 2, waiting: 0 });
-  });
-});
-
-describe('admissionLaneOf', () => {
-  it.each([
-    ['GET', '/r4/Patient/1', 'read'],
-    ['HEAD', '/r4/Patient', 'read'],
-    ['POST', '/r4/Observation/_search', 'read'],
-    ['POST', '/r4/Patient', 'write'],
-    ['PUT', '/stu3/Patient/1', 'write'],
-    ['PATCH', '/r4/Patient/1', 'write'],
-    ['DELETE', '/r4/Patient/1', 'write'],
-    ['POST', '/r4', 'write'],
-    ['GET', '/r4/$export', undefined],
-    ['GET', '/r4/Patient/$export', undefined],
-    ['GET', '/r4/$export-status/abc', undefined],
-    ['GET', '/bulk-data/r4/$export/Patient/tok.ndjson', undefined],
-    ['GET', '/v1/acme/bulk-export/bulk-data/r4/$export', undefined],
-    ['DELETE', '/r4/purge', undefined],
-    ['GET', '/r4/Patient/$everything', 'read'],
-  ])('%s %s → %s', (method, path, lane) => {
-    expect(admissionLaneOf(method, path)).toBe(lane);
   });
 });

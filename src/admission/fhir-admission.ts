@@ -4,13 +4,13 @@ import type { TenantContext } from '../tenancy/tenant-context';
 import { userOf } from './caller';
 import { ClientConcurrency } from './client-concurrency';
 import { KnownCredentials } from './known-credentials';
-import { admissionLaneOf, RequestAdmission } from './request-admission';
+import { RequestAdmission, type RouteLane } from './request-admission';
 import { setResponseCharge } from './response-charge';
 
 /**
  * Admission of one FHIR request of a client (docs/security.md "Tenant fairness"): the caller's
  * slot and cost budget (ClientConcurrency: the client's and, within it, the user's), then its turn in the read or write lane
- * (RequestAdmission). Both are held until the answer is written or the connection goes away.
+ * its route declares (RequestAdmission). Both are held until the answer is written or the connection goes away.
  */
 @Injectable()
 export class FhirAdmission {
@@ -27,6 +27,7 @@ export class FhirAdmission {
    */
   async admit(
     ctx: TenantContext,
+    lane: RouteLane,
     req: Request,
     res: Response,
   ): Promise<Pick<TenantContext, 'chargeUnservedReads' | 'chargeDatabaseMs'>> {
@@ -48,10 +49,10 @@ export class FhirAdmission {
     });
     res.once('close', slot.release);
     // then waits for its turn on the database (the client's slot is held while it waits)
-    await this.lanes.admit(clientId, req, res);
+    await this.lanes.admit(clientId, lane, res);
     // Database time of reads: they share the read lanes, and a slow read answers as little as a fast
     // one. Writes are bounded by their own lane and cost what their resources' index entries cost.
-    const read = admissionLaneOf(req.method, req.path) === 'read';
+    const read = lane === 'read';
     return {
       chargeUnservedReads: slot.chargeUnservedReads,
       ...(read ? { chargeDatabaseMs: slot.chargeDatabaseMs } : {}),

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import { SETTINGS } from '../config/config.module';
 import { Settings } from '../config/settings';
 import { DatabaseLiveness } from '../database/database-liveness';
@@ -8,25 +8,16 @@ import { AdmissionLane, LaneTicket } from './admission-lane';
 export type AdmissionLaneName = 'read' | 'write';
 
 /**
- * Bulk work is outside the lanes: export kick-offs, status polls and NDJSON downloads (long
- * streams paced by the client's socket, bounded by CLIENT_RESPONSE_BYTES_PER_SECOND) and purge
- * (its own PURGE_BUDGET_MS). Holding an interactive slot for their whole length would stall the
- * lane; each is still limited per client by CLIENT_MAX_CONCURRENT_REQUESTS.
+ * Where a FHIR route waits (its `@FhirRoute` says): the read or the write lane, or outside the
+ * lanes (`bulk`). Reads (GET, HEAD, POST `_search`) and writes (everything else, bundles included)
+ * wait apart, so reads are not queued behind writes, which on this store cost far more database
+ * time (index entries per resource). Bulk work is outside the lanes: export kick-offs, status polls
+ * and NDJSON downloads (long streams paced by the client's socket, bounded by
+ * CLIENT_RESPONSE_BYTES_PER_SECOND) and purge (its own PURGE_BUDGET_MS). Holding an interactive
+ * slot for their whole length would stall the lane; each is still limited per client by
+ * CLIENT_MAX_CONCURRENT_REQUESTS.
  */
-const BULK_ROUTE =
-  /(?:^\/bulk-data\/|\/bulk-export\/|\/\$export(?:-status)?(?:\/|$)|^\/(?:r4|stu3|dstu2)\/purge\/?$)/i;
-
-/**
- * The lane of a FHIR request, or undefined for bulk work: reads (GET, HEAD, POST `_search`) and
- * writes (everything else, bundles included) wait apart, so reads are not queued behind writes,
- * which on this store cost far more database time (index entries per resource).
- */
-export function admissionLaneOf(method: string, path: string): AdmissionLaneName | undefined {
-  if (BULK_ROUTE.test(path)) return undefined;
-  if (method === 'GET' || method === 'HEAD') return 'read';
-  if (method === 'POST' && /\/_search\/?$/.test(path)) return 'read';
-  return 'write';
-}
+export type RouteLane = AdmissionLaneName | 'bulk';
 
 /**
  * Admission of FHIR requests before they touch the database (docs/security.md): at most
@@ -66,9 +57,8 @@ export class RequestAdmission {
    * when the answer is written or the connection goes away. A client that leaves while waiting
    * leaves the queue.
    */
-  async admit(clientId: string, req: Request, res: Response): Promise<void> {
-    const lane = admissionLaneOf(req.method, req.path);
-    if (!lane) return;
+  async admit(clientId: string, lane: RouteLane, res: Response): Promise<void> {
+    if (lane === 'bulk') return;
     const gone = new AbortController();
     const onClose = () => gone.abort(new Error('client closed the connection while waiting'));
     res.once('close', onClose);

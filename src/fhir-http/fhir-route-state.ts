@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import { parseFhirVersion, type FhirVersion } from '@app/fhir';
+import type { RouteLane } from '../admission/request-admission';
 import type { TenantOptions } from '../tenancy/tenant-options';
 
 /** Metadata key of `@FhirRoute()` (and of every `@FhirOperation()` handler). */
@@ -66,6 +67,16 @@ export interface FhirRouteOptions {
    * NDJSON streams and the directory's public data are paced otherwise. Default true.
    */
   admitted?: boolean;
+  /**
+   * The admission lane it waits in (src/admission/request-admission.ts): `bulk` for export and
+   * purge work, `read` for a POST that only reads (`_search`). Default: GET/HEAD read, the rest write.
+   */
+  lane?: RouteLane;
+}
+
+/** The lane a request of a route waits in: its declared lane, else the one of its method. */
+export function laneOf(options: FhirRouteOptions, method: string): RouteLane {
+  return options.lane ?? (method === 'GET' || method === 'HEAD' ? 'read' : 'write');
 }
 
 /** What the route guard established about a FHIR request; the parameter decorators read it. */

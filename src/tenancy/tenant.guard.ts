@@ -1,8 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Request, Response } from 'express';
-import { FhirAdmission } from '../admission/fhir-admission';
-import type { FhirRequest } from '../fhir-http/fhir-route-state';
+import type { Request } from 'express';
 import { TenantContext } from './tenant-context';
 import { TenantOptions, TenantResolver } from './tenant-resolver';
 
@@ -17,7 +15,6 @@ export class TenantGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly resolver: TenantResolver,
-    private readonly admission: FhirAdmission,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -28,13 +25,6 @@ export class TenantGuard implements CanActivate {
         context.getClass(),
       ]) ?? {};
     req.tenant = await this.resolver.resolve(req, opts);
-    // FHIR routes (`@FhirRoute()`, checked before this guard) take a client slot and admission
-    const route = (req as FhirRequest).fhir;
-    if (route && route.options.admitted !== false) {
-      const res = context.switchToHttp().getResponse<Response>();
-      const charges = await this.admission.admit(req.tenant, req, res);
-      req.tenant = { ...req.tenant, ...charges };
-    }
     return true;
   }
 }

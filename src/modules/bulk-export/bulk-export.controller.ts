@@ -38,6 +38,7 @@ const EXPORT: FhirOperationDefinition = {
     instance: { types: ['Group'], definition: `${BULK_DATA}/group-export` },
   },
   bases: ['store', 'bulk-data', 'gateway'],
+  route: { lane: 'bulk' },
   description:
     'Bulk Data export of the tenant (system), of the Patient compartments, or of a Group: a manifest ' +
     'of NDJSON files, at once or with Prefer: respond-async',
@@ -145,7 +146,7 @@ export class BulkExportController {
     ':version/$export-status/:jobId',
     'v1/:customer/bulk-export/bulk-data/r4/$export-status/:jobId',
   ])
-  @FhirRoute({ bases: BASES })
+  @FhirRoute({ bases: BASES, lane: 'bulk' })
   @ApiOperation({
     summary: 'Async export status: 202 with X-Progress until ready, then 200 with the manifest',
   })
@@ -172,7 +173,7 @@ export class BulkExportController {
     ':version/$export-status/:jobId',
     'v1/:customer/bulk-export/bulk-data/r4/$export-status/:jobId',
   ])
-  @FhirRoute({ bases: BASES, kind: 'read', status: 202 })
+  @FhirRoute({ bases: BASES, kind: 'read', status: 202, lane: 'bulk' })
   @ApiOperation({ summary: 'Cancel an async export (later status requests → 404)' })
   @ApiAcceptedResponse({ description: 'cancelled' })
   async cancelJob(
@@ -194,7 +195,7 @@ export class BulkExportController {
     'v1/:customer/bulk-export/bulk-data/r4/$export/:type/:token.ndjson',
     'v1/:customer/bulk-export/bulk-data/r4/Group/:groupId/$export/:type/:token.ndjson',
   ])
-  @FhirRoute({ bases: BASES, negotiate: false })
+  @FhirRoute({ bases: BASES, negotiate: false, lane: 'bulk' })
   @ApiOperation({
     summary: 'Download one NDJSON file of a manifest (same tenant; the link is signed and expires)',
   })

@@ -36,7 +36,7 @@ export class PurgeController {
     methods: ['DELETE'],
     affectsState: true,
     description: 'removes resources of one user, all their versions included, for good',
-    route: { tenant: { clientWide: 'never' } },
+    route: { tenant: { clientWide: 'never' }, lane: 'bulk' },
   })
   @ApiOperation({
     summary: 'Purge all or filtered resources of one user in one FHIR version',

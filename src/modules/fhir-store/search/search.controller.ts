@@ -39,7 +39,11 @@ export const SEARCHSET = {
 
 /** A search route: FHIR route checks (404/406/415 before credentials), then the tenant. */
 export function SearchRoute(options: { kind?: 'read' } = {}): MethodDecorator {
-  return applyDecorators(FhirRoute({ ...options, body: 'form' }), ApiParam(VERSION), ApiResponse(BAD_SEARCH));
+  return applyDecorators(
+    FhirRoute({ ...options, body: 'form', lane: 'read' }),
+    ApiParam(VERSION),
+    ApiResponse(BAD_SEARCH),
+  );
 }
 
 /** `Patient/$everything` (https://hl7.org/fhir/R4/patient-operation-everything.html). */

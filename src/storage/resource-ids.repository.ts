@@ -4,7 +4,7 @@ import type { Connection, mongo } from 'mongoose';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { RESOURCES_COLLECTION } from './documents';
 import { ResourceStorage } from './resource-storage';
-import { insertIgnoringDuplicates } from './tenant-scope';
+import { asOwner, insertIgnoringDuplicates } from './tenant-scope';
 
 /**
  * `resource_ids`: one claim per resource key (`resourceKey(v, c, t, id)`) naming the user who owns
@@ -110,7 +110,7 @@ export class ResourceIdsRepository {
     userId: number,
   ): Promise<boolean> {
     if (Date.now() - holder.at.getTime() < STALE_CLAIM_MS) return false;
-    const { resources, history } = this.storage.scoped({ ...ctx, userId: holder.u });
+    const { resources, history } = this.storage.scoped(asOwner(ctx, holder.u));
     const [current, row] = await Promise.all([
       resources.findOne(resources.where({ _id: holder._id }), { projection: { _id: 1 } }),
       history.findOne(history.where({ rk: holder._id }), { projection: { _id: 1 } }),

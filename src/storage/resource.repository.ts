@@ -7,6 +7,8 @@ import type { HistoryDoc, ResourceDoc } from './documents';
 import { ResourceIdsRepository } from './resource-ids.repository';
 import { ResourceStorage, type TenantStore } from './resource-storage';
 import {
+  asOwner,
+  clientWide,
   type Conditions,
   type Filter,
   type ScopedCollection,
@@ -115,11 +117,6 @@ function newestFirst(sort: SortOrder, hint: string | undefined): boolean {
   return hint === LAST_UPDATED_INDEX && Object.entries(sort)[0]?.join() === 'lu,-1';
 }
 
-/** The whole client: a user's writer must see other users' ids to answer 409 (docs/storage.md). */
-function clientWide(ctx: TenantContext): TenantContext {
-  return ctx.userId === null ? ctx : { ...ctx, userId: null };
-}
-
 /** One document by `_id` in a tenant's collection (`also`: further conditions), without its index entries. */
 function findScoped<T extends TenantDocument>(
   collection: ScopedCollection<T>,
@@ -188,7 +185,7 @@ export class ResourceRepository {
     if (own) return own;
     const owner = (await this.ids.owners([key])).get(key);
     if (owner === undefined) return null;
-    return lookup(owner === ctx.userId ? clientWide(ctx) : { ...ctx, userId: owner });
+    return lookup(owner === ctx.userId ? clientWide(ctx) : asOwner(ctx, owner));
   }
 
   /**

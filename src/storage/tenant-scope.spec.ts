@@ -1,7 +1,7 @@
 import type { mongo } from 'mongoose';
 import type { TenantContext } from '../tenancy/tenant-context';
 import type { ResourceDoc } from './documents';
-import { ScopedCollection, type ScopedFilter } from './tenant-scope';
+import { asOwner, clientScope, clientWide, ScopedCollection, type ScopedFilter } from './tenant-scope';
 
 const user: TenantContext = { clientId: 'client-a', userId: 7, scopes: ['user/*.*'], form: 'user-token' };
 const client: TenantContext = { ...user, userId: null, form: 'client-token' };
@@ -93,5 +93,61 @@ describe('ScopedCollection', () => {
     const scopedFilter: ScopedFilter<ResourceDoc> = { ...scoped.where({ _id: 'k' }), del: false };
     void scoped.findOne(scopedFilter);
     expect(calls.map((call) => call.method)).toEqual(['findOne', 'deleteMany', 'findOne']);
+  });
+
+  it('does not let a later key of a scoped filter name another tenant (checked by the compiler)', () => {
+    const { collection } = recordingCollection();
+    const scoped = new ScopedCollection(collection, user);
+    // @ts-expect-error a plain string is not a tenant key: the client cannot be set again
+    const otherClient: ScopedFilter<ResourceDoc> = { ...scoped.where({ _id: 'k' }), c: 'client-b' };
+    // @ts-expect-error nor can the user
+    const otherUser: ScopedFilter<ResourceDoc> = { ...scoped.where({ _id: 'k' }), u: 8 };
+    // @ts-expect-error a filter of one collection's documents is no filter of another's
+    const otherDocs: ScopedFilter<{ _id: string; c: string; n: number }> = scoped.where();
+    expect([otherClient, otherUser, otherDocs]).toHaveLength(3);
+  });
+
+  it('sends its own tenant keys whatever a filter forced past the compiler says, and freezes what it builds', async () => {
+    const { collection, calls } = recordingCollection();
+    const scoped = new ScopedCollection(collection, user);
+    const forced = {
+      ...scoped.where({ _id: 'k' }),
+      c: 'client-b',
+      u: undefined,
+    } as unknown as ScopedFilter<ResourceDoc>;
+    void scoped.findOne(forced);
+    await scoped.deleteMany(forced);
+    await scoped.updateOne(forced, { $set: { del: true } });
+    await scoped.deleteEach([forced]).catch(() => undefined); // the recording driver answers nothing
+    expect(calls.map((call) => call.args[0])).toEqual([
+      { _id: 'k', c: 'client-a', u: 7 },
+      { _id: 'k', c: 'client-a', u: 7 },
+      { _id: 'k', c: 'client-a', u: 7 },
+      [{ deleteMany: { filter: { _id: 'k', c: 'client-a', u: 7 } } }],
+    ]);
+    const built = scoped.where({ _id: 'k' });
+    expect(Object.isFrozen(built)).toBe(true);
+    expect(() => Object.assign(built, { c: 'client-b' })).toThrow(TypeError);
+  });
+
+  it('names its widenings: the whole client of a user, another user of the same client', () => {
+    expect(clientWide(user)).toEqual({ ...user, userId: null });
+    expect(clientWide(client)).toBe(client);
+    expect(asOwner(user, 9)).toEqual({ ...user, userId: 9 });
+    expect(asOwner(user, 7)).toBe(user);
+    expect(clientScope(user)).toEqual({ clientId: 'client-a', userId: null });
+  });
+
+  it("scopes client-owned records by the client only, and refuses another client's", async () => {
+    const { collection, calls } = recordingCollection();
+    const records = new ScopedCollection(collection, clientScope(user));
+    expect(records.where({ _id: 'k' })).toEqual({ _id: 'k', c: 'client-a' });
+    expect(() => records.insertOne(doc('client-b', 7))).toThrow(/does not belong/);
+    await records.insertOne(doc('client-a', 8));
+    await records.findOneAndUpdate(records.where({ _id: 'k' }), { $set: { del: true } });
+    expect(calls.map((call) => [call.method, call.args[0]])).toEqual([
+      ['insertOne', doc('client-a', 8)],
+      ['findOneAndUpdate', { _id: 'k', c: 'client-a' }],
+    ]);
   });
 });

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { mongo } from 'mongoose';
-import { TenantContext, tenantFilter, type TenantFilter } from '../tenancy/tenant-context';
+import { TenantContext, tenantFilter } from '../tenancy/tenant-context';
 import { isDuplicateKey } from './duplicate-key';
 
 // The driver types of the driver Mongoose runs (it may differ from a top-level `mongodb`).
@@ -8,20 +8,73 @@ type Collection<T extends mongo.Document> = mongo.Collection<T>;
 export type Filter<T> = mongo.Filter<T>;
 
 declare const TENANT_KEYS: unique symbol;
+declare const TENANT_KEY: unique symbol;
+
+/** A tenant key's value as the scope writes it: no other code can make one (the symbol is not exported). */
+type TenantKey<V> = V & { readonly [TENANT_KEY]: true };
 
 /**
- * A filter that carries the tenant keys of one context. Only `TenantStore.where` builds one: the
- * brand is a type-only symbol, so a hand-written filter (`{}`, `{ _id }`, `{ c: 'other' }`) does
- * not type-check where a `ScopedFilter` is asked for (the enforcement of Novu's
- * `BaseRepository<…, TEnforcement>`, made stricter by the brand). Spreading a scoped filter into a
- * larger object keeps the brand: `{ ...scope.where(a), del: false }` is still scoped.
+ * A filter that carries the tenant keys of one context. Only `ScopedCollection.where` builds one:
+ * the brand and the tenant keys' types are type-only symbols, so a hand-written filter (`{}`,
+ * `{ _id }`, `{ c: 'other' }`) does not type-check where a `ScopedFilter` is asked for (the
+ * enforcement of Novu's `BaseRepository<…, TEnforcement>`, made stricter by the brand). A scoped
+ * filter spread into a larger object with further conditions stays scoped
+ * (`{ ...scope.where(a), del: false }`), but one that sets a tenant key again does not compile
+ * (`{ ...scope.where(a), c: other }`: a plain string is not a tenant key). At runtime the value is
+ * frozen, and the collection writes its own tenant keys over every filter it sends, so even a
+ * filter forced past the compiler cannot reach another tenant's documents.
  */
-export type ScopedFilter<T> = Filter<T> & TenantFilter & { readonly [TENANT_KEYS]: true };
+export type ScopedFilter<T> = Filter<T> & {
+  readonly c: TenantKey<string>;
+  readonly u?: TenantKey<number>;
+  readonly [TENANT_KEYS]: true;
+};
 
 /** The conditions of a scoped filter: anything but the tenant keys, which the scope sets. */
 export type Conditions<T> = Filter<T> & { c?: never; u?: never };
 
-export type TenantDocument = mongo.Document & { _id: string; c: string; u: number };
+/**
+ * A document of a tenant-owned collection: `c` its client; `u` its user where the collection holds
+ * per-user data (resources, history, export jobs), the owner as data where it is client-scoped.
+ */
+export type TenantDocument = mongo.Document & { c: string; u?: number | null };
+
+/**
+ * Whose documents a collection is scoped to: one client, and within it one user or (`userId`
+ * null) all of them. A `TenantContext` is one; `clientScope` makes the one of client-owned records.
+ * `chargeDatabaseMs`, when set, is charged with the time of every command sent.
+ */
+export type ScopeOwner = Pick<TenantContext, 'clientId' | 'userId' | 'chargeDatabaseMs'>;
+
+/**
+ * The scope of records a client owns as a whole (users, grants, conditional keys, id claims):
+ * the client key only, whatever user the caller acts as. Not charged: these are look-ups of a
+ * caller's own records by key, and the database share charges what reads of resources cost.
+ */
+export function clientScope(scope: { readonly clientId: string }): ScopeOwner {
+  return { clientId: scope.clientId, userId: null };
+}
+
+/**
+ * Named widening: the whole client of a user's context. Allowed where a user's write must see
+ * what other users of its client hold, never to answer what it finds: a resource id is unique
+ * within a client, so a writer answers 409 for another user's id (docs/storage.md), and the
+ * history rows of a write are looked up and replaced by key across the client (their keys name
+ * the client, not the user).
+ */
+export function clientWide(ctx: TenantContext): TenantContext {
+  return ctx.userId === null ? ctx : { ...ctx, userId: null };
+}
+
+/**
+ * Named re-aim: the context of `owner`, another user of the same client, whom an id claim names
+ * (resource-ids.repository.ts). Allowed only to route a look-up of that key to its owner's
+ * documents (on a sharded store: the owner's shard, docs/scaling.md): a writer's 409 check, and
+ * whether a stale claim still has anything under it. The client never changes.
+ */
+export function asOwner(ctx: TenantContext, owner: number): TenantContext {
+  return ctx.userId === owner ? ctx : { ...ctx, userId: owner };
+}
 
 /**
  * A further condition on every read of a collection, given the version the read is limited to (if
@@ -40,30 +93,45 @@ export type ReadRestriction = (version: string | undefined) => Filter<never> | u
  * queries are slow but answer little pays for the lanes it holds (docs/security.md "Database time").
  */
 export class ScopedCollection<T extends TenantDocument> {
+  /** The tenant part of every filter: `{c}` or `{c, u}`. */
+  private readonly tenant: { c: string; u?: number };
+
   constructor(
     private readonly collection: Collection<T>,
-    private readonly ctx: TenantContext,
+    private readonly ctx: ScopeOwner,
     private readonly restriction?: ReadRestriction,
-  ) {}
+  ) {
+    this.tenant = tenantFilter(ctx);
+  }
+
+  /**
+   * `filter` as it is sent: the tenant keys written over it again (they keep their place), so a
+   * filter whose keys were changed after `where` built it (a cast, or one of another scope) still
+   * reaches this tenant's documents only.
+   */
+  private sent(filter: ScopedFilter<T>): Filter<T> {
+    return { ...filter, ...this.tenant };
+  }
 
   /** `filter` and the read restriction, as one more `$and` member (the filter's own fields keep their order). */
-  private readable(filter: ScopedFilter<T>): ScopedFilter<T> {
+  private readable(filter: ScopedFilter<T>): Filter<T> {
+    const sent = this.sent(filter);
     const version = (filter as { v?: unknown }).v;
     const condition = this.restriction?.(typeof version === 'string' ? version : undefined);
-    if (!condition) return filter;
-    return { ...filter, $and: [...(filter.$and ?? []), condition as Filter<T>] };
+    if (!condition) return sent;
+    return { ...sent, $and: [...(filter.$and ?? []), condition] } as Filter<T>;
   }
 
   /**
    * The filter this collection accepts: `conditions`, then the tenant keys, then `after`. The order
    * of the fields is the order in which DocumentDB tests the conditions its index does not bound
    * (docs/storage.md "Where the time goes"); MongoDB does not care. The tenant keys win over
-   * anything the conditions say.
+   * anything the conditions say. The value is frozen: further conditions make a new object.
    */
   where(conditions: Conditions<T> = {}, after: Conditions<T> = {}): ScopedFilter<T> {
-    const tenant = tenantFilter(this.ctx);
+    const tenant = this.tenant;
     // spread again last: a key keeps its first position, and the tenant's values win at runtime too
-    return { ...conditions, ...tenant, ...after, ...tenant } as unknown as ScopedFilter<T>;
+    return Object.freeze({ ...conditions, ...tenant, ...after, ...tenant }) as unknown as ScopedFilter<T>;
   }
 
   findOne(filter: ScopedFilter<T>, options?: mongo.FindOptions): Promise<T | null> {
@@ -106,20 +174,41 @@ export class ScopedCollection<T extends TenantDocument> {
     update: mongo.UpdateFilter<T>,
     options?: mongo.UpdateOptions,
   ): Promise<mongo.UpdateResult> {
-    return this.timed(this.collection.updateOne(filter, update, options));
+    return this.timed(this.collection.updateOne(this.sent(filter), update, options));
+  }
+
+  updateMany(filter: ScopedFilter<T>, update: mongo.UpdateFilter<T>): Promise<mongo.UpdateResult> {
+    return this.timed(this.collection.updateMany(this.sent(filter), update));
+  }
+
+  /**
+   * One document updated in one conditional write, returned as it was before (or, with
+   * `returnDocument: 'after'`, after); null when none matched.
+   */
+  findOneAndUpdate(
+    filter: ScopedFilter<T>,
+    update: mongo.UpdateFilter<T>,
+    options: { returnDocument?: 'before' | 'after' } = {},
+  ): Promise<T | null> {
+    return this.timed(
+      this.collection.findOneAndUpdate(this.sent(filter), update, {
+        ...options,
+        includeResultMetadata: false,
+      }),
+    ) as Promise<T | null>;
   }
 
   replaceOne(filter: ScopedFilter<T>, doc: T): Promise<mongo.UpdateResult> {
     this.checkOwned([doc]);
-    return this.timed(this.collection.replaceOne(filter, doc));
+    return this.timed(this.collection.replaceOne(this.sent(filter), doc));
   }
 
   deleteOne(filter: ScopedFilter<T>): Promise<mongo.DeleteResult> {
-    return this.timed(this.collection.deleteOne(filter));
+    return this.timed(this.collection.deleteOne(this.sent(filter)));
   }
 
   deleteMany(filter: ScopedFilter<T>): Promise<mongo.DeleteResult> {
-    return this.timed(this.collection.deleteMany(filter));
+    return this.timed(this.collection.deleteMany(this.sent(filter)));
   }
 
   /** Several scoped deletes in one round trip (unordered); returns how many documents went. */
@@ -127,11 +216,17 @@ export class ScopedCollection<T extends TenantDocument> {
     if (filters.length === 0) return 0;
     const result = await this.timed(
       this.collection.bulkWrite(
-        filters.map((filter) => ({ deleteMany: { filter } })),
+        filters.map((filter) => ({ deleteMany: { filter: this.sent(filter) } })),
         { ordered: false },
       ),
     );
     return result.deletedCount;
+  }
+
+  /** Inserts one document of this tenant; a duplicate `_id` (or other unique key) throws E11000. */
+  insertOne(doc: T): Promise<mongo.InsertOneResult<T>> {
+    this.checkOwned([doc]);
+    return this.timed(this.collection.insertOne(doc as mongo.OptionalUnlessRequiredId<T>));
   }
 
   /**
@@ -165,14 +260,14 @@ export class ScopedCollection<T extends TenantDocument> {
     const { clientId, userId } = this.ctx;
     for (const doc of docs) {
       if (doc.c !== clientId || (userId !== null && doc.u !== userId)) {
-        throw new Error(`document ${doc._id} does not belong to the tenant it is written for`);
+        throw new Error(`document ${String(doc._id)} does not belong to the tenant it is written for`);
       }
     }
   }
 }
 
 /** Indexes of the documents whose `_id` existed already; every other one was inserted. */
-export async function insertIgnoringDuplicates<T extends { _id: string }>(
+export async function insertIgnoringDuplicates<T extends mongo.Document>(
   collection: Collection<T>,
   docs: readonly T[],
 ): Promise<number[]> {

@@ -34,7 +34,7 @@ export interface TenantFilter {
   u?: number;
 }
 
-export function tenantFilter(ctx: TenantContext): TenantFilter {
+export function tenantFilter(ctx: Pick<TenantContext, 'clientId' | 'userId'>): TenantFilter {
   return ctx.userId === null ? { c: ctx.clientId } : { c: ctx.clientId, u: ctx.userId };
 }
 

@@ -9,7 +9,7 @@ import {
   type TestUser,
 } from '@app/testing';
 import { loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
-import { compartmentTypes } from '../src/modules/fhir-store/search/patient-compartment';
+import { compartmentTypes } from '../src/storage/search/patient-compartment-filter';
 
 /**
  * The hot paths of the app, as requests: one list that the query-plan suite (every query an index

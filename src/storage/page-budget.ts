@@ -2,35 +2,49 @@ import type { TenantContext } from '../tenancy/tenant-context';
 import type { ScopedCollection, ScopedFilter, TenantDocument } from './tenant-scope';
 
 /**
- * The page byte budget (SEARCH_PAGE_MAX_BYTES, docs/security.md "Page byte budget"): how many of
- * a page's entries, in order, are served — those whose sizes fit within `maxBytes` together,
- * and always the first one (a page that serves nothing could never be paged past). The next page
- * starts right after the last entry served, so paging stays exact.
+ * The page byte budget (SEARCH_PAGE_MAX_BYTES, docs/security.md "Page byte budget"), the one rule
+ * of every page that serves resource JSON (search matches, their `_include`s, history, `$everything`):
+ * how many of a page's entries, in order, are served — those whose sizes fit within `maxBytes`
+ * together, and always the first one (a page that serves nothing could never be paged past; an
+ * addition to a page that already holds its matches is no such page: `firstAlways: false`). Only
+ * the first `candidates` entries may be served; the others were looked at (the one read to tell
+ * whether a next page exists). Bytes read and not served are charged to the client's share
+ * (TenantContext.chargeUnservedReads), as the bytes served are: the engine decoded them for this
+ * request. The next page starts right after the last entry served, so paging stays exact.
  */
-export function entriesWithinBudget(sizes: readonly number[], maxBytes: number): number {
+export function servedWithinBudget(
+  ctx: TenantContext,
+  sizes: readonly number[],
+  maxBytes: number,
+  options: { candidates?: number; firstAlways?: boolean } = {},
+): number {
+  const candidates = Math.min(options.candidates ?? sizes.length, sizes.length);
   let bytes = 0;
   let kept = 0;
-  while (kept < sizes.length && (kept === 0 || bytes + sizes[kept] <= maxBytes)) bytes += sizes[kept++];
+  while (kept < candidates && (kept === 0 || bytes + sizes[kept] <= maxBytes)) bytes += sizes[kept++];
+  if (options.firstAlways === false && kept === 1 && sizes[0] > maxBytes) kept = 0;
+  let unserved = 0;
+  for (let i = kept; i < sizes.length; i++) unserved += sizes[i];
+  if (unserved > 0) ctx.chargeUnservedReads?.(unserved);
   return kept;
 }
 
+/** The engine-side size of a document's `json`, for the projections of budgeted pages. */
+export const JSON_SIZE = { $strLenBytes: { $ifNull: ['$json', ''] } } as const;
+
 /**
- * Bytes of the rows a page read that it does not serve (past the budget, or the one looked at to
- * tell whether a next page exists): the engine decoded them for this request, so they are charged
- * to the client's share (TenantContext.chargeUnservedReads), as the bytes served are.
+ * A budgeted page's projection of `json`: inline only when small enough that `rows` of that size
+ * stay within `maxBytes`; the larger ones that fit are fetched by `_id` afterwards. So a page of
+ * near-limit documents costs this process (BSON decoding on the shared event loop) about
+ * `maxBytes`, not `rows` times the largest document.
  */
-export function chargeUnserved(ctx: TenantContext, sizes: readonly number[], served: number): void {
-  let bytes = 0;
-  for (let i = served; i < sizes.length; i++) bytes += sizes[i];
-  if (bytes > 0) ctx.chargeUnservedReads?.(bytes);
+export function inlineJsonUpTo(maxBytes: number, rows: number): object {
+  return { $cond: [{ $lte: [JSON_SIZE, Math.floor(maxBytes / Math.max(1, rows))] }, '$json', '$$REMOVE'] };
 }
 
 /**
  * One page (`skip`, `limit`, sorted) of `ctx`'s documents with a `json` field, held to `maxBytes`
- * of that JSON (the rows left out are charged to the client: chargeUnserved): the engine reports each document's JSON size and returns the JSON only where it is small
- * enough that the whole reply stays within the budget; the larger ones that fit are then fetched
- * by `_id`. So a page of near-limit documents costs this process (BSON decoding on the shared
- * event loop) about `maxBytes`, not `limit` times the largest document. `cut`: fewer documents
+ * of that JSON (servedWithinBudget; JSON inline or fetched by `_id`: inlineJsonUpTo). `cut`: fewer documents
  * were served than the query had for this page.
  */
 export async function findWithinBudget<T extends TenantDocument & { json?: string | null }>(
@@ -39,8 +53,6 @@ export async function findWithinBudget<T extends TenantDocument & { json?: strin
   filter: ScopedFilter<T>,
   page: { sort: Record<string, 1 | -1>; skip: number; limit: number; maxBytes: number },
 ): Promise<{ docs: T[]; cut: boolean }> {
-  const size = { $strLenBytes: { $ifNull: ['$json', ''] } };
-  const inlineBytes = Math.floor(page.maxBytes / Math.max(1, page.limit));
   const rows = await collection
     .aggregate<T & { size: number }>(
       filter,
@@ -48,22 +60,18 @@ export async function findWithinBudget<T extends TenantDocument & { json?: strin
         { $sort: page.sort },
         { $skip: page.skip },
         { $limit: page.limit },
-        { $addFields: { size, json: { $cond: [{ $lte: [size, inlineBytes] }, '$json', '$$REMOVE'] } } },
+        { $addFields: { size: JSON_SIZE, json: inlineJsonUpTo(page.maxBytes, page.limit) } },
       ],
       { enableUtf8Validation: false },
     )
     .toArray();
   const kept = rows.slice(
     0,
-    entriesWithinBudget(
+    servedWithinBudget(
+      ctx,
       rows.map((row) => row.size),
       page.maxBytes,
     ),
-  );
-  chargeUnserved(
-    ctx,
-    rows.map((row) => row.size),
-    kept.length,
   );
   const missing = kept.filter((row) => row.json === undefined).map((row) => row._id);
   const fetched = new Map<string, string | null>();

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { mongo } from 'mongoose';
 import { historyKey, resourceKey, type FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../tenancy/tenant-context';
-import { chargeUnserved, entriesWithinBudget } from './page-budget';
+import { inlineJsonUpTo, JSON_SIZE, servedWithinBudget } from './page-budget';
 import type { HistoryDoc, ResourceDoc } from './documents';
 import { ResourceIdsRepository } from './resource-ids.repository';
 import { ResourceStorage, type TenantStore } from './resource-storage';
@@ -39,6 +39,15 @@ export interface StoreSearchResult {
   total?: number;
 }
 
+/** A searchset page's matches (`ResourceRepository.searchPage`). */
+export interface SearchPageRows {
+  docs: ResourceDoc[];
+  /** A match follows the page. */
+  hasNext: boolean;
+  /** How many matches there are from `skip` on, when the page saw the last one. */
+  matchesFromSkip?: number;
+}
+
 export interface ResourceRef {
   type: string;
   id: string;
@@ -54,7 +63,7 @@ export interface SizedRef {
 }
 
 /** The fields of a `SizedRef`, its size computed by the engine (the JSON itself stays there). */
-const SIZED_FIELDS = { _id: 1, t: 1, id: 1, lu: 1, size: { $strLenBytes: { $ifNull: ['$json', ''] } } };
+const SIZED_FIELDS = { _id: 1, t: 1, id: 1, lu: 1, size: JSON_SIZE };
 
 type SortOrder = Readonly<Record<string, 1 | -1>>;
 
@@ -302,13 +311,11 @@ export class ResourceRepository {
     version: FhirVersion,
     options: Omit<StoreSearchOptions, 'limit' | 'count' | 'withoutIndex'>,
     page: { size: number; maxBytes: number },
-  ): Promise<{ docs: ResourceDoc[]; hasNext: boolean; matchesFromSkip?: number }> {
-    const size = { $strLenBytes: { $ifNull: ['$json', ''] } };
-    const inlineBytes = Math.floor(page.maxBytes / (page.size + 1));
+  ): Promise<SearchPageRows> {
     const projection = {
       ...Object.fromEntries(SERVED_FIELDS.map((field) => [field, 1])),
-      size,
-      json: { $cond: [{ $lte: [size, inlineBytes] }, '$json', '$$REMOVE'] },
+      size: JSON_SIZE,
+      json: inlineJsonUpTo(page.maxBytes, page.size + 1),
     };
     const rows = await this.sortedPage<ResourceDoc & { size: number }>(
       ctx,
@@ -316,16 +323,13 @@ export class ResourceRepository {
       { ...options, limit: page.size + 1, projection },
       { enableUtf8Validation: false },
     );
-    const kept = entriesWithinBudget(
-      rows.slice(0, page.size).map((row) => row.size),
-      page.maxBytes,
-    );
-    const hasNext = rows.length > kept;
-    chargeUnserved(
+    const kept = servedWithinBudget(
       ctx,
       rows.map((row) => row.size),
-      kept,
+      page.maxBytes,
+      { candidates: page.size },
     );
+    const hasNext = rows.length > kept;
     const served = rows.slice(0, kept);
     const missing = served.filter((row) => typeof row.json !== 'string').map((row) => row._id);
     const resources = this.scoped(ctx).resources;

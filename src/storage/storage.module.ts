@@ -6,6 +6,10 @@ import { ReindexRepository } from './reindex.repository';
 import { ResourceIdsRepository } from './resource-ids.repository';
 import { ResourceRepository } from './resource.repository';
 import { ResourceStorage } from './resource-storage';
+import { EverythingReader } from './search/everything-reader';
+import { IncludeResolver } from './search/include-resolver';
+import { SearchExecutor } from './search/search-executor';
+import { SubQueryResolver } from './search/sub-query-resolver';
 
 /**
  * The resource collections and everything that reads or writes them (docs/storage.md): no
@@ -21,6 +25,10 @@ import { ResourceStorage } from './resource-storage';
     ReindexRepository,
     ConditionalKeysRepository,
     ResourceIdsRepository,
+    SubQueryResolver,
+    IncludeResolver,
+    SearchExecutor,
+    EverythingReader,
   ],
   exports: [
     ResourceStorage,
@@ -30,6 +38,9 @@ import { ResourceStorage } from './resource-storage';
     ReindexRepository,
     ConditionalKeysRepository,
     ResourceIdsRepository,
+    SearchExecutor,
+    IncludeResolver,
+    EverythingReader,
   ],
 })
 export class StorageModule {}

@@ -9,9 +9,7 @@ import { HistoryService } from './history.service';
 import { PatchService } from './patch.service';
 import { ResourceWriter } from './resource-writer';
 import { StoreCheckService } from './store-check.service';
-import { IncludeResolver } from './search/include-resolver';
 import { SearchService } from './search/search.service';
-import { SubQueryResolver } from './search/sub-query-resolver';
 import { StorageModule } from '../../storage/storage.module';
 import { AdmissionModule } from '../../admission/admission.module';
 
@@ -44,8 +42,6 @@ import { AdmissionModule } from '../../admission/admission.module';
         }),
     },
     SearchService,
-    SubQueryResolver,
-    IncludeResolver,
   ],
   exports: [
     BundleService,

@@ -7,40 +7,27 @@ import {
   searchsetBundleJson,
   type FhirVersion,
 } from '@app/fhir';
-import type { Filter } from '../../../storage/search/filter-clauses';
-import { INDEX_NAMES } from '../../../storage/search/search-indexes';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../../../fhir-http/fhir-reply';
 import { ResourceRepository, type SizedRef } from '../../../storage/resource.repository';
+import { EverythingReader, type EverythingScope } from '../../../storage/search/everything-reader';
 import { searchIndexOf } from '../../../storage/search-indexing';
-import { chargeUnserved, entriesWithinBudget } from '../../../storage/page-budget';
+import { servedWithinBudget } from '../../../storage/page-budget';
 import {
   compareKeys,
   compartmentBefore,
   everythingPageLayout,
   type EverythingPageLayout,
 } from './everything-page';
-import {
-  anyPatientCompartmentFilter,
-  careDateCondition,
-  compartmentFilter,
-  typeAmong,
-  outsideReferencePattern,
-  outsideTargets,
-  parseEverythingParams,
-} from './patient-compartment';
+import { parseEverythingParams } from './patient-compartment';
 import { resourceEntry, searchLinks, unknownParamsEntry } from './searchset-bundle';
 import type { SearchPairs } from './search-request';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './search.service';
-import { storeFilter } from './sub-query-resolver';
 
 /** Compartment resources removed per round. */
 const BATCH = 1000;
-
-/** The order of `$everything`: resource type, then id. */
-const PAGE_ORDER = { t: 1, id: 1 } as const;
 
 /**
  * How far before a page the compartment's resources are read with the counts: a page after the
@@ -57,6 +44,7 @@ const SINGLES_AHEAD = 200;
 export class EverythingService {
   constructor(
     private readonly repository: ResourceRepository,
+    private readonly reader: EverythingReader,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
@@ -79,82 +67,42 @@ export class EverythingService {
       maxCount: MAX_PAGE_SIZE,
       maxSkip: this.settings.searchMaxSkip,
     });
-    const scope =
-      patientId === undefined ? this.allPatients(version) : await this.onePatient(ctx, version, patientId);
-    const { compartment, patients, hint } = scope;
+    const scope = await this.reader.scope(ctx, version, patientId, window);
     const kept = (doc: SizedRef) =>
       (!window.types || window.types.includes(doc.t)) && (!window.since || doc.lu >= window.since);
-
-    const careDates = careDateCondition(window.start, window.end);
-    const conditions: Filter[] = [compartment];
-    if (careDates) conditions.push(careDates);
-    if (window.types) conditions.push(typeAmong(window.types));
-    if (window.since) conditions.push({ lu: { $gte: window.since } });
-    const served = conditions.length === 1 ? compartment : storeFilter({ $and: conditions });
-    const referencePattern = outsideReferencePattern(version, base);
     // The compartment's part of the page is read in the same pass as the counts, before the
     // singles are known: from up to SINGLES_AHEAD positions before the page (singles placed
     // before it move the compartment's part back), by type and id only.
     const windowStart = Math.max(0, window.skip - SINGLES_AHEAD);
-    // The outside references come from the whole compartment, whatever the filters served.
-    const ownPattern = served === compartment ? referencePattern : undefined;
-    const [counted, referencing] = await Promise.all([
-      // One patient's compartment is small enough to come back as one document ($facet's reply);
-      // every patient's (type level) is counted on its own, its part of the page queried after.
-      patientId === undefined
-        ? this.repository
-            .countByType(ctx, version, served, { hint, referencePattern: ownPattern })
-            .then((types) => ({ types, window: undefined }))
-        : this.repository.countByTypeWithWindow(ctx, version, served, {
-            hint,
-            referencePattern: ownPattern,
-            sort: PAGE_ORDER,
-            skip: windowStart,
-            limit: window.skip - windowStart + window.count,
-          }),
-      served === compartment
-        ? undefined
-        : this.repository.countByType(ctx, version, compartment, { hint, referencePattern }),
-    ]);
-    const servedTypes = counted.types;
-    // The outside resources by size only: most of them are not on this page (its budget decides).
-    const outsideKeys = outsideTargets(
-      (referencing ?? servedTypes).flatMap((row) => row.references),
-      base,
-      version,
-    ).map((ref) => this.repository.key(ctx, version, ref.type, ref.id));
-    const outside = await this.repository.sizesOf(
+    const counted = await this.reader.counts(
       ctx,
       version,
-      { _id: { $in: outsideKeys } },
-      outsideKeys.length,
+      scope,
+      patientId === undefined
+        ? undefined
+        : { skip: windowStart, limit: window.skip - windowStart + window.count },
     );
-    const singles = [...patients, ...outside].filter(kept).sort(compareKeys);
+    const servedTypes = counted.types;
+    const singles = [...scope.patients, ...counted.outside].filter(kept).sort(compareKeys);
     const counts = new Map(servedTypes.map((row) => [row.type, row.count]));
     const placed = await Promise.all(
       singles.map(async (single) => ({
         before: compartmentBefore(
           single,
           counts,
-          counts.has(single.t)
-            ? await this.repository.countBy(ctx, version, {
-                filter: { $and: [served, { t: single.t, id: { $lt: single.id } }] },
-                hint,
-              })
-            : 0,
+          counts.has(single.t) ? await this.reader.countBefore(ctx, version, scope, single) : 0,
         ),
       })),
     );
     const compartmentTotal = servedTypes.reduce((sum, row) => sum + row.count, 0);
     const layout = everythingPageLayout(placed, compartmentTotal, window.skip, window.count);
-    const part = await this.compartmentPart(ctx, version, layout, counted.window, windowStart, served, hint);
+    const part = await this.compartmentPart(ctx, version, layout, counted.window, windowStart, scope);
     let taken = 0;
     const page = layout.slots.map((slot) => (slot === 'compartment' ? part[taken++] : singles[slot]));
     // The page byte budget on the sizes: the slots in order while their JSON fits (at least one);
     // next follows them. Only the JSON of those is read.
     const sizes = page.map((ref) => ref?.size ?? 0);
-    const fitting = entriesWithinBudget(sizes, this.settings.searchPageMaxBytes);
-    chargeUnserved(ctx, sizes, fitting);
+    const fitting = servedWithinBudget(ctx, sizes, this.settings.searchPageMaxBytes);
     const inBudget = page.slice(0, fitting);
     // A resource removed between the count and the page query leaves its slot empty.
     const docs = await this.repository.findByKeys(
@@ -193,47 +141,14 @@ export class EverythingService {
     layout: EverythingPageLayout,
     window: readonly SizedRef[] | undefined,
     windowStart: number,
-    served: Filter,
-    hint: string | undefined,
+    scope: EverythingScope,
   ): Promise<SizedRef[]> {
     if (layout.compartmentLimit === 0) return [];
     if (window && layout.compartmentSkip >= windowStart) {
       const from = layout.compartmentSkip - windowStart;
       return window.slice(from, from + layout.compartmentLimit);
     }
-    return this.repository.sizesOf(ctx, version, served, layout.compartmentLimit, {
-      sort: PAGE_ORDER,
-      skip: layout.compartmentSkip,
-      hint,
-    });
-  }
-
-  /** Instance level: Patient/{id} served first, its compartment (without it) beside; its size only. */
-  private async onePatient(ctx: TenantContext, version: FhirVersion, patientId: string) {
-    const key = this.repository.key(ctx, version, 'Patient', patientId);
-    const [patient] = await this.repository.sizesOf(ctx, version, { _id: key }, 1);
-    if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
-    const compartment = storeFilter({
-      $and: [
-        compartmentFilter(version, patientId, this.settings.urls.base),
-        // a Patient that links to itself is served once, as the Patient
-        { _id: { $ne: patient._id } },
-      ],
-    });
-    // The reference index by its `v, c, idx.ref` prefix (any type): the planner cannot tell
-    // multikey selectivity.
-    return { compartment, patients: [patient], hint: INDEX_NAMES.ref as string | undefined };
-  }
-
-  /**
-   * Type level (https://hl7.org/fhir/R4/patient-operation-everything.html, "all patients"): every
-   * Patient of the caller's scope and every resource in some Patient compartment, in one sorted
-   * stream; the Patients are part of it, so none is held in memory. No hint: the Patients match
-   * on their type, the rest on a reference pattern.
-   */
-  private allPatients(version: FhirVersion) {
-    const compartment = storeFilter(anyPatientCompartmentFilter(version, this.settings.urls.base));
-    return { compartment, patients: [] as SizedRef[], hint: undefined as string | undefined };
+    return this.reader.compartmentPage(ctx, version, scope, layout.compartmentSkip, layout.compartmentLimit);
   }
 
   /**
@@ -246,11 +161,10 @@ export class EverythingService {
     const patientKey = resourceKey(version, ctx.clientId, 'Patient', patientId);
     const patient = await this.repository.findCurrent(ctx, patientKey);
     if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
-    const compartment = storeFilter(compartmentFilter(version, patientId, this.settings.urls.base));
     const counts = new Map<string, number>();
     const count = (type: string, removed: number) => counts.set(type, (counts.get(type) ?? 0) + removed);
     for (;;) {
-      const batch = await this.repository.findFields(ctx, version, compartment, {}, BATCH);
+      const batch = await this.reader.compartmentBatch(ctx, version, patientId, BATCH);
       if (batch.length === 0) break;
       await this.removeWithProvenances(ctx, version, batch, patient, count);
     }
@@ -285,14 +199,7 @@ export class EverythingService {
     count: (type: string, removed: number) => void,
   ): Promise<void> {
     const removedRef = new Set([patient, ...docs].map((doc) => `${doc.t}/${doc.id}`));
-    // Target `Type/id/_history/n`, indexed as `Type/id`.
-    const provenances = await this.repository.findFields(
-      ctx,
-      version,
-      storeFilter({ t: 'Provenance', 'idx.ref': { $in: [...removedRef].map((ref) => `target|${ref}`) } }),
-      { json: 1, vid: 1 },
-      BATCH * 10,
-    );
+    const provenances = await this.reader.provenancesTargeting(ctx, version, [...removedRef], BATCH * 10);
     const handled = new Set<string>();
     const own: string[] = [];
     for (const provenance of provenances) {

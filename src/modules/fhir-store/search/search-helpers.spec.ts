@@ -1,11 +1,5 @@
 import { parseSearch } from '@app/fhir';
-import {
-  careDateCondition,
-  compartmentFilter,
-  outsideReferencePattern,
-  outsideTargets,
-  parseEverythingParams,
-} from './patient-compartment';
+import { parseEverythingParams } from './patient-compartment';
 import { formPairs, isStrictHandling, linkPairs, normalizeReferenceValues } from './search-request';
 import { searchLinks, shapedResourceJson } from './searchset-bundle';
 
@@ -30,32 +24,6 @@ describe('search helpers', () => {
         ['a', 'b'],
       ]),
     ).toEqual([['a', 'b']]);
-  });
-
-  it('$everything: the references that point outside the compartment, relative or with this base', () => {
-    const base = 'https://fhir.example.org/api';
-    const outside = new RegExp(outsideReferencePattern('r4', base));
-    const entries = [
-      'performer|Practitioner/p-1',
-      `serviceProvider|${base}/r4/Organization/o.1`,
-      'location|Location/l-1',
-      'performer|Practitioner/p-1',
-    ];
-    for (const entry of entries) expect(outside.test(entry)).toBe(true);
-    for (const entry of [
-      'subject|Patient/x', // the compartment's own types stay out
-      'encounter|Encounter/e-1',
-      'performer|http://elsewhere.org/fhir/Practitioner/p-2', // another server's resource
-      `performer|${base}/stu3/Practitioner/p-3`, // another version's store
-      'performer|Practitioner/p-1/_history/2',
-      'performer|Practitioner/',
-    ])
-      expect(outside.test(entry)).toBe(false);
-    expect(outsideTargets(entries, base, 'r4')).toEqual([
-      { type: 'Practitioner', id: 'p-1' },
-      { type: 'Organization', id: 'o.1' },
-      { type: 'Location', id: 'l-1' },
-    ]);
   });
 
   it('_elements and _summary subsets keep id/meta and tag SUBSETTED', () => {
@@ -121,26 +89,5 @@ describe('search helpers', () => {
     expect(() => parseEverythingParams('r4', [['_skip', '5000']], limits)).toThrow('at most');
     expect(() => parseEverythingParams('r4', [['_type', 'Nope']], limits)).toThrow('unknown resource type');
     expect(() => parseEverythingParams('r4', [['_since', 'yesterday']], limits)).toThrow('FHIR date');
-  });
-
-  it('builds the compartment and care-date conditions', () => {
-    const filter = compartmentFilter('r4', 'p1', 'http://me') as {
-      $expr: { $in: [string, string[]] };
-      'idx.ref': { $in: string[] };
-    };
-    // the types are tested on the candidates, never an index bound (see compartmentFilter)
-    expect(filter).not.toHaveProperty('t');
-    expect(filter.$expr.$in[0]).toBe('$t');
-    expect(filter.$expr.$in[1]).toContain('Observation');
-    expect(filter.$expr.$in[1]).not.toContain('Practitioner');
-    expect(filter['idx.ref'].$in).toContain('subject|Patient/p1');
-    expect(filter['idx.ref'].$in).toContain('subject|http://me/r4/Patient/p1');
-    expect(careDateCondition(undefined, undefined)).toBeUndefined();
-    const condition = careDateCondition(new Date('2020-01-01T00:00:00.000Z'), undefined) as {
-      $or: Array<Record<string, any>>;
-    };
-    const pattern = new RegExp(condition.$or[1].$and[0]['idx.dth'].$regex);
-    expect(pattern.test('date|2020-06-01T00:00:00.000Z')).toBe(true);
-    expect(pattern.test('date|2019-12-31T23:59:59.999Z')).toBe(false);
   });
 });

@@ -1,8 +1,8 @@
 import type { Request } from 'express';
+import { asOutcomeError } from '../../../storage/search/search-executor';
 import {
   OperationOutcomeError,
   parseSearch,
-  SearchError,
   type FhirVersion,
   type ParsedSearch,
   type ParseSearchOptions,
@@ -77,13 +77,6 @@ export function parseOrReject(
   } catch (error) {
     throw asOutcomeError(error);
   }
-}
-
-/** Search-lib errors are the client's: 400 with the issue code the lib chose. */
-export function asOutcomeError(error: unknown): unknown {
-  if (error instanceof SearchError)
-    return new OperationOutcomeError(error.code, error.message, { status: 400 });
-  return error;
 }
 
 /**

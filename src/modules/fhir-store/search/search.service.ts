@@ -6,22 +6,17 @@ import {
   type ParsedSearch,
   type SearchsetEntry,
 } from '@app/fhir';
-import { buildFilter } from '../../../storage/search/filter-builder';
-import type { Filter } from '../../../storage/search/filter-clauses';
-import { INDEX_NAMES } from '../../../storage/search/search-indexes';
-import { LAST_UPDATED_INDEX } from '../../../storage/indexes';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../../../fhir-http/fhir-reply';
 import type { ResourceDoc } from '../../../storage/documents';
-import { ResourceRepository } from '../../../storage/resource.repository';
-import { chargeUnserved, entriesWithinBudget } from '../../../storage/page-budget';
-import { IncludeResolver, includesTruncatedEntry } from './include-resolver';
-import { allTypesCompartmentFilter, compartmentSearchFilter } from './patient-compartment';
+import { servedWithinBudget } from '../../../storage/page-budget';
+import { SearchExecutor, type SearchWithin } from '../../../storage/search/search-executor';
+import { compartmentWithin } from '../../../storage/search/compartment-search-filter';
+import { IncludeResolver, includesTruncatedEntry } from '../../../storage/search/include-resolver';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
 import {
-  asOutcomeError,
   FULL_TEXT_OFF,
   isLenientHandling,
   isStrictHandling,
@@ -30,14 +25,11 @@ import {
   parseOrReject,
   type SearchPairs,
 } from './search-request';
-import { storeFilter, SubQueryResolver } from './sub-query-resolver';
 import { totalCount, totalOf } from './search-total';
 
 /** docs/api.md §13: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */
 export const DEFAULT_PAGE_SIZE = 10;
 export const MAX_PAGE_SIZE = 100;
-/** See `lateCount`: a page query that has not answered by then starts the count beside it. */
-const COUNT_BESIDE_AFTER_MS = 15;
 
 /**
  * FHIR search (docs/api.md §6; https://hl7.org/fhir/R4/search.html): type-level
@@ -48,8 +40,7 @@ const COUNT_BESIDE_AFTER_MS = 15;
 @Injectable()
 export class SearchService {
   constructor(
-    private readonly repository: ResourceRepository,
-    private readonly subQueries: SubQueryResolver,
+    private readonly executor: SearchExecutor,
     private readonly includes: IncludeResolver,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
@@ -76,16 +67,12 @@ export class SearchService {
     prefer?: string,
   ): Promise<FhirReply> {
     const base = this.settings.urls.base;
-    const restriction =
-      type === undefined
-        ? allTypesCompartmentFilter(version, compartment, id, base)
-        : compartmentSearchFilter(version, compartment, id, type, base);
-    // its existence only: the Patient is not served (its size, not its JSON, comes back)
-    const key = this.repository.key(ctx, version, 'Patient', id);
-    const [patient] = await this.repository.sizesOf(ctx, version, { _id: key }, 1);
-    if (!patient) throw OperationOutcomeError.notFound(`Patient/${id} is not known`);
+    const restriction = compartmentWithin(version, compartment, id, type, base);
+    // its existence only: the Patient is not served
+    if (!(await this.executor.exists(ctx, version, 'Patient', id)))
+      throw OperationOutcomeError.notFound(`Patient/${id} is not known`);
     return this.search(ctx, version, type, pairs, prefer, {
-      within: { url: `${base}/${version}/${compartment}/${id}/${type ?? '*'}`, filter: restriction },
+      within: { url: `${base}/${version}/${compartment}/${id}/${type ?? '*'}`, restriction },
     });
   }
 
@@ -102,7 +89,7 @@ export class SearchService {
     type: string | undefined,
     pairs: SearchPairs,
     prefer?: string,
-    options: { within?: { url: string; filter: Filter }; maxBytes?: number } = {},
+    options: { within?: { url: string; restriction: SearchWithin }; maxBytes?: number } = {},
   ): Promise<FhirReply> {
     const { within } = options;
     const maxBytes = options.maxBytes ?? this.settings.searchPageMaxBytes;
@@ -124,19 +111,13 @@ export class SearchService {
         { status: 400 },
       );
     }
-    const { built, filter: searched } = await this.filterOf(ctx, version, parsed);
-    const filter = within ? storeFilter({ $and: [searched, within.filter] }) : searched;
-    // Without a clause of its own the search runs on the references the compartment names.
-    const index =
-      within && (built.index === undefined || built.index === LAST_UPDATED_INDEX)
-        ? INDEX_NAMES.ref
-        : built.index;
+    normalizeReferenceValues(parsed, base);
     const searchUrl = within?.url ?? (type ? `${base}/${version}/${type}` : `${base}/${version}`);
     const kept = linkPairs(pairs);
     const warnings = unknownParamsEntry(parsed.unknown);
 
     if (parsed.summary === 'count') {
-      const total = await this.repository.countBy(ctx, version, { filter, hint: index });
+      const total = await this.executor.count(ctx, version, parsed, within?.restriction);
       const links = searchLinks(searchUrl, kept, {
         skip: 0,
         count: parsed.count,
@@ -149,28 +130,19 @@ export class SearchService {
     // One more than the page is looked at: tells whether a next page exists without a count
     // (`_total=none`, or an estimate above the cap). The page may hold fewer than `_count`
     // matches: SEARCH_PAGE_MAX_BYTES.
-    const query = { filter, hint: index };
     const plan = totalCount(parsed.total, this.settings.searchTotalExactUpTo);
-    const counter = plan.count ? this.lateCount(ctx, version, { ...query, limit: plan.limit }) : undefined;
-    let page: { docs: ResourceDoc[]; hasNext: boolean; matchesFromSkip?: number };
-    try {
-      // no budget left: a page of size 0 still tells whether a match follows (no JSON is read)
-      page = await this.repository.searchPage(
-        ctx,
-        version,
-        { ...query, sort: built.sort, skip: parsed.skip },
-        maxBytes > 0 ? { size: parsed.count, maxBytes } : { size: 0, maxBytes: 0 },
-      );
-    } finally {
-      counter?.stopIfNotStarted();
-    }
+    // no budget left: a page of size 0 still tells whether a match follows (no JSON is read)
+    const page = await this.executor.searchPage(ctx, version, parsed, {
+      within: within?.restriction,
+      page: maxBytes > 0 ? { size: parsed.count, maxBytes } : { size: 0, maxBytes: 0 },
+      count: plan.count ? { limit: plan.limit } : undefined,
+    });
     // A page that saw the last match tells the total (most patient-scoped searches fit one page).
-    const total =
-      counter === undefined
-        ? undefined
-        : page.matchesFromSkip !== undefined
-          ? parsed.skip + page.matchesFromSkip
-          : totalOf(await counter.count(), plan);
+    const total = !plan.count
+      ? undefined
+      : page.matchesFromSkip !== undefined
+        ? parsed.skip + page.matchesFromSkip
+        : totalOf(page.counted ?? 0, plan);
     const { matches, included, cut, truncated } = await this.withIncludes(
       ctx,
       version,
@@ -220,32 +192,15 @@ export class SearchService {
       const { additions, truncated } = await this.includes.resolve(ctx, version, parsed, matches, base);
       const sizes = additions.map((ref) => ref.size);
       const room = budget - sum(matches.map((doc) => doc.json?.length ?? 0));
-      let kept = additions.length;
-      if (sum(sizes) > room) {
-        if (matches.length > 1) {
-          matches = matches.slice(0, Math.ceil(matches.length / 2));
-          continue;
-        }
-        // entriesWithinBudget serves one entry however large: none when even that does not fit
-        kept = entriesWithinBudget(sizes, Math.max(0, room));
-        if (kept === 1 && sizes[0] > room) kept = 0;
+      if (sum(sizes) > room && matches.length > 1) {
+        matches = matches.slice(0, Math.ceil(matches.length / 2));
+        continue;
       }
-      chargeUnserved(ctx, sizes, kept);
+      // additions to matches already served: none when even the first does not fit
+      const kept = servedWithinBudget(ctx, sizes, Math.max(0, room), { firstAlways: false });
       const included = await this.includes.read(ctx, version, additions.slice(0, kept));
       return { matches, included, cut: matches.length < docs.length, truncated };
     }
-  }
-
-  /** The store filter of a parsed search: reference values normalised, chains and `_has` resolved. */
-  private async filterOf(ctx: TenantContext, version: FhirVersion, parsed: ParsedSearch) {
-    normalizeReferenceValues(parsed, this.settings.urls.base);
-    let built;
-    try {
-      built = buildFilter(parsed);
-    } catch (error) {
-      throw asOutcomeError(error);
-    }
-    return { built, filter: storeFilter(await this.subQueries.resolve(ctx, version, built)) };
   }
 
   /**
@@ -276,37 +231,8 @@ export class SearchService {
         `the condition has no search criteria this server knows${ignored}: nothing was done`,
       );
     }
-    const { filter } = await this.filterOf(ctx, version, parsed);
-    return (await this.repository.search(ctx, version, { filter, limit: options.limit })).docs;
-  }
-
-  /**
-   * The count for Bundle.total, started beside the page query once that query has run for
-   * COUNT_BESIDE_AFTER_MS: a search that answers sooner (a few matches, usually one page that tells
-   * its total) costs no count; a slow one (many matches, which DocumentDB sorts all, see
-   * docs/storage.md) has its count run at the same time instead of after it.
-   */
-  private lateCount(
-    ctx: TenantContext,
-    version: FhirVersion,
-    query: Parameters<ResourceRepository['countBy']>[2],
-  ) {
-    let started: Promise<{ count: number } | { error: unknown }> | undefined;
-    const start = () =>
-      // Settled at once: a count nobody waits for (the page told the total) is no unhandled rejection.
-      (started ??= this.repository.countBy(ctx, version, query).then(
-        (count) => ({ count }),
-        (error: unknown) => ({ error }),
-      ));
-    const timer = setTimeout(() => void start(), COUNT_BESIDE_AFTER_MS);
-    return {
-      stopIfNotStarted: () => clearTimeout(timer),
-      count: async (): Promise<number> => {
-        const counted = await start();
-        if ('error' in counted) throw counted.error;
-        return counted.count;
-      },
-    };
+    normalizeReferenceValues(parsed, this.settings.urls.base);
+    return this.executor.matches(ctx, version, parsed, options.limit);
   }
 
   private bundle(input: Parameters<typeof searchsetBundleJson>[0]): FhirReply {

@@ -1,15 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
-import {
-  idsFromReferences,
-  withChainResults,
-  type BuiltSearch,
-} from '../../../storage/search/filter-builder';
-import type { Filter } from '../../../storage/search/filter-clauses';
-import type { TenantContext } from '../../../tenancy/tenant-context';
-import { ResourceRepository } from '../../../storage/resource.repository';
-import type { Filter as StoreFilter } from '../../../storage/tenant-scope';
-import type { ResourceDoc } from '../../../storage/documents';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import { ResourceRepository } from '../resource.repository';
+import { idsFromReferences, withChainResults, type BuiltSearch } from './filter-builder';
+import type { Filter } from './filter-clauses';
 
 /**
  * Most resources one chain or `_has` step may match. A sub-query's matches come back as a list
@@ -17,11 +11,6 @@ import type { ResourceDoc } from '../../../storage/documents';
  * be narrowed (search.html#errors, too-costly).
  */
 export const MAX_SUB_QUERY_MATCHES = 1000;
-
-/** Stored filters are typed by the driver; the search lib's are plain objects of the same shape. */
-export function storeFilter(filter: Filter): StoreFilter<ResourceDoc> {
-  return filter;
-}
 
 /**
  * Runs the sub-queries of chains (`subject:Patient.name=x`, search.html#chaining) and reverse
@@ -68,7 +57,7 @@ export class SubQueryResolver {
     const docs = await this.repository.findFields(
       ctx,
       version,
-      storeFilter(filter),
+      filter,
       projection,
       MAX_SUB_QUERY_MATCHES + 1,
     );

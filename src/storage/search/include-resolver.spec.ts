@@ -1,5 +1,5 @@
-import type { ResourceRepository, SizedRef } from '../../../storage/resource.repository';
-import type { TenantContext } from '../../../tenancy/tenant-context';
+import type { ResourceRepository, SizedRef } from '../resource.repository';
+import type { TenantContext } from '../../tenancy/tenant-context';
 import { IncludeResolver, includesTruncatedEntry, MAX_INCLUDED } from './include-resolver';
 
 const ctx: TenantContext = { clientId: 'c', userId: 1, scopes: [], form: 'user-token' };

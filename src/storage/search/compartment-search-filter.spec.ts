@@ -1,9 +1,5 @@
 import { OperationOutcomeError } from '@app/fhir';
-import {
-  allTypesCompartmentFilter,
-  anyPatientCompartmentFilter,
-  compartmentSearchFilter,
-} from './patient-compartment';
+import { allTypesCompartmentFilter, compartmentSearchFilter } from './compartment-search-filter';
 
 const BASE = 'http://fhir.test';
 
@@ -68,18 +64,5 @@ describe('compartment search', () => {
     // the outer $in is the union, so the reference index bounds the whole search
     expect(filter.$or[1]['idx.ref'].$in).toEqual(expect.arrayContaining(observation));
     expect(refused(() => allTypesCompartmentFilter('r4', 'Encounter', 'e1', BASE)).status).toBe(400);
-  });
-
-  it('type-level $everything: every Patient, and resources whose compartment parameters reference one', () => {
-    const filter = anyPatientCompartmentFilter('r4', BASE) as any;
-    expect(filter.$or[0]).toEqual({ t: 'Patient' });
-    const pattern = new RegExp(filter.$or[1]['idx.ref'].$regex);
-    expect(pattern.test('subject|Patient/p1')).toBe(true);
-    expect(pattern.test(`subject|${BASE}/r4/Patient/p-1.2`)).toBe(true);
-    expect(pattern.test('subject|Group/g1')).toBe(false);
-    expect(pattern.test('xsubject|Patient/p1')).toBe(false);
-    expect(pattern.test('subject|Patient/p1/_history/2')).toBe(false);
-    expect(filter.$or[1].t.$in).toContain('Observation');
-    expect(filter.$or[1].t.$in).not.toContain('Practitioner');
   });
 });

@@ -10,11 +10,10 @@ import {
   type ParsedSearch,
   type SearchsetEntry,
 } from '@app/fhir';
-import type { TenantContext } from '../../../tenancy/tenant-context';
-import type { ResourceDoc } from '../../../storage/documents';
-import { ResourceRepository, type ResourceRef, type SizedRef } from '../../../storage/resource.repository';
-import type { Filter } from '../../../storage/search/filter-clauses';
-import { storeFilter } from './sub-query-resolver';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import type { ResourceDoc } from '../documents';
+import { ResourceRepository, type ResourceRef, type SizedRef } from '../resource.repository';
+import type { Filter } from './filter-clauses';
 
 /**
  * Most included resources considered for one page: `_include=*` on a page of 100 must stay bounded
@@ -216,7 +215,7 @@ export class IncludeResolver {
       this.repository.sizesOf(
         ctx,
         version,
-        storeFilter(directive.sourceType ? { t: directive.sourceType, ...condition } : condition),
+        directive.sourceType ? { t: directive.sourceType, ...condition } : condition,
         MAX_INCLUDED + 1,
       );
     if (!directive.wildcard) {

@@ -1,0 +1,197 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
+import { SETTINGS } from '../../config/config.module';
+import type { Settings } from '../../config/settings';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import { ResourceRepository, type SizedRef, type TypeCount } from '../resource.repository';
+import {
+  anyPatientCompartmentFilter,
+  careDateCondition,
+  outsideReferencePattern,
+  outsideTargets,
+} from './everything-filters';
+import type { Filter } from './filter-clauses';
+import { compartmentFilter, typeAmong } from './patient-compartment-filter';
+import { INDEX_NAMES } from './search-indexes';
+
+/** The order of `$everything`: resource type, then id. */
+const PAGE_ORDER = { t: 1, id: 1 } as const;
+
+/** Which resources an `$everything` serves (its parameters, https://hl7.org/fhir/R4/patient-operation-everything.html). */
+export interface EverythingSelection {
+  types?: string[];
+  since?: Date;
+  start?: Date;
+  end?: Date;
+}
+
+/**
+ * One `$everything`'s queries (opaque above storage): the compartment, what of it is served, the
+ * index they run on, and the Patient served first (instance level).
+ */
+export interface EverythingScope {
+  readonly compartment: Filter;
+  readonly served: Filter;
+  readonly hint?: string;
+  readonly patients: SizedRef[];
+}
+
+/**
+ * The reads of `Patient/$everything` and of its removal (everything.service.ts lays out the pages):
+ * per-type counts, the resources referenced outside the compartment, and the compartment's part
+ * of a page, by key and JSON size only (the page byte budget decides before any JSON is read).
+ */
+@Injectable()
+export class EverythingReader {
+  constructor(
+    private readonly repository: ResourceRepository,
+    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'urls'>,
+  ) {}
+
+  private get base(): string {
+    return this.settings.urls.base;
+  }
+
+  /**
+   * Instance level (`patientId`): Patient/{id} served first (404 when it is not in the caller's
+   * scope), its compartment without it beside, on the reference index by its `v, c, idx.ref`
+   * prefix (any type: the planner cannot tell multikey selectivity). Type level: every Patient
+   * of the caller's scope and every resource in some Patient compartment, in one sorted stream; the
+   * Patients are part of it, so none is held in memory. No hint: the Patients match on their
+   * type, the rest on a reference pattern.
+   */
+  async scope(
+    ctx: TenantContext,
+    version: FhirVersion,
+    patientId: string | undefined,
+    selection: EverythingSelection,
+  ): Promise<EverythingScope> {
+    let compartment: Filter;
+    let patients: SizedRef[] = [];
+    let hint: string | undefined;
+    if (patientId === undefined) {
+      compartment = anyPatientCompartmentFilter(version, this.base);
+    } else {
+      const key = this.repository.key(ctx, version, 'Patient', patientId);
+      const [patient] = await this.repository.sizesOf(ctx, version, { _id: key }, 1);
+      if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
+      patients = [patient];
+      compartment = {
+        $and: [
+          compartmentFilter(version, patientId, this.base),
+          // a Patient that links to itself is served once, as the Patient
+          { _id: { $ne: patient._id } },
+        ],
+      };
+      hint = INDEX_NAMES.ref;
+    }
+    const careDates = careDateCondition(selection.start, selection.end);
+    const conditions: Filter[] = [compartment];
+    if (careDates) conditions.push(careDates);
+    if (selection.types) conditions.push(typeAmong(selection.types));
+    if (selection.since) conditions.push({ lu: { $gte: selection.since } });
+    const served = conditions.length === 1 ? compartment : { $and: conditions };
+    return { compartment, served, hint, patients };
+  }
+
+  /**
+   * Per type, how many resources are served; the resources referenced outside the compartment
+   * (from the whole compartment, whatever the selection serves), by size; and with `window`, the
+   * served compartment resources `[skip, skip + limit)` in page order read in the same pass
+   * (one patient's compartment is small enough to come back as one document, `$facet`'s reply;
+   * every patient's is counted on its own, its part of the page queried after).
+   */
+  async counts(
+    ctx: TenantContext,
+    version: FhirVersion,
+    scope: EverythingScope,
+    window?: { skip: number; limit: number },
+  ): Promise<{ types: TypeCount[]; window?: SizedRef[]; outside: SizedRef[] }> {
+    const { compartment, served, hint } = scope;
+    const referencePattern = outsideReferencePattern(version, this.base);
+    const ownPattern = served === compartment ? referencePattern : undefined;
+    const [counted, referencing] = await Promise.all([
+      window === undefined
+        ? this.repository
+            .countByType(ctx, version, served, { hint, referencePattern: ownPattern })
+            .then((types) => ({ types, window: undefined }))
+        : this.repository.countByTypeWithWindow(ctx, version, served, {
+            hint,
+            referencePattern: ownPattern,
+            sort: PAGE_ORDER,
+            ...window,
+          }),
+      served === compartment
+        ? undefined
+        : this.repository.countByType(ctx, version, compartment, { hint, referencePattern }),
+    ]);
+    const outsideKeys = outsideTargets(
+      (referencing ?? counted.types).flatMap((row) => row.references),
+      this.base,
+      version,
+    ).map((ref) => this.repository.key(ctx, version, ref.type, ref.id));
+    const outside = await this.repository.sizesOf(
+      ctx,
+      version,
+      { _id: { $in: outsideKeys } },
+      outsideKeys.length,
+    );
+    return { types: counted.types, window: counted.window, outside };
+  }
+
+  /** Served compartment resources of `single`'s type ordered before it (by id). */
+  countBefore(
+    ctx: TenantContext,
+    version: FhirVersion,
+    scope: EverythingScope,
+    single: SizedRef,
+  ): Promise<number> {
+    return this.repository.countBy(ctx, version, {
+      filter: { $and: [scope.served, { t: single.t, id: { $lt: single.id } }] },
+      hint: scope.hint,
+    });
+  }
+
+  /** Served compartment resources `[skip, skip + limit)` in page order, by key and size. */
+  compartmentPage(
+    ctx: TenantContext,
+    version: FhirVersion,
+    scope: EverythingScope,
+    skip: number,
+    limit: number,
+  ): Promise<SizedRef[]> {
+    return this.repository.sizesOf(ctx, version, scope.served, limit, {
+      sort: PAGE_ORDER,
+      skip,
+      hint: scope.hint,
+    });
+  }
+
+  /** Up to `limit` resources of Patient/{id}'s compartment (the Patient itself not among them), by key. */
+  compartmentBatch(ctx: TenantContext, version: FhirVersion, patientId: string, limit: number) {
+    return this.repository.findFields(
+      ctx,
+      version,
+      compartmentFilter(version, patientId, this.base),
+      {},
+      limit,
+    );
+  }
+
+  /** The Provenances one of whose targets is among `references` (`Type/id`), with their JSON. */
+  provenancesTargeting(
+    ctx: TenantContext,
+    version: FhirVersion,
+    references: readonly string[],
+    limit: number,
+  ) {
+    return this.repository.findFields(
+      ctx,
+      version,
+      // target `Type/id/_history/n` is indexed as `Type/id`
+      { t: 'Provenance', 'idx.ref': { $in: references.map((ref) => `target|${ref}`) } },
+      { json: 1, vid: 1 },
+      limit,
+    );
+  }
+}

@@ -1,0 +1,169 @@
+import { Injectable } from '@nestjs/common';
+import { OperationOutcomeError, SearchError, type FhirVersion, type ParsedSearch } from '@app/fhir';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import type { ResourceDoc } from '../documents';
+import { LAST_UPDATED_INDEX } from '../indexes';
+import { ResourceRepository, type SearchPageRows } from '../resource.repository';
+import { buildFilter } from './filter-builder';
+import type { Filter } from './filter-clauses';
+import { INDEX_NAMES } from './search-indexes';
+import { SubQueryResolver } from './sub-query-resolver';
+
+/** See `lateCount`: a page query that has not answered by then starts the count beside it. */
+const COUNT_BESIDE_AFTER_MS = 15;
+
+/** Search-lib errors are the client's: 400 with the issue code the lib chose. */
+export function asOutcomeError(error: unknown): unknown {
+  if (error instanceof SearchError)
+    return new OperationOutcomeError(error.code, error.message, { status: 400 });
+  return error;
+}
+
+/**
+ * Where a search runs beyond its own parameters: a compartment's restriction
+ * (patient-compartment-filter.ts `compartmentWithin`). Opaque above storage: a feature names the
+ * compartment, storage builds the query.
+ */
+export interface SearchWithin {
+  readonly restriction: Filter;
+}
+
+/** `searchPage`'s page: `size` matches held to `maxBytes` of JSON (size 0: only whether one exists). */
+export interface SearchPageSize {
+  size: number;
+  maxBytes: number;
+}
+
+/** A searchset page's matches, and (when asked and the page did not tell it) the count of all matches. */
+export interface SearchPageResult extends SearchPageRows {
+  /** What the count asked for answered (at most its `limit`); only when `matchesFromSkip` is unknown. */
+  counted?: number;
+}
+
+/**
+ * Search execution in the caller's tenant scope (docs/architecture.md "Path of a search"): the
+ * parsed search becomes the store filter (filter-builder.ts), chains and `_has` run first
+ * (sub-query-resolver.ts), the index to run on is chosen here (the compartment's too), and the page
+ * is read within its byte budget (ResourceRepository.searchPage, page-budget.ts). Features hand
+ * over a ParsedSearch and get resources back: none builds a filter or names an index.
+ */
+@Injectable()
+export class SearchExecutor {
+  constructor(
+    private readonly repository: ResourceRepository,
+    private readonly subQueries: SubQueryResolver,
+  ) {}
+
+  /**
+   * One page of a search from `parsed.skip`. `count`: also count the matches (at most `limit`)
+   * when the page does not tell the total itself; the count starts beside the page query once
+   * that query has run for COUNT_BESIDE_AFTER_MS (`lateCount`).
+   */
+  async searchPage(
+    ctx: TenantContext,
+    version: FhirVersion,
+    parsed: ParsedSearch,
+    options: { within?: SearchWithin; page: SearchPageSize; count?: { limit?: number } },
+  ): Promise<SearchPageResult> {
+    const query = await this.queryOf(ctx, version, parsed, options.within);
+    const counter = options.count
+      ? this.lateCount(ctx, version, { filter: query.filter, hint: query.hint, limit: options.count.limit })
+      : undefined;
+    let page: SearchPageRows;
+    try {
+      page = await this.repository.searchPage(
+        ctx,
+        version,
+        { filter: query.filter, hint: query.hint, sort: query.sort, skip: parsed.skip },
+        options.page,
+      );
+    } finally {
+      counter?.stopIfNotStarted();
+    }
+    if (counter === undefined || page.matchesFromSkip !== undefined) return page;
+    return { ...page, counted: await counter.count() };
+  }
+
+  /**
+   * Whether `type/id` is a current resource in the caller's scope: only its size is read, the
+   * JSON stays in the database (a compartment search's Patient must exist).
+   */
+  async exists(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<boolean> {
+    const key = this.repository.key(ctx, version, type, id);
+    return (await this.repository.sizesOf(ctx, version, { _id: key }, 1)).length > 0;
+  }
+
+  /** Every match counted (`_summary=count`). */
+  async count(
+    ctx: TenantContext,
+    version: FhirVersion,
+    parsed: ParsedSearch,
+    within?: SearchWithin,
+  ): Promise<number> {
+    const { filter, hint } = await this.queryOf(ctx, version, parsed, within);
+    return this.repository.countBy(ctx, version, { filter, hint });
+  }
+
+  /** At most `limit` current matches in the default order (conditional interactions). */
+  async matches(
+    ctx: TenantContext,
+    version: FhirVersion,
+    parsed: ParsedSearch,
+    limit: number,
+  ): Promise<ResourceDoc[]> {
+    const { filter } = await this.queryOf(ctx, version, parsed);
+    return (await this.repository.search(ctx, version, { filter, limit })).docs;
+  }
+
+  /** The store filter, order and index of a parsed search: chains and `_has` resolved. */
+  private async queryOf(
+    ctx: TenantContext,
+    version: FhirVersion,
+    parsed: ParsedSearch,
+    within?: SearchWithin,
+  ) {
+    let built;
+    try {
+      built = buildFilter(parsed);
+    } catch (error) {
+      throw asOutcomeError(error);
+    }
+    const searched = await this.subQueries.resolve(ctx, version, built);
+    const filter = within ? { $and: [searched, within.restriction] } : searched;
+    // Without a clause of its own a compartment search runs on the references the compartment names.
+    const hint =
+      within && (built.index === undefined || built.index === LAST_UPDATED_INDEX)
+        ? INDEX_NAMES.ref
+        : built.index;
+    return { filter, hint, sort: built.sort };
+  }
+
+  /**
+   * The count for Bundle.total, started beside the page query once that query has run for
+   * COUNT_BESIDE_AFTER_MS: a search that answers sooner (a few matches, usually one page that tells
+   * its total) costs no count; a slow one (many matches) has its count run at the same time
+   * instead of after it.
+   */
+  private lateCount(
+    ctx: TenantContext,
+    version: FhirVersion,
+    query: Parameters<ResourceRepository['countBy']>[2],
+  ) {
+    let started: Promise<{ count: number } | { error: unknown }> | undefined;
+    const start = () =>
+      // Settled at once: a count nobody waits for (the page told the total) is no unhandled rejection.
+      (started ??= this.repository.countBy(ctx, version, query).then(
+        (count) => ({ count }),
+        (error: unknown) => ({ error }),
+      ));
+    const timer = setTimeout(() => void start(), COUNT_BESIDE_AFTER_MS);
+    return {
+      stopIfNotStarted: () => clearTimeout(timer),
+      count: async (): Promise<number> => {
+        const counted = await start();
+        if ('error' in counted) throw counted.error;
+        return counted.count;
+      },
+    };
+  }
+}

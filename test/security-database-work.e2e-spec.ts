@@ -101,6 +101,24 @@ describe('security: database work of includes and search values (e2e)', () => {
     expect(page.queries).toBeLessThanOrEqual(2);
   });
 
+  it(':iterate follows the ring level after level up to the depth cap, and the page warns that it stopped', async () => {
+    const res = await search('family=Ring&_count=1&_revinclude:iterate=Patient:link').expect(200);
+    const modes = res.body.entry.map((e: any) => e.search.mode);
+    expect(modes.filter((m: string) => m === 'match')).toHaveLength(1);
+    // the first level and two iterations (one iteration was the cap before): 3 patients
+    expect(modes.filter((m: string) => m === 'include')).toHaveLength(3);
+    const outcomes = res.body.entry.filter((e: any) => e.search.mode === 'outcome');
+    expect(outcomes).toHaveLength(1);
+    expect(outcomes[0].resource.issue[0]).toMatchObject({
+      severity: 'warning',
+      code: 'too-costly',
+      diagnostics: expect.stringContaining('followed 3 levels deep'),
+    });
+    // every patient a match: nothing new to include, no level is capped
+    const whole = await search(`family=Ring&_count=${RING}&_revinclude:iterate=Patient:link`).expect(200);
+    expect(whole.body.entry.every((e: any) => e.search.mode === 'match')).toBe(true);
+  });
+
   it('a search parameter listing more than 100 values → 400 too-costly naming the limit (the database never sees it)', async () => {
     const values = Array.from({ length: 101 }, (_, i) => `zq${i}`).join(',');
     const res = await request(t.server)

@@ -1,6 +1,12 @@
 import type { ResourceRepository, SizedRef } from '../resource.repository';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import { IncludeResolver, includesTruncatedEntry, MAX_INCLUDED } from './include-resolver';
+import {
+  includeDepthCappedEntry,
+  IncludeResolver,
+  includesTruncatedEntry,
+  MAX_INCLUDE_DEPTH,
+  MAX_INCLUDED,
+} from './include-resolver';
 
 const ctx: TenantContext = { clientId: 'c', userId: 1, scopes: [], form: 'user-token' };
 const revinclude = (overrides: object = {}) => ({
@@ -84,5 +90,72 @@ describe('IncludeResolver', () => {
     expect(sources).toEqual([100, 100, 50]);
     expect(additions).toHaveLength(3);
     expect(truncated).toBe(false);
+  });
+
+  describe(':iterate to a fixed point', () => {
+    const iterating = {
+      include: [],
+      revinclude: [revinclude({ iterate: true, sourceType: undefined, wildcard: true, params: [] })],
+    };
+
+    it('follows level after level until one adds nothing new (beyond one iteration)', async () => {
+      // a chain: each of MAX_INCLUDE_DEPTH levels finds one resource the levels before did not (one
+      // iteration, the cap before, stopped after two), the next finds none new
+      let level = 0;
+      const { resolver, calls } = resolverOver(() =>
+        ++level <= MAX_INCLUDE_DEPTH ? sized(1, level) : sized(1, 1),
+      );
+      const { additions, depthCapped } = await resolver.resolve(
+        ctx,
+        'r4',
+        iterating,
+        matches.slice(0, 1),
+        'http://x',
+      );
+      expect(additions.map((ref) => ref.id)).toEqual(
+        Array.from({ length: MAX_INCLUDE_DEPTH }, (_, i) => `o${i + 1}`),
+      );
+      expect(additions.length).toBeGreaterThan(2);
+      expect(calls).toHaveLength(MAX_INCLUDE_DEPTH + 1);
+      expect(depthCapped).toBe(false);
+    });
+
+    it('stops after MAX_INCLUDE_DEPTH levels and says so when a further level had more; the page warns', async () => {
+      let level = 0;
+      const { resolver, calls } = resolverOver(() => sized(1, level++));
+      const { additions, depthCapped, truncated } = await resolver.resolve(
+        ctx,
+        'r4',
+        iterating,
+        matches.slice(0, 1),
+        'http://x',
+      );
+      expect(additions).toHaveLength(MAX_INCLUDE_DEPTH);
+      // the levels, and one more read only to tell that the cap left something out
+      expect(calls).toHaveLength(MAX_INCLUDE_DEPTH + 1);
+      expect(depthCapped).toBe(true);
+      expect(truncated).toBe(false);
+      expect(includeDepthCappedEntry().resource).toMatchObject({
+        resourceType: 'OperationOutcome',
+        issue: [
+          { severity: 'warning', code: 'too-costly', diagnostics: expect.stringMatching(/3 levels deep/) },
+        ],
+      });
+    });
+
+    it('directives without :iterate read one level only', async () => {
+      let level = 0;
+      const { resolver, calls } = resolverOver(() => sized(1, level++));
+      const { additions, depthCapped } = await resolver.resolve(
+        ctx,
+        'r4',
+        { include: [], revinclude: [revinclude({ wildcard: true, sourceType: undefined, params: [] })] },
+        matches.slice(0, 1),
+        'http://x',
+      );
+      expect(additions).toHaveLength(1);
+      expect(calls).toHaveLength(1);
+      expect(depthCapped).toBe(false);
+    });
   });
 });

@@ -29,6 +29,14 @@ export const MAX_INCLUDED = 1000;
  */
 export const MAX_INCLUDE_DIRECTIVES = 20;
 
+/**
+ * Levels of includes one search follows: the first level, then `:iterate` directives on what the
+ * level before added, until nothing new is found (a fixed point) or this many levels were read.
+ * Each level is a query per directive over up to MAX_INCLUDED sources; past the cap, what a
+ * further level would have added is left out and the page says so (`includeDepthCappedEntry`).
+ */
+export const MAX_INCLUDE_DEPTH = 3;
+
 /** Resources whose references go into one wildcard `_revinclude` regex: the pattern stays a few KB. */
 const TARGETS_PER_WILDCARD_QUERY = 100;
 
@@ -62,10 +70,14 @@ function distinct(directives: readonly IncludeDirective[]): IncludeDirective[] {
   return [...seen.values()];
 }
 
-/** What `resolve` found: at most MAX_INCLUDED additions, and whether there were more. */
+/**
+ * What `resolve` found: at most MAX_INCLUDED additions, whether there were more, and whether
+ * `:iterate` would have found more past MAX_INCLUDE_DEPTH levels.
+ */
 export interface ResolvedIncludes {
   additions: SizedRef[];
   truncated: boolean;
+  depthCapped: boolean;
 }
 
 /** The OperationOutcome entry of a page whose additions stopped at MAX_INCLUDED. */
@@ -80,12 +92,26 @@ export function includesTruncatedEntry(): SearchsetEntry {
   return { fullUrl: `urn:uuid:${randomUUID()}`, resource: outcome, mode: 'outcome' };
 }
 
+/** The OperationOutcome entry of a page whose `:iterate` includes stopped at MAX_INCLUDE_DEPTH levels. */
+export function includeDepthCappedEntry(): SearchsetEntry {
+  const outcome = operationOutcome([
+    issue(
+      'too-costly',
+      `_include:iterate/_revinclude:iterate were followed ${MAX_INCLUDE_DEPTH} levels deep; resources further away are not included`,
+      { severity: 'warning' },
+    ),
+  ]);
+  return { fullUrl: `urn:uuid:${randomUUID()}`, resource: outcome, mode: 'outcome' };
+}
+
 /**
  * `_include` / `_revinclude` (https://hl7.org/fhir/R4/search.html#include): the resources the
  * matches reference, and the resources that reference the matches, through the `idx.ref` entries
  * written at index time. Every look-up goes through the repository with the caller's tenant scope,
- * so an include can never reach another user's resource. `:iterate` directives run once more on
- * what the first level included (one extra level: the iteration depth's cap). Nothing is returned
+ * so an include can never reach another user's resource. `:iterate` directives run again on what
+ * the level before included, until a level adds nothing new, at most MAX_INCLUDE_DEPTH levels in
+ * all (https://hl7.org/fhir/R4/search.html#revinclude: iterate "until no new resources are
+ * found"; the cap bounds a cyclic or very connected store). Nothing is returned
  * twice, and nothing that is already a match. Repeated directives collapse into one; more than
  * MAX_INCLUDE_DIRECTIVES distinct ones are refused (docs/security.md "Database work").
  *
@@ -113,7 +139,8 @@ export class IncludeResolver {
         { status: 400 },
       );
     }
-    if (include.length === 0 && revinclude.length === 0) return { additions: [], truncated: false };
+    if (include.length === 0 && revinclude.length === 0)
+      return { additions: [], truncated: false, depthCapped: false };
     const seen = new Set(matches.map((doc) => doc._id));
     const included: SizedRef[] = [];
     const add = (docs: readonly SizedRef[]): SizedRef[] => {
@@ -123,19 +150,36 @@ export class IncludeResolver {
       return fresh;
     };
     const localPrefix = `${serviceBase}/${version}/`;
-    const firstLevel = add(await this.level(ctx, version, include, revinclude, matches, localPrefix));
+    let level = add(await this.level(ctx, version, include, revinclude, matches, localPrefix));
     const iterating = {
       include: include.filter((d) => d.iterate),
       revinclude: revinclude.filter((d) => d.iterate),
     };
-    if (
-      firstLevel.length > 0 &&
-      included.length < MAX_INCLUDED &&
-      iterating.include.length + iterating.revinclude.length > 0
-    ) {
-      add(await this.level(ctx, version, iterating.include, iterating.revinclude, firstLevel, localPrefix));
+    const iterates = iterating.include.length + iterating.revinclude.length > 0;
+    let depth = 1;
+    let depthCapped = false;
+    while (iterates && level.length > 0 && included.length < MAX_INCLUDED) {
+      const next = await this.level(
+        ctx,
+        version,
+        iterating.include,
+        iterating.revinclude,
+        level,
+        localPrefix,
+      );
+      if (depth === MAX_INCLUDE_DEPTH) {
+        // one level past the cap is read only to tell whether the cap left anything out
+        depthCapped = next.some((doc) => !seen.has(doc._id));
+        break;
+      }
+      level = add(next);
+      depth++;
     }
-    return { additions: included.slice(0, MAX_INCLUDED), truncated: included.length > MAX_INCLUDED };
+    return {
+      additions: included.slice(0, MAX_INCLUDED),
+      truncated: included.length > MAX_INCLUDED,
+      depthCapped,
+    };
   }
 
   /** The current JSON of resolved inclusions, in their order (one deleted meanwhile is left out). */

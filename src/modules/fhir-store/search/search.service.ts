@@ -14,7 +14,11 @@ import type { ResourceDoc } from '../../../storage/documents';
 import { servedWithinBudget } from '../../../storage/page-budget';
 import { SearchExecutor, type SearchWithin } from '../../../storage/search/search-executor';
 import { compartmentWithin } from '../../../storage/search/compartment-search-filter';
-import { IncludeResolver, includesTruncatedEntry } from '../../../storage/search/include-resolver';
+import {
+  includeDepthCappedEntry,
+  IncludeResolver,
+  includesTruncatedEntry,
+} from '../../../storage/search/include-resolver';
 import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
 import {
   FULL_TEXT_OFF,
@@ -143,7 +147,7 @@ export class SearchService {
       : page.matchesFromSkip !== undefined
         ? parsed.skip + page.matchesFromSkip
         : totalOf(page.counted ?? 0, plan);
-    const { matches, included, cut, truncated } = await this.withIncludes(
+    const { matches, included, cut, truncated, depthCapped } = await this.withIncludes(
       ctx,
       version,
       parsed,
@@ -160,6 +164,7 @@ export class SearchService {
     ];
     if (warnings) entries.push(warnings);
     if (truncated) entries.push(includesTruncatedEntry());
+    if (depthCapped) entries.push(includeDepthCappedEntry());
     const links = searchLinks(searchUrl, kept, {
       skip: parsed.skip,
       count: parsed.count,
@@ -185,11 +190,23 @@ export class SearchService {
     docs: ResourceDoc[],
     base: string,
     budget: number,
-  ): Promise<{ matches: ResourceDoc[]; included: ResourceDoc[]; cut: boolean; truncated: boolean }> {
+  ): Promise<{
+    matches: ResourceDoc[];
+    included: ResourceDoc[];
+    cut: boolean;
+    truncated: boolean;
+    depthCapped: boolean;
+  }> {
     const sum = (sizes: readonly number[]) => sizes.reduce((total, size) => total + size, 0);
     let matches = docs;
     for (;;) {
-      const { additions, truncated } = await this.includes.resolve(ctx, version, parsed, matches, base);
+      const { additions, truncated, depthCapped } = await this.includes.resolve(
+        ctx,
+        version,
+        parsed,
+        matches,
+        base,
+      );
       const sizes = additions.map((ref) => ref.size);
       const room = budget - sum(matches.map((doc) => doc.json?.length ?? 0));
       if (sum(sizes) > room && matches.length > 1) {
@@ -199,7 +216,7 @@ export class SearchService {
       // additions to matches already served: none when even the first does not fit
       const kept = servedWithinBudget(ctx, sizes, Math.max(0, room), { firstAlways: false });
       const included = await this.includes.read(ctx, version, additions.slice(0, kept));
-      return { matches, included, cut: matches.length < docs.length, truncated };
+      return { matches, included, cut: matches.length < docs.length, truncated, depthCapped };
     }
   }
 

@@ -125,4 +125,129 @@ describe('identity: users (e2e)', () => {
         .expect(401);
     });
   });
+
+  describe('request bodies: every rule of the DTOs answers 400 { error, message }', () => {
+    const badRequest = (res: request.Response, message: RegExp) => {
+      expect([res.status, res.body]).toEqual([
+        400,
+        { error: 'bad_request', message: expect.stringMatching(message) },
+      ]);
+    };
+
+    it('POST: app_user_id missing, of the wrong type, blank or oversize → 400; a number is its digits', async () => {
+      for (const [appUserId, message] of [
+        [undefined, /^app_user_id is required$/],
+        [{ $ne: null }, /^app_user_id is required$/],
+        [['a', 'b'], /^app_user_id is required$/],
+        [true, /^app_user_id is required$/],
+        ['   ', /^app_user_id is required$/],
+        ['x'.repeat(257), /^app_user_id is longer than 256 characters$/],
+      ] as const) {
+        badRequest(
+          await request(t.server)
+            .post(USERS)
+            .send({ ...creds(a), app_user_id: appUserId }),
+          message,
+        );
+      }
+      await request(t.server)
+        .post(USERS)
+        .send({ ...creds(a), app_user_id: 'x'.repeat(256) })
+        .expect(200);
+      const numeric = await request(t.server)
+        .post(USERS)
+        .send({ ...creds(a), app_user_id: 4711 })
+        .expect(200);
+      expect(numeric.body.app_user_id).toBe('4711');
+    });
+
+    it('unknown extra fields are ignored, as before (form and JSON)', async () => {
+      await request(t.server)
+        .post(USERS)
+        .send({ ...creds(a), app_user_id: 'extra-json', role: 'admin', service_user_id: 1 })
+        .expect(200);
+      await request(t.server)
+        .post(USERS)
+        .type('form')
+        .send({ ...creds(a), app_user_id: 'extra-form', whatever: 'x' })
+        .expect(200);
+    });
+
+    it('PUT: service_user_id missing or not a positive integer → 400; the new name follows the app_user_id rule', async () => {
+      const u = await createUser(t, a, 'rename-rules');
+      for (const serviceUserId of [undefined, 'abc', 0, -1, 1.5, '1e3', 2 ** 53, true]) {
+        badRequest(
+          await request(t.server)
+            .put(USERS)
+            .send({ ...creds(a), app_user_id: 'n', service_user_id: serviceUserId }),
+          /^service_user_id must be a positive integer$/,
+        );
+      }
+      badRequest(
+        await request(t.server)
+          .put(USERS)
+          .send({ ...creds(a), service_user_id: u.service_user_id }),
+        /^app_user_id is required$/,
+      );
+      badRequest(
+        await request(t.server)
+          .put(USERS)
+          .send({ ...creds(a), app_id_user: 'line\nbreak', service_user_id: u.service_user_id }),
+        /^app_user_id contains the control character U\+000A/,
+      );
+      const renamed = await request(t.server)
+        .put(USERS)
+        .send({ ...creds(a), app_id_user: 1234, service_user_id: u.service_user_id })
+        .expect(200);
+      expect(renamed.body).toMatchObject({ service_user_id: u.service_user_id, app_user_id: '1234' });
+    });
+
+    it('PUT sign-in-secret: a secret not a string, or not 8 to 200 characters → 400', async () => {
+      const u = await createUser(t, a, 'secret-rules');
+      const put = (secret: unknown) =>
+        request(t.server)
+          .put(`${USERS}/sign-in-secret`)
+          .send({ ...creds(a), app_user_id: u.app_user_id, secret });
+      badRequest(await put(12345678), /^secret must be a string$/);
+      badRequest(await put(['12345678', '12345678']), /^secret must be a string$/);
+      badRequest(await put('short'), /^secret must be 8 to 200 characters$/);
+      badRequest(await put('s'.repeat(201)), /^secret must be 8 to 200 characters$/);
+      await put('s'.repeat(200)).expect(200);
+      const made = await put(undefined).expect(200);
+      expect(made.body.sign_in_secret).toEqual(expect.any(String));
+      badRequest(
+        await request(t.server)
+          .put(`${USERS}/sign-in-secret`)
+          .send({ ...creds(a), secret: 'long enough' }),
+        /^app_user_id is required$/,
+      );
+    });
+
+    it('POST auth-code: a scope that is not a string → 400', async () => {
+      const u = await createUser(t, a, 'code-rules');
+      badRequest(
+        await request(t.server)
+          .post(`${USERS}/auth-code`)
+          .send({ ...creds(a), app_user_id: u.app_user_id, scope: ['openid', 'x'] }),
+        /^scope must be a string$/,
+      );
+      badRequest(
+        await request(t.server)
+          .post(`${USERS}/auth-code`)
+          .send({ ...creds(a), app_user_id: '' }),
+        /^app_user_id is required$/,
+      );
+    });
+
+    it('GET: a bad service_user_id or app_user_id filter → 400; an empty service_user_id is no filter', async () => {
+      const list = (query: Record<string, unknown>) =>
+        request(t.server).get(USERS).set(creds(a)).query(query);
+      badRequest(await list({ service_user_id: 'abc' }), /^service_user_id must be a positive integer$/);
+      badRequest(await list({ service_user_id: '0' }), /^service_user_id must be a positive integer$/);
+      badRequest(await list({ app_user_id: '' }), /^app_user_id is required$/);
+      badRequest(await list({ app_user_id: ['a', 'b'] }), /^app_user_id is required$/);
+      const all = await list({ service_user_id: '' }).expect(200);
+      expect(all.body.total).toBeGreaterThan(1);
+    });
+  });
 });

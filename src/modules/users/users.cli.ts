@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { withAppContext } from '../../cli/cli-context';
+import { API_BODY } from '../../common/body-validation';
+import { CreateUserBody } from './user.dto';
 import { UsersService } from './users.service';
 
 /**
@@ -15,8 +17,13 @@ export function registerUserCommands(program: Command): void {
       "a new random sign-in secret for a plan's member; prints {service_user_id, app_user_id, sign_in_secret}",
     )
     .action(async (clientId: string, appUserId: string) => {
+      // the app_user_id rule of the HTTP route, through the same pipe
+      const member = (await API_BODY.transform(
+        { app_user_id: appUserId },
+        { type: 'body', metatype: CreateUserBody },
+      )) as CreateUserBody;
       const result = await withAppContext((app) =>
-        app.get(UsersService).setSignInSecretOf({ clientId }, appUserId, undefined),
+        app.get(UsersService).setSignInSecretOf({ clientId }, member.app_user_id, undefined),
       );
       process.stdout.write(`${JSON.stringify(result)}\n`);
     });

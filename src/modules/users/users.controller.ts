@@ -7,12 +7,12 @@ import {
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiQuery,
   ApiSecurity,
   ApiTags,
   ApiTooManyRequestsResponse,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
+import { API_BODY } from '../../common/body-validation';
 import { SECURITY } from '../../configure-app';
 import { Tenant, UseTenant } from '../../tenancy/use-tenant.decorator';
 import type { TenantContext } from '../../tenancy/tenant-context';
@@ -23,6 +23,7 @@ import {
   AuthCodeView,
   CreatedUserView,
   CreateUserBody,
+  ListUsersQuery,
   RenameUserBody,
   SignInSecretBody,
   UserListView,
@@ -50,10 +51,13 @@ export class UsersController {
   @ApiBody({ type: CreateUserBody })
   @ApiSecurity({ [SECURITY.clientId]: [], [SECURITY.clientSecret]: [] })
   @ApiOkResponse({ type: CreatedUserView })
-  @ApiBadRequestResponse({ description: 'app_user_id missing' })
+  @ApiBadRequestResponse({ description: 'app_user_id missing, blank, too long or with control characters' })
   @ApiUnauthorizedResponse({ description: 'bad client credentials' })
-  create(@ClientCredentials() creds: PresentedClientCredentials | null, @Body() body: CreateUserBody) {
-    return this.users.createUser(creds, body?.app_user_id);
+  create(
+    @ClientCredentials() creds: PresentedClientCredentials | null,
+    @Body(API_BODY) body: CreateUserBody,
+  ) {
+    return this.users.createUser(creds, body.app_user_id);
   }
 
   @Get()
@@ -63,15 +67,9 @@ export class UsersController {
     description:
       'Client headers (or a client-level token) list every user of the client; a user token lists only its own user.',
   })
-  @ApiQuery({ name: 'app_user_id', required: false })
-  @ApiQuery({ name: 'service_user_id', required: false })
-  @ApiQuery({ name: 'limit', required: false, description: '1–500, default 50' })
-  @ApiQuery({ name: 'offset', required: false, description: 'default 0' })
   @ApiOkResponse({ type: UserListView })
-  list(
-    @Tenant() ctx: TenantContext,
-    @Query() q: { app_user_id?: string; service_user_id?: string; limit?: string; offset?: string },
-  ) {
+  @ApiBadRequestResponse({ description: 'a bad filter, limit or offset' })
+  list(@Tenant() ctx: TenantContext, @Query(API_BODY) q: ListUsersQuery) {
     return this.users.listUsers(ctx, q);
   }
 
@@ -81,11 +79,15 @@ export class UsersController {
   @ApiBody({ type: RenameUserBody })
   @ApiSecurity({ [SECURITY.clientId]: [], [SECURITY.clientSecret]: [] })
   @ApiOkResponse({ type: UserView })
+  @ApiBadRequestResponse({ description: 'a bad app_user_id or service_user_id' })
   @ApiNotFoundResponse({ description: 'no such user in this client' })
   @ApiConflictResponse({ description: 'the new app_user_id is taken in this client' })
   @ApiUnauthorizedResponse({ description: 'bad client credentials' })
-  rename(@ClientCredentials() creds: PresentedClientCredentials | null, @Body() body: RenameUserBody) {
-    return this.users.renameUser(creds, body ?? {});
+  rename(
+    @ClientCredentials() creds: PresentedClientCredentials | null,
+    @Body(API_BODY) body: RenameUserBody,
+  ) {
+    return this.users.renameUser(creds, body.service_user_id, body.app_user_id);
   }
 
   @Put('sign-in-secret')
@@ -98,13 +100,14 @@ export class UsersController {
   @ApiBody({ type: SignInSecretBody })
   @ApiSecurity({ [SECURITY.clientId]: [], [SECURITY.clientSecret]: [] })
   @ApiOkResponse({ description: '{ service_user_id, app_user_id[, sign_in_secret] }' })
+  @ApiBadRequestResponse({ description: 'a bad app_user_id, or a secret not of 8 to 200 characters' })
   @ApiNotFoundResponse({ description: 'no such user in this client' })
   @ApiUnauthorizedResponse({ description: 'bad client credentials' })
   signInSecret(
     @ClientCredentials() creds: PresentedClientCredentials | null,
-    @Body() body: SignInSecretBody,
+    @Body(API_BODY) body: SignInSecretBody,
   ) {
-    return this.users.setSignInSecret(creds, body?.app_user_id, body?.secret);
+    return this.users.setSignInSecret(creds, body.app_user_id, body.secret);
   }
 
   @Post('auth-code')
@@ -114,9 +117,13 @@ export class UsersController {
   @ApiBody({ type: AuthCodeBody })
   @ApiSecurity({ [SECURITY.clientId]: [], [SECURITY.clientSecret]: [] })
   @ApiOkResponse({ type: AuthCodeView })
+  @ApiBadRequestResponse({ description: 'a bad app_user_id or scope' })
   @ApiNotFoundResponse({ description: 'no such user in this client' })
   @ApiUnauthorizedResponse({ description: 'bad client credentials' })
-  authCode(@ClientCredentials() creds: PresentedClientCredentials | null, @Body() body: AuthCodeBody) {
-    return this.users.issueAuthCode(creds, body?.app_user_id, body?.scope);
+  authCode(
+    @ClientCredentials() creds: PresentedClientCredentials | null,
+    @Body(API_BODY) body: AuthCodeBody,
+  ) {
+    return this.users.issueAuthCode(creds, body.app_user_id, body.scope);
   }
 }

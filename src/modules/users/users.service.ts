@@ -1,11 +1,4 @@
-import {
-  BadRequestException,
-  ConflictException,
-  HttpException,
-  Injectable,
-  NotFoundException,
-} from '@nestjs/common';
-import { identifierProblem } from '../../common/body-hygiene';
+import { ConflictException, HttpException, Injectable, NotFoundException } from '@nestjs/common';
 import { pagingParameter } from '../../common/paging-parameter';
 import { ClientScope, TenantContext } from '../../tenancy/tenant-context';
 import { ClientRecord } from '../auth/clients/client.schema';
@@ -14,13 +7,12 @@ import { ClientAuthenticator } from '../auth/rate-limit/client-authenticator';
 import { RateLimitService } from '../auth/rate-limit/rate-limit.service';
 import { GrantService } from '../auth/tokens/grant.service';
 import { hashSecret, newSecret } from '../auth/clients/secret-hash';
+import type { ListUsersQuery } from './user.dto';
 import { UserRecord } from './user.schema';
 import { UsersRepository } from './users.repository';
 import { isDuplicateKey } from '../../storage/duplicate-key';
 
 export const USER_EXISTS_MESSAGE = 'this user already exists';
-/** Shortest member sign-in secret a plan may set (NIST SP 800-63B §5.1.1.2: at least 8). */
-const MIN_SIGN_IN_SECRET = 8;
 const MAX_PAGE = 500;
 
 export interface CreatedUser {
@@ -40,7 +32,10 @@ export interface UserListPage {
   offset: number;
 }
 
-/** User management and authorization codes (docs/api.md §3). */
+/**
+ * User management and authorization codes (docs/api.md §3). Inputs arrive checked by the DTOs of
+ * user.dto.ts (the controller's ValidationPipe, the CLI through the same pipe).
+ */
 @Injectable()
 export class UsersService {
   constructor(
@@ -59,9 +54,8 @@ export class UsersService {
     return this.repo.findByAppUserId({ clientId }, appUserId);
   }
 
-  async createUser(creds: PresentedClientCredentials | null, rawAppUserId: unknown): Promise<CreatedUser> {
+  async createUser(creds: PresentedClientCredentials | null, appUserId: string): Promise<CreatedUser> {
     const client = await this.authenticate(creds);
-    const appUserId = requireAppUserId(rawAppUserId, 'app_user_id');
     const existing = await this.repo.findByAppUserId(client, appUserId);
     if (existing) return existingUser(existing);
     const { user, created } = await this.insertWithNewId(client, appUserId);
@@ -82,10 +76,7 @@ export class UsersService {
     };
   }
 
-  async listUsers(
-    ctx: TenantContext,
-    q: { app_user_id?: string; service_user_id?: string; limit?: string; offset?: string },
-  ): Promise<UserListPage> {
+  async listUsers(ctx: TenantContext, q: ListUsersQuery): Promise<UserListPage> {
     // A user token lists its own user only, and counts against that user's allowance.
     await this.rateLimit.hitUserManagement(
       ctx.clientId,
@@ -98,24 +89,22 @@ export class UsersService {
       overMax: 'refuse',
     });
     const offset = pagingParameter('offset', q.offset, { fallback: 0, max: 1_000_000, overMax: 'refuse' });
-    const serviceUserId =
-      q.service_user_id === undefined
-        ? undefined
-        : intParam(q.service_user_id, 'service_user_id', 0, 1, 2 ** 53 - 1);
-    const appUserId =
-      q.app_user_id === undefined ? undefined : requireAppUserId(q.app_user_id, 'app_user_id');
-    const { users, total } = await this.repo.list(ctx, { appUserId, serviceUserId, limit, offset });
+    const { users, total } = await this.repo.list(ctx, {
+      appUserId: q.app_user_id,
+      serviceUserId: q.service_user_id,
+      limit,
+      offset,
+    });
     return { users: users.map(({ client_id: _omit, ...u }) => u), total, limit, offset };
   }
 
   /** PUT: only the name changes (docs/api.md §3); `app_id_user` is the reference's name for the field. */
   async renameUser(
     creds: PresentedClientCredentials | null,
-    body: { app_user_id?: unknown; app_id_user?: unknown; service_user_id?: unknown },
+    serviceUserId: number,
+    newName: string,
   ): Promise<Omit<UserRecord, 'client_id'>> {
     const client = await this.authenticate(creds);
-    const newName = requireAppUserId(body.app_user_id ?? body.app_id_user, 'app_user_id');
-    const serviceUserId = requireServiceUserId(body.service_user_id);
     let renamed: UserRecord | null;
     try {
       renamed = await this.repo.rename(client, serviceUserId, newName);
@@ -131,36 +120,31 @@ export class UsersService {
 
   /**
    * The plan's backend sets a member's sign-in secret for the built-in SMART App Launch sign-in
-   * (stored scrypt-hashed like client secrets). Without `rawSecret` a random one is made and
+   * (stored scrypt-hashed like client secrets). Without `chosen` a random one is made and
    * returned, the only time it is shown.
    */
   async setSignInSecret(
     creds: PresentedClientCredentials | null,
-    rawAppUserId: unknown,
-    rawSecret: unknown,
+    appUserId: string,
+    chosen: string | undefined,
   ): Promise<{ service_user_id: number; app_user_id: string; sign_in_secret?: string }> {
     const client = await this.authenticate(creds);
-    return this.setSignInSecretOf(client, rawAppUserId, rawSecret);
+    return this.setSignInSecretOf(client, appUserId, chosen);
   }
 
   /** `user set-sign-in-secret` (operator CLI): as setSignInSecret, for the plan `clientId`. */
   async setSignInSecretOf(
     plan: ClientScope,
-    rawAppUserId: unknown,
-    rawSecret: unknown,
+    appUserId: string,
+    chosen: string | undefined,
   ): Promise<{ service_user_id: number; app_user_id: string; sign_in_secret?: string }> {
-    const appUserId = requireAppUserId(rawAppUserId, 'app_user_id');
-    if (rawSecret !== undefined && typeof rawSecret !== 'string')
-      throw new BadRequestException('secret must be a string');
-    if (rawSecret !== undefined && (rawSecret.length < MIN_SIGN_IN_SECRET || rawSecret.length > 200))
-      throw new BadRequestException(`secret must be ${MIN_SIGN_IN_SECRET} to 200 characters`);
-    const secret = rawSecret ?? newSecret();
+    const secret = chosen ?? newSecret();
     const user = await this.repo.setSignInHash(plan, appUserId, await hashSecret(secret));
     if (!user) throw new NotFoundException(`no user "${appUserId}" in this client`);
     return {
       service_user_id: user.service_user_id,
       app_user_id: user.app_user_id,
-      ...(rawSecret === undefined ? { sign_in_secret: secret } : {}),
+      ...(chosen === undefined ? { sign_in_secret: secret } : {}),
     };
   }
 
@@ -174,14 +158,11 @@ export class UsersService {
 
   async issueAuthCode(
     creds: PresentedClientCredentials | null,
-    rawAppUserId: unknown,
-    rawScope: unknown,
+    appUserId: string,
+    scope: string | undefined,
   ): Promise<{ code: string; expires_in: number; scope: string }> {
     const client = await this.authenticate(creds);
-    const appUserId = requireAppUserId(rawAppUserId, 'app_user_id');
-    if (rawScope !== undefined && typeof rawScope !== 'string')
-      throw new BadRequestException('scope must be a string');
-    const scopes = this.grants.userScopes(rawScope);
+    const scopes = this.grants.userScopes(scope);
     const user = await this.repo.findByAppUserId(client, appUserId);
     if (!user) throw new NotFoundException(`no user "${appUserId}" in this client`);
     const code = await this.grants.issueCode(client, { userId: user.service_user_id, appUserId }, scopes);
@@ -238,31 +219,4 @@ function existingUser(user: UserRecord): CreatedUser {
     active: user.active,
     message: USER_EXISTS_MESSAGE,
   };
-}
-
-function requireAppUserId(raw: unknown, field: string): string {
-  const value = typeof raw === 'number' ? String(raw) : raw;
-  if (typeof value !== 'string' || value.trim() === '') throw new BadRequestException(`${field} is required`);
-  if (value.length > 256) throw new BadRequestException(`${field} is longer than 256 characters`);
-  // An identifier that also travels in the x-app-user-id header: no control character at all
-  // (a header cannot carry CR/LF, and a log line should not), no lone surrogate.
-  const problem = identifierProblem(value);
-  if (problem) throw new BadRequestException(`${field} ${problem}`);
-  return value;
-}
-
-function requireServiceUserId(raw: unknown): number {
-  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(n) || n <= 0)
-    throw new BadRequestException('service_user_id must be a positive integer');
-  return n;
-}
-
-function intParam(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < min || n > max) {
-    throw new BadRequestException(`${name} must be an integer from ${min} to ${max}`);
-  }
-  return n;
 }

@@ -214,6 +214,103 @@ describe('identity: authorization codes and /oauth2/token (e2e)', () => {
     expect([noClient.status, noClient.body.error]).toEqual([401, 'invalid_client']);
   });
 
+  describe('request bodies: a malformed parameter → 400 invalid_request (RFC 6749 §5.2), no-store', () => {
+    const invalidRequest = (res: request.Response, description: RegExp) => {
+      expect([res.status, res.body]).toEqual([
+        400,
+        { error: 'invalid_request', error_description: expect.stringMatching(description) },
+      ]);
+      expect([res.headers['cache-control'], res.headers.pragma]).toEqual(['no-store', 'no-cache']);
+    };
+    const form = (path: string, body: string) =>
+      request(t.server).post(path).set('Content-Type', 'application/x-www-form-urlencoded').send(body);
+    const encoded = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+    it('token: grant_type missing or empty, a parameter repeated or not a string, an oversize value', async () => {
+      const c = encoded(creds(a));
+      invalidRequest(await form(TOKEN, `grant_type=&${c}`), /^grant_type is required$/);
+      invalidRequest(
+        await form(TOKEN, `grant_type=authorization_code&grant_type=refresh_token&${c}`),
+        /^grant_type must be given once, as a string$/,
+      );
+      invalidRequest(
+        await form(TOKEN, `grant_type=authorization_code&code=x&code=y&${c}`),
+        /^code must be given once, as a string$/,
+      );
+      invalidRequest(
+        await request(t.server)
+          .post(TOKEN)
+          .send({ grant_type: 'refresh_token', refresh_token: 42, ...creds(a) }),
+        /^refresh_token must be given once, as a string$/,
+      );
+      invalidRequest(
+        await request(t.server)
+          .post(TOKEN)
+          .send({ grant_type: { $ne: null }, ...creds(a) }),
+        /^grant_type must be given once, as a string$/,
+      );
+      invalidRequest(await exchange(creds(a), 'c'.repeat(8193)), /^code is longer than 8192 characters$/);
+      invalidRequest(
+        await form(TOKEN, `grant_type=refresh_token&refresh_token=r&scope=${'s'.repeat(2049)}&${c}`),
+        /^scope is longer than 2048 characters$/,
+      );
+      // an unknown code of legal size is still the grant's business
+      expect((await exchange(creds(a), 'c'.repeat(8192)).expect(400)).body.error).toBe('invalid_grant');
+    });
+
+    it('token: an empty parameter is a parameter not sent; unknown parameters are ignored', async () => {
+      const user = await createUser(t, a);
+      const noCode = await exchange(creds(a), '');
+      expect([noCode.status, noCode.body.error_description]).toEqual([400, 'code is required']);
+      const res = await form(
+        TOKEN,
+        encoded({
+          grant_type: 'refresh_token',
+          refresh_token: user.refresh_token,
+          ...creds(a),
+          audience: 'x',
+          foo: '',
+        }),
+      ).expect(200);
+      expect(res.body.token_type).toBe('Bearer');
+    });
+
+    it('program realm endpoint (POST and GET with a form body): the same rules', async () => {
+      const realm = '/auth/realms/dev-portal/protocol/openid-connect/token';
+      invalidRequest(await form(realm, `grant_type=a&grant_type=b&${encoded(creds(a))}`), /given once/);
+      invalidRequest(
+        await request(t.server)
+          .get(realm)
+          .set('Content-Type', 'application/x-www-form-urlencoded')
+          .send('grant_type='),
+        /^grant_type is required$/,
+      );
+    });
+
+    it('introspection and revocation: token missing, repeated or oversize → 400 invalid_request', async () => {
+      for (const path of ['/oauth2/introspect', '/oauth2/revoke']) {
+        const c = encoded(creds(a));
+        invalidRequest(await form(path, c), /^token is required$/);
+        invalidRequest(await form(path, `token=&${c}`), /^token is required$/);
+        invalidRequest(await form(path, `token=a&token=b&${c}`), /^token must be given once, as a string$/);
+        invalidRequest(
+          await form(path, `token=${'t'.repeat(8193)}&${c}`),
+          /^token is longer than 8192 characters$/,
+        );
+      }
+      // a token of legal size that is not one of ours: inactive, and nothing to revoke
+      expect(
+        (await form('/oauth2/introspect', encoded({ token: 'nope', ...creds(a) })).expect(200)).body,
+      ).toEqual({
+        active: false,
+      });
+      await form(
+        '/oauth2/revoke',
+        encoded({ token: 'nope', token_type_hint: 'access_token', ...creds(a) }),
+      ).expect(200);
+    });
+  });
+
   it('auth-code: unknown user 404, bad scope 400, bad credentials 401', async () => {
     const unknown = await request(t.server)
       .post(AUTH_CODE)
@@ -268,6 +365,29 @@ describe('identity: authorization codes and /oauth2/token (e2e)', () => {
         { client_id: [], client_secret: [], 'x-service-user-id': [] },
         { client_id: [], client_secret: [], 'x-app-user-id': [] },
       ]),
+    );
+    // the request DTOs describe the bodies and the list's filters, with their rules
+    const schemas = doc.components.schemas;
+    expect(schemas.CreateUserBody.required).toEqual(['app_user_id']);
+    expect(schemas.CreateUserBody.properties.app_user_id.maxLength).toBe(256);
+    expect(schemas.SignInSecretBody.properties.secret).toMatchObject({ minLength: 8, maxLength: 200 });
+    expect(schemas.RenameUserBody.required).toEqual(['app_user_id', 'service_user_id']);
+    expect(schemas.TokenRequestBody.required).toEqual(['grant_type']);
+    expect(Object.keys(schemas.TokenRequestBody.properties)).toEqual(
+      expect.arrayContaining(['code', 'refresh_token', 'redirect_uri', 'code_verifier', 'client_assertion']),
+    );
+    expect(schemas.TokenManagementBody.required).toEqual(['token']);
+    for (const path of ['/oauth2/token', '/oauth2/introspect', '/oauth2/revoke']) {
+      const body = doc.paths[path].post.requestBody.content['application/x-www-form-urlencoded'].schema;
+      expect([path, body.$ref]).toEqual([
+        path,
+        path === '/oauth2/token'
+          ? '#/components/schemas/TokenRequestBody'
+          : '#/components/schemas/TokenManagementBody',
+      ]);
+    }
+    expect(list.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['app_user_id', 'service_user_id', 'limit', 'offset']),
     );
   });
 });

@@ -144,6 +144,36 @@ describe('SMART Backend Services (e2e)', () => {
     expect(scope.body.error).toBe('invalid_scope');
   });
 
+  it('a malformed assertion form → 400 invalid_request: wrong or repeated type, missing or oversize assertion', async () => {
+    const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+    const send = (body: string) =>
+      request(t.server)
+        .post('/oauth2/token')
+        .set('Content-Type', 'application/x-www-form-urlencoded')
+        .send(body);
+    const form = (fields: Record<string, string>) =>
+      new URLSearchParams({ grant_type: 'client_credentials', ...fields }).toString();
+    for (const [body, description] of [
+      [form({ client_assertion_type: 'urn:other', client_assertion: 'x' }), /client_assertion_type must be/],
+      [
+        `${form({ client_assertion_type: JWT_BEARER })}&client_assertion_type=x&client_assertion=y`,
+        /given once/,
+      ],
+      [form({ client_assertion_type: JWT_BEARER }), /^client_assertion is required$/],
+      [form({ client_assertion_type: JWT_BEARER, client_assertion: '' }), /^client_assertion is required$/],
+      [
+        form({ client_assertion_type: JWT_BEARER, client_assertion: 'a'.repeat(8193) }),
+        /^client_assertion is longer than 8192 characters$/,
+      ],
+    ] as const) {
+      const res = await send(body);
+      expect([res.status, res.body]).toEqual([
+        400,
+        { error: 'invalid_request', error_description: expect.stringMatching(description) },
+      ]);
+    }
+  });
+
   it('set-jwks refuses a private key and an unknown client', async () => {
     const file = join(dir, 'private.json');
     writeFileSync(file, JSON.stringify({ keys: [rsa.privateKey.export({ format: 'jwk' })] }));

@@ -5,6 +5,7 @@ import type { Settings } from '../../../config/settings';
 import type { ClientRecord } from '../clients/client.schema';
 import { ClientsService } from '../clients/clients.service';
 import { OAuthError } from '../oauth/oauth-error';
+import type { ClientAuthParams, TokenRequestBody } from '../oauth/token-request.dto';
 import { CLIENT_ASSERTION_ALGORITHMS } from '../oauth/smart-configuration';
 import { RateLimitService } from '../rate-limit/rate-limit.service';
 import { requireClientTokenProgram, type Realm, type TokenSet } from '../tokens/grant.service';
@@ -21,11 +22,6 @@ const BACKEND_SCOPES = ['system/*.rs', 'system/*.read', 'bulk-data'] as const;
 /** backend-services.html: `exp` no more than five minutes in the future. */
 const MAX_ASSERTION_LIFETIME_S = 300;
 const CLOCK_SKEW_S = 30;
-
-function param(body: Record<string, unknown>, name: string): string | undefined {
-  const v = body[name];
-  return typeof v === 'string' && v !== '' ? v : undefined;
-}
 
 /** Every refusal of an assertion is the same 401 `invalid_client` (RFC 7523 §3.2), with a reason. */
 const refuse = (reason: string) => new OAuthError('invalid_client', reason, 401);
@@ -78,15 +74,10 @@ export class BackendServicesService {
    * The token of a verified assertion. `audience`: the URL of the token endpoint that was called;
    * `realm`: the program realm of that endpoint, if any (its program gate applies as to secrets).
    */
-  async token(
-    body: Record<string, unknown>,
-    audience: string,
-    address: string,
-    realm?: Realm,
-  ): Promise<TokenSet> {
+  async token(body: TokenRequestBody, audience: string, address: string, realm?: Realm): Promise<TokenSet> {
     const client = await this.authenticateAssertion(body, audience, address);
     requireClientTokenProgram(client, realm);
-    const { scopes, unknown } = parseScope(param(body, 'scope'), BACKEND_SCOPES);
+    const { scopes, unknown } = parseScope(body.scope, BACKEND_SCOPES);
     if (unknown.length > 0) {
       throw new OAuthError(
         'invalid_scope',
@@ -110,16 +101,16 @@ export class BackendServicesService {
    * failures throttled like wrong secrets. Also SMART apps' way at the token endpoint.
    */
   async authenticateAssertion(
-    body: Record<string, unknown>,
+    body: ClientAuthParams,
     audience: string,
     address: string,
   ): Promise<ClientRecord> {
-    if (param(body, 'client_assertion_type') !== JWT_BEARER_ASSERTION) {
+    if (body.client_assertion_type !== JWT_BEARER_ASSERTION) {
       throw new OAuthError('invalid_request', `client_assertion_type must be ${JWT_BEARER_ASSERTION}`);
     }
-    const assertion = param(body, 'client_assertion');
+    const assertion = body.client_assertion;
     if (!assertion) throw new OAuthError('invalid_request', 'client_assertion is required');
-    const claims = checkWithoutKey(assertion, audience, param(body, 'client_id'));
+    const claims = checkWithoutKey(assertion, audience, body.client_id);
     const attempt = await this.rateLimit.reserveAuthAttempt(claims.clientId.slice(0, 200), address);
     try {
       const client = await this.clients.findActive(claims.clientId);

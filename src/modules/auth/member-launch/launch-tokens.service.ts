@@ -1,4 +1,3 @@
-import { param, required } from '../oauth/form-params';
 import { createHash, randomBytes } from 'crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { SETTINGS } from '../../../config/config.module';
@@ -7,6 +6,7 @@ import { ClientRecord } from '../clients/client.schema';
 import { ClientsService } from '../clients/clients.service';
 import { sha256 } from '../clients/secret-hash';
 import { OAuthError } from '../oauth/oauth-error';
+import { requiredParam, type TokenRequestBody } from '../oauth/token-request.dto';
 import { TokenSet } from '../tokens/grant.service';
 import { TokenService } from '../tokens/token.service';
 import { TtlCache } from '../ttl-cache';
@@ -59,8 +59,8 @@ export class LaunchTokensService {
   }
 
   /** grant_type=authorization_code for an authenticated (or public, PKCE-bound) SMART app. */
-  async exchangeCode(app: ClientRecord, body: Record<string, unknown>): Promise<LaunchTokenSet> {
-    const code = required(body, 'code');
+  async exchangeCode(app: ClientRecord, body: TokenRequestBody): Promise<LaunchTokenSet> {
+    const code = requiredParam(body.code, 'code');
     const hash = sha256(code);
     const record = await this.repo.consumeCredential(app.clientId, hash, 'code');
     if (!record) {
@@ -76,13 +76,13 @@ export class LaunchTokensService {
       throw new OAuthError('invalid_grant', 'the code is unknown, already used, or issued to another client');
     }
     // RFC 6749 §4.1.3: the redirect_uri of the authorization request, identical
-    if (param(body, 'redirect_uri') !== record.redirect_uri) {
+    if (body.redirect_uri !== record.redirect_uri) {
       throw new OAuthError(
         'invalid_grant',
         'redirect_uri does not match the one of the authorization request',
       );
     }
-    checkVerifier(record.code_challenge, param(body, 'code_verifier'));
+    checkVerifier(record.code_challenge, body.code_verifier);
     const grant = await this.liveGrant(record.grant, app);
     return this.issueTokens(grant, record.scopes, record.nonce);
   }
@@ -91,12 +91,12 @@ export class LaunchTokensService {
    * grant_type=refresh_token with rotation; a `scope` may narrow what the grant gave, never widen
    * it (RFC 6749 §6). A used refresh token presented again revokes the grant.
    */
-  async refresh(app: ClientRecord, body: Record<string, unknown>): Promise<LaunchTokenSet> {
-    const token = required(body, 'refresh_token');
+  async refresh(app: ClientRecord, body: TokenRequestBody): Promise<LaunchTokenSet> {
+    const token = requiredParam(body.refresh_token, 'refresh_token');
     const hash = sha256(token);
     // the scope is checked before the token is used up: a refused widening costs the app nothing
     const presented = await this.repo.findCredential(app.clientId, hash);
-    const asked = param(body, 'scope');
+    const asked = body.scope;
     const wanted = asked === undefined ? undefined : [...new Set(asked.split(' ').filter(Boolean))];
     if (presented?.kind === 'refresh' && wanted) {
       const beyond = wanted.filter((s) => !presented.scopes.includes(s));

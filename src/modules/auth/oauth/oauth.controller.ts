@@ -14,7 +14,8 @@ import { ClientCredentials } from '../clients/client-credentials';
 import type { PresentedClientCredentials } from '../clients/client-credentials';
 import { Realm, REALM_PROGRAMS } from '../tokens/grant.service';
 import { OAuthService } from './oauth.service';
-import { OAuthErrorView, TokenRequestBody, TokenResponseView } from './token-response.dto';
+import { OAuthErrorView, TokenResponseView } from './token-response.dto';
+import { OAUTH_FORM, TokenManagementBody, TokenRequestBody } from './token-request.dto';
 
 const CONSUMES = ['application/x-www-form-urlencoded', 'application/json'];
 
@@ -39,11 +40,11 @@ export class OAuthController {
   })
   @ApiUnauthorizedResponse({ type: OAuthErrorView, description: 'invalid_client' })
   token(
-    @Body() body: Record<string, unknown>,
+    @Body(OAUTH_FORM) body: TokenRequestBody,
     @ClientCredentials() creds: PresentedClientCredentials | null,
     @Ip() address: string,
   ) {
-    return this.oauth.token(body ?? {}, creds, undefined, address);
+    return this.oauth.token(body, creds, undefined, address);
   }
 }
 
@@ -64,14 +65,16 @@ export class TokenManagementController {
     summary: 'Token introspection (RFC 7662): { active, scope, client_id, sub, exp, patient }',
   })
   @ApiConsumes(...CONSUMES)
+  @ApiBody({ type: TokenManagementBody })
   @ApiOkResponse({ description: '{ active: false } for a token the caller has no business with' })
+  @ApiBadRequestResponse({ type: OAuthErrorView, description: 'invalid_request' })
   @ApiUnauthorizedResponse({ type: OAuthErrorView })
   introspect(
-    @Body() body: Record<string, unknown>,
+    @Body(OAUTH_FORM) body: TokenManagementBody,
     @ClientCredentials() creds: PresentedClientCredentials | null,
     @Ip() address: string,
   ) {
-    return this.oauth.introspect(body ?? {}, creds, address);
+    return this.oauth.introspect(body, creds, address);
   }
 
   @Post('revoke')
@@ -81,14 +84,16 @@ export class TokenManagementController {
     summary: "Token revocation (RFC 7009): the token's grant, its tokens and refresh tokens stop",
   })
   @ApiConsumes(...CONSUMES)
+  @ApiBody({ type: TokenManagementBody })
   @ApiOkResponse({ description: '{} (also for unknown tokens, RFC 7009 §2.2)' })
+  @ApiBadRequestResponse({ type: OAuthErrorView, description: 'invalid_request' })
   @ApiUnauthorizedResponse({ type: OAuthErrorView })
   revoke(
-    @Body() body: Record<string, unknown>,
+    @Body(OAUTH_FORM) body: TokenManagementBody,
     @ClientCredentials() creds: PresentedClientCredentials | null,
     @Ip() address: string,
   ) {
-    return this.oauth.revoke(body ?? {}, creds, address);
+    return this.oauth.revoke(body, creds, address);
   }
 }
 
@@ -117,11 +122,11 @@ export class RealmTokenController {
   @ApiUnauthorizedResponse({ type: OAuthErrorView })
   post(
     @Param('realm') realm: string,
-    @Body() body: Record<string, unknown>,
+    @Body(OAUTH_FORM) body: TokenRequestBody,
     @ClientCredentials() creds: PresentedClientCredentials | null,
     @Ip() address: string,
   ) {
-    return this.oauth.token(body ?? {}, creds, knownRealm(realm), address);
+    return this.oauth.token(body, creds, knownRealm(realm), address);
   }
 
   @Get('token')
@@ -134,11 +139,11 @@ export class RealmTokenController {
   @ApiUnauthorizedResponse({ type: OAuthErrorView })
   get(
     @Param('realm') realm: string,
-    @Body() body: Record<string, unknown>,
+    @Body(OAUTH_FORM) body: TokenRequestBody,
     @ClientCredentials() creds: PresentedClientCredentials | null,
     @Ip() address: string,
   ) {
-    return this.oauth.token(body ?? {}, creds, knownRealm(realm), address);
+    return this.oauth.token(body, creds, knownRealm(realm), address);
   }
 }
 

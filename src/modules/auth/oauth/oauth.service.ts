@@ -1,4 +1,3 @@
-import { param, required } from './form-params';
 import { Inject, Injectable } from '@nestjs/common';
 import { SETTINGS } from '../../../config/config.module';
 import { Settings } from '../../../config/settings';
@@ -8,6 +7,12 @@ import { GrantService, Realm, TokenSet } from '../tokens/grant.service';
 import { USER_TOKEN_SCOPES } from '../tokens/scopes';
 import { TokenService } from '../tokens/token.service';
 import { OAuthError } from './oauth-error';
+import {
+  requiredParam,
+  type ClientAuthParams,
+  type TokenManagementBody,
+  type TokenRequestBody,
+} from './token-request.dto';
 import { smartConfiguration, tokenEndpoint } from './smart-configuration';
 import { BackendServicesService } from '../backend-services/backend-services.service';
 import { ClientRecord } from '../clients/client.schema';
@@ -35,15 +40,14 @@ export class OAuthService {
    * allowed there); unset = `/oauth2/token` (user grants only).
    */
   async token(
-    body: Record<string, unknown>,
+    body: TokenRequestBody,
     creds: PresentedClientCredentials | null,
     realm?: Realm,
     /** The request's source address (failed assertions are throttled per client and address). */
     address = 'unknown',
   ): Promise<TokenSet> {
-    const grantType = param(body, 'grant_type');
-    if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
-    if (grantType === 'client_credentials' && param(body, 'client_assertion_type') !== undefined) {
+    const grantType = body.grant_type;
+    if (grantType === 'client_credentials' && body.client_assertion_type !== undefined) {
       // SMART Backend Services: the client authenticates with a signed JWT, at any token endpoint
       const audience = realm
         ? `${this.settings.urls.auth}/auth/realms/${realm}/protocol/openid-connect/token`
@@ -65,11 +69,11 @@ export class OAuthService {
     }
     switch (grantType as GrantType) {
       case 'authorization_code':
-        return this.grants.exchangeCode(client, required(body, 'code'));
+        return this.grants.exchangeCode(client, requiredParam(body.code, 'code'));
       case 'refresh_token':
-        return this.grants.refresh(client, required(body, 'refresh_token'));
+        return this.grants.refresh(client, requiredParam(body.refresh_token, 'refresh_token'));
       case 'client_credentials':
-        return this.grants.clientCredentials(client, realm!, param(body, 'scope'));
+        return this.grants.clientCredentials(client, realm!, body.scope);
     }
   }
 
@@ -79,12 +83,12 @@ export class OAuthService {
    * (its codes are bound to a PKCE challenge instead).
    */
   private async authenticate(
-    body: Record<string, unknown>,
+    body: ClientAuthParams,
     creds: PresentedClientCredentials | null,
     realm: Realm | undefined,
     address: string,
   ): Promise<ClientRecord> {
-    if (!realm && param(body, 'client_assertion_type') !== undefined) {
+    if (!realm && body.client_assertion_type !== undefined) {
       const client = await this.backendServices.authenticateAssertion(
         body,
         tokenEndpoint(this.settings),
@@ -102,7 +106,7 @@ export class OAuthService {
       if (!client) throw OAuthError.invalidClient(creds.basic);
       return client;
     }
-    const clientId = param(body, 'client_id');
+    const clientId = body.client_id;
     const publicApp = !realm && clientId ? await this.clients.findActive(clientId) : null;
     if (publicApp?.app?.public) return publicApp;
     throw new OAuthError(
@@ -117,24 +121,24 @@ export class OAuthService {
 
   /** RFC 7662 token introspection, for the plan's and the app's backends (client authentication required). */
   async introspect(
-    body: Record<string, unknown>,
+    body: TokenManagementBody,
     creds: PresentedClientCredentials | null,
     address: string,
   ): Promise<Record<string, unknown>> {
     const client = await this.authenticate(body, creds, undefined, address);
     if (client.app?.public && !creds)
       throw new OAuthError('invalid_client', 'introspection is for confidential clients', 401);
-    return this.launchTokens.introspect(client, required(body, 'token'));
+    return this.launchTokens.introspect(client, body.token);
   }
 
   /** RFC 7009 revocation: the token's grant stops (tokens and refresh tokens); unknown tokens are no error. */
   async revoke(
-    body: Record<string, unknown>,
+    body: TokenManagementBody,
     creds: PresentedClientCredentials | null,
     address: string,
   ): Promise<Record<string, never>> {
     const client = await this.authenticate(body, creds, undefined, address);
-    await this.launchTokens.revokeToken(client, required(body, 'token'));
+    await this.launchTokens.revokeToken(client, body.token);
     return {};
   }
 

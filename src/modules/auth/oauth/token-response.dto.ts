@@ -1,16 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
-/** Swagger shapes of the token endpoints (docs/api.md §4, RFC 6749 §4.1.3 / §6 / §4.4). */
-export class TokenRequestBody {
-  @ApiProperty({ enum: ['authorization_code', 'refresh_token', 'client_credentials'] })
-  grant_type!: string;
-  @ApiPropertyOptional({ description: 'grant_type=authorization_code' }) code?: string;
-  @ApiPropertyOptional({ description: 'grant_type=refresh_token' }) refresh_token?: string;
-  @ApiPropertyOptional({ description: 'or HTTP Basic' }) client_id?: string;
-  @ApiPropertyOptional({ description: 'or `secret`, or HTTP Basic' }) client_secret?: string;
-  @ApiPropertyOptional({ description: 'client_credentials: e.g. `bulk-data user/*.rs`' }) scope?: string;
-}
-
+/** Swagger shapes of the token endpoints' answers (docs/api.md §4, RFC 6749 §5.1 / §5.2). */
 export class TokenResponseView {
   @ApiProperty() access_token!: string;
   @ApiProperty({ example: 'Bearer' }) token_type!: string;

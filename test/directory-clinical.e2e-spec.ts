@@ -83,6 +83,43 @@ describe('clinical system list (e2e)', () => {
     });
   });
 
+  it('a repeated or non-string field → 400 { error, message }; unknown fields are ignored; the form wins over the query', async () => {
+    const badRequest = (res: request.Response, message: RegExp) =>
+      expect([res.status, res.body]).toEqual([
+        400,
+        { error: 'bad_request', message: expect.stringMatching(message) },
+      ]);
+    badRequest(
+      await request(t.server).get('/connect/system/clinical').set(creds(client)).query('query=a&query=b'),
+      /^query must be a single string$/,
+    );
+    badRequest(
+      await request(t.server)
+        .post('/connect/system/clinical')
+        .type('form')
+        .send(`${new URLSearchParams(creds(client))}&systemType=Payer2Payer&systemType=HealthSystem`),
+      /^systemType must be a single string$/,
+    );
+    badRequest(
+      await request(t.server)
+        .post('/connect/system/clinical')
+        .send({ ...creds(client), query: { $regex: '.*' } }),
+      /^query must be a single string$/,
+    );
+    const payers = await request(t.server)
+      .get('/connect/system/clinical')
+      .set(creds(client))
+      .query({ systemType: 'Payer2Payer', sort: 'name' })
+      .expect(200);
+    const formWins = await request(t.server)
+      .post('/connect/system/clinical')
+      .query({ systemType: 'HealthSystem' })
+      .type('form')
+      .send({ ...creds(client), systemType: 'Payer2Payer', extra: 'ignored' })
+      .expect(200);
+    expect(formWins.body).toEqual(payers.body);
+  });
+
   it.each([
     ['no credentials', {}],
     ['a wrong secret', { client_id: 'x', client_secret: 'y' }],

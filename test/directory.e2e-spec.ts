@@ -248,6 +248,51 @@ describe('directory search (e2e)', () => {
     it('a negative offset in a JSON body → 400 as well', async () => {
       await request(t.server).post('/api/search').set(auth).send({ offset: -5 }).expect(400);
     });
+
+    it('a repeated or non-string field (query string, JSON body) → 400; empty system_type and unknown fields are ignored', async () => {
+      const badRequest = (res: request.Response, message: RegExp) =>
+        expect([res.status, res.body]).toEqual([
+          400,
+          { error: 'bad_request', message: expect.stringMatching(message) },
+        ]);
+      badRequest(
+        await request(t.server).get('/api/search').query('query=a&query=b').set(auth),
+        /^query must be a single string$/,
+      );
+      badRequest(
+        await request(t.server)
+          .post('/api/search')
+          .query('system_type=HealthSystem&system_type=Payer2Payer')
+          .set(auth),
+        /^system_type must be a single string$/,
+      );
+      badRequest(
+        await request(t.server).post('/api/search').set(auth).send({ system_type: 7 }),
+        /^system_type must be a single string$/,
+      );
+      badRequest(
+        await request(t.server)
+          .post('/api/search')
+          .set(auth)
+          .send([{ query: 'boston' }]),
+        /object is expected/,
+      );
+      const all = await search({ query: 'boston', system_type: '' }).expect(201);
+      const filtered = await request(t.server)
+        .post('/api/search')
+        .set(auth)
+        .send({ query: 'boston', system_type: '', sort: 'name', limit: 1 })
+        .expect(201);
+      expect(filtered.body).toEqual(all.body);
+      // query parameters win over body fields
+      const winner = await request(t.server)
+        .post('/api/search')
+        .query({ query: 'boston' })
+        .set(auth)
+        .send({ query: 'zzzz-nothing' })
+        .expect(201);
+      expect(winner.body).toEqual(all.body);
+    });
   });
 
   describe('FHIR view /directory/r4', () => {
@@ -315,5 +360,13 @@ describe('directory search (e2e)', () => {
     expect(doc.body.paths['/connect/system/clinical'].get).toBeDefined();
     expect(doc.body.paths['/directory/r4/Organization'].get).toBeDefined();
     expect(doc.body.components.schemas.DirectoryEntryDto.properties.fhir_base_url).toBeDefined();
+    const searchParameters = doc.body.paths['/api/search'].get.parameters;
+    expect(searchParameters.find((p: { name: string }) => p.name === 'system_type').schema.enum).toEqual([
+      'HealthSystem',
+      'Payer2Payer',
+      'PayerPatientAccess',
+    ]);
+    expect(doc.body.components.schemas.DirectorySearchBodyDto.properties.query).toBeDefined();
+    expect(doc.body.components.schemas.ClinicalListInputDto.properties.systemType.enum).toHaveLength(3);
   });
 });

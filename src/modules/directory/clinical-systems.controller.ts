@@ -1,70 +1,51 @@
-import { Body, Controller, Get, Headers, HttpCode, Ip, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Post, Query, Res, UseGuards } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
   ApiConsumes,
   ApiOkResponse,
   ApiOperation,
-  ApiQuery,
   ApiSecurity,
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { API_BODY } from '../../common/body-validation';
 import { SECURITY } from '../../configure-app';
-import { DirectoryEntry, SYSTEM_TYPES } from './directory-entry';
-import { ClinicalListFormDto, DirectoryEntryDto, ErrorBodyDto } from './directory.dto';
-import { ClinicalSystemsService, PresentedClientCredentials } from './clinical-systems.service';
-
-type Fields = Record<string, unknown>;
+import { ClinicalClientGuard } from './clinical-client.guard';
+import { DirectoryEntry } from './directory-entry';
+import { ClinicalListInputDto, DirectoryEntryDto, ErrorBodyDto } from './directory.dto';
+import { DirectoryService } from './directory.service';
 
 const LIST_DESCRIPTION =
   '`systemType` is one of HealthSystem (default), Payer2Payer, PayerPatientAccess; anything else → 400. ' +
   'Active entries ordered by name, at most 500 (header X-Total-Count has the full count; narrow with `query`, ' +
   'which matches like /api/search).';
 
-function credentialsFrom(address: string, headers: Fields, ...sources: Fields[]): PresentedClientCredentials {
-  for (const source of [headers, ...sources]) {
-    if (source?.client_id !== undefined || source?.client_secret !== undefined) {
-      return { clientId: source.client_id, clientSecret: source.client_secret, address };
-    }
-  }
-  return { address };
-}
-
+/** `{base_url}/connect/system/clinical` (docs/api.md §11): the supported systems, for a client. */
 @ApiTags('directory')
 @Controller('connect/system/clinical')
+@UseGuards(ClinicalClientGuard)
 @ApiSecurity({ [SECURITY.clientId]: [], [SECURITY.clientSecret]: [] })
+@ApiBadRequestResponse({
+  type: ErrorBodyDto,
+  description: 'Unknown systemType, a repeated field, a bad offset',
+})
+@ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Missing or bad client credentials' })
 export class ClinicalSystemsController {
-  constructor(private readonly clinical: ClinicalSystemsService) {}
+  constructor(private readonly directory: DirectoryService) {}
 
   @Get()
   @ApiOperation({
     summary: 'List supported health systems (client credentials)',
     description: LIST_DESCRIPTION,
   })
-  @ApiQuery({ name: 'systemType', required: false, enum: SYSTEM_TYPES })
-  @ApiQuery({ name: 'query', required: false, description: 'Name filter' })
-  @ApiQuery({ name: 'offset', required: false, description: 'Start of the list (≥ 0), as /api/search' })
-  @ApiQuery({ name: 'client_id', required: false, description: 'Instead of the client_id header' })
-  @ApiQuery({ name: 'client_secret', required: false, description: 'Instead of the client_secret header' })
   @ApiOkResponse({ type: [DirectoryEntryDto] })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown systemType' })
-  @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Missing or bad client credentials' })
   async listGet(
-    @Ip() address: string,
-    @Headers() headers: Fields,
-    @Query() query: Fields,
+    @Query(API_BODY) query: ClinicalListInputDto,
     @Res({ passthrough: true }) res: Response,
   ): Promise<DirectoryEntry[]> {
-    const page = await this.clinical.list(
-      credentialsFrom(address, headers, query),
-      query.systemType,
-      query.query,
-      query.offset,
-    );
-    res.setHeader('X-Total-Count', String(page.total));
-    return page.entries;
+    return this.list(query, res);
   }
 
   @Post()
@@ -74,24 +55,25 @@ export class ClinicalSystemsController {
     description: LIST_DESCRIPTION,
   })
   @ApiConsumes('application/x-www-form-urlencoded')
-  @ApiBody({ type: ClinicalListFormDto })
+  @ApiBody({ type: ClinicalListInputDto })
   @ApiOkResponse({ type: [DirectoryEntryDto] })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown systemType' })
-  @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Missing or bad client credentials' })
   async listPost(
-    @Ip() address: string,
-    @Headers() headers: Fields,
-    @Query() query: Fields,
-    @Body() body: unknown,
+    @Query(API_BODY) query: ClinicalListInputDto,
+    @Body(API_BODY) form: ClinicalListInputDto,
     @Res({ passthrough: true }) res: Response,
   ): Promise<DirectoryEntry[]> {
-    const form = typeof body === 'object' && body !== null ? (body as Fields) : {};
-    const page = await this.clinical.list(
-      credentialsFrom(address, headers, form, query),
-      form.systemType ?? query.systemType,
-      form.query ?? query.query,
-      form.offset ?? query.offset,
+    return this.list(
+      {
+        systemType: form.systemType ?? query.systemType,
+        query: form.query ?? query.query,
+        offset: form.offset ?? query.offset,
+      },
+      res,
     );
+  }
+
+  private async list(input: ClinicalListInputDto, res: Response): Promise<DirectoryEntry[]> {
+    const page = await this.directory.clinicalList(input.systemType, input.query, input.offset);
     res.setHeader('X-Total-Count', String(page.total));
     return page.entries;
   }

@@ -1,8 +1,11 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsIn, IsOptional, IsString } from 'class-validator';
 import { ENTRY_STATUSES, SYSTEM_TYPES } from './directory-entry';
 import type { DirectoryAddress, DirectoryEntry, EntryStatus, SystemType } from './directory-entry';
 
-/** Swagger shapes of the directory (docs/api.md §11). */
+/** Swagger shapes of the directory (docs/api.md §11), and the rules of its inputs (class-validator). */
 export class DirectoryAddressDto implements DirectoryAddress {
   @ApiProperty({ type: [String], example: ['60 HOSPITAL ROAD'] })
   line!: string[];
@@ -51,24 +54,59 @@ export class DirectorySearchResponseDto {
   results!: DirectoryEntryDto[];
 }
 
-export class DirectorySearchBodyDto {
-  @ApiPropertyOptional({ description: 'Words; each must start a word of name, address.line or address.city' })
-  query?: string;
-  @ApiPropertyOptional({ description: 'Start of the result set (non-negative integer)', example: '0' })
-  offset?: string;
-  @ApiPropertyOptional({ enum: SYSTEM_TYPES })
-  system_type?: string;
+/** One value, a string (a repeated query parameter or a JSON object is not: no operator reaches a filter). */
+const SINGLE_STRING = { message: '$property must be a single string' };
+
+/** A system type, by its exact name (`system_type` on search, `systemType` on the clinical list); empty: none. */
+function SystemTypeRule(): PropertyDecorator {
+  return applyDecorators(
+    Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value)),
+    IsOptional(),
+    IsString(SINGLE_STRING),
+    IsIn(SYSTEM_TYPES, { message: `$property must be one of ${SYSTEM_TYPES.join(', ')} (got "$value")` }),
+  );
 }
 
-export class ClinicalListFormDto {
-  @ApiProperty()
-  client_id!: string;
-  @ApiProperty()
-  client_secret!: string;
-  @ApiPropertyOptional({ enum: SYSTEM_TYPES, default: 'HealthSystem' })
-  systemType?: string;
-  @ApiPropertyOptional({ description: 'Name filter (same word-prefix matching as /api/search)' })
+/** Search words (null: none). */
+function SearchWordsRule(): PropertyDecorator {
+  return applyDecorators(IsOptional(), IsString(SINGLE_STRING));
+}
+
+/** `offset` is read as on every route (pagingParameter), so the DTO only keeps it. */
+const OffsetField = () => IsOptional();
+
+/** `/api/search` inputs: the query string, and on POST the body (query parameters win). */
+export class DirectorySearchBodyDto {
+  @ApiPropertyOptional({ description: 'Words; each must start a word of name, address.line or address.city' })
+  @SearchWordsRule()
   query?: string;
+  @ApiPropertyOptional({
+    type: String,
+    description: 'Start of the result set (non-negative integer)',
+    example: '0',
+  })
+  @OffsetField()
+  offset?: unknown;
+  @ApiPropertyOptional({ enum: SYSTEM_TYPES })
+  @SystemTypeRule()
+  system_type?: SystemType;
+}
+
+/** `/connect/system/clinical` inputs: the query string, and on POST the form (form fields win). */
+export class ClinicalListInputDto {
+  @ApiPropertyOptional({ enum: SYSTEM_TYPES, default: 'HealthSystem' })
+  @SystemTypeRule()
+  systemType?: SystemType;
+  @ApiPropertyOptional({ description: 'Name filter (same word-prefix matching as /api/search)' })
+  @SearchWordsRule()
+  query?: string;
+  @ApiPropertyOptional({ type: String, description: 'Start of the list (≥ 0), as /api/search' })
+  @OffsetField()
+  offset?: unknown;
+  @ApiPropertyOptional({ description: 'Instead of the client_id header (read by ClinicalClientGuard)' })
+  client_id?: string;
+  @ApiPropertyOptional({ description: 'Instead of the client_secret header (read by ClinicalClientGuard)' })
+  client_secret?: string;
 }
 
 export class ErrorBodyDto {

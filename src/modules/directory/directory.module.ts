@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
 import { AuthModule } from '../auth/auth.module';
 import { ClinicalSystemsController } from './clinical-systems.controller';
-import { ClinicalSystemsService } from './clinical-systems.service';
+import { ClinicalClientGuard } from './clinical-client.guard';
 import { DIRECTORY_ENTRY_MODEL, DirectoryEntrySchema } from './directory-entry.schema';
 import { DirectoryFhirController } from './directory-fhir.controller';
 import { DirectoryFhirService } from './directory-fhir.service';
@@ -22,7 +22,7 @@ import { DirectoryService } from './directory.service';
     DirectoryRepository,
     DirectoryService,
     DirectoryFhirService,
-    ClinicalSystemsService,
+    ClinicalClientGuard,
     DirectorySeeder,
   ],
   exports: [DirectoryService],

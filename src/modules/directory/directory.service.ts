@@ -1,4 +1,4 @@
-import { BadRequestException, Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { pagingParameter } from '../../common/paging-parameter';
 import { SETTINGS } from '../../config/config.module';
 import { Settings } from '../../config/settings';
@@ -6,7 +6,6 @@ import {
   DirectoryEntry,
   DirectoryEntryInput,
   parseQueryWords,
-  SYSTEM_TYPES,
   SystemType,
   validateEntry,
 } from './directory-entry';
@@ -19,11 +18,12 @@ export const SEARCH_PAGE_SIZE = 20;
 export const CLINICAL_LIST_MAX = 500;
 const IMPORT_BATCH = 500;
 
-/** Raw inputs of `/api/search` (query string, or body fields on POST). */
+/** Inputs of `/api/search` (query string, or body fields on POST), checked by DirectorySearchBodyDto. */
 export interface SearchInput {
-  query?: unknown;
+  query?: string;
+  /** Read here as on every route (pagingParameter). */
   offset?: unknown;
-  system_type?: unknown;
+  system_type?: SystemType;
 }
 
 export interface SearchResult {
@@ -43,22 +43,6 @@ export interface ImportProgress {
   line: number;
 }
 
-function optionalString(value: unknown, name: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw new BadRequestException(`${name} must be a single string`);
-  return value;
-}
-
-/** Parses a system type (`system_type` on search, `systemType` on the clinical list): exact names. */
-export function parseSystemType(value: unknown, name: string): SystemType | undefined {
-  const raw = optionalString(value, name);
-  if (raw === undefined || raw === '') return undefined;
-  if (!SYSTEM_TYPES.includes(raw as SystemType)) {
-    throw new BadRequestException(`${name} must be one of ${SYSTEM_TYPES.join(', ')} (got "${raw}")`);
-  }
-  return raw as SystemType;
-}
-
 @Injectable()
 export class DirectoryService {
   constructor(
@@ -68,22 +52,18 @@ export class DirectoryService {
 
   /** `/api/search`: every query word must start some word of name, address.line or address.city. */
   async search(input: SearchInput): Promise<SearchResult> {
-    const query = optionalString(input.query, 'query');
-    const systemType = parseSystemType(input.system_type, 'system_type');
     const offset = this.parseOffset(input.offset);
-    const page = await this.find(query, systemType, offset, SEARCH_PAGE_SIZE);
+    const page = await this.find(input.query, input.system_type, offset, SEARCH_PAGE_SIZE);
     return { total: page.total, offset, results: page.entries };
   }
 
   /** `/connect/system/clinical`: the supported systems of one type (default HealthSystem), by name. */
   async clinicalList(
-    systemTypeInput: unknown,
-    queryInput: unknown,
-    offsetInput?: unknown,
+    systemType: SystemType | undefined,
+    query: string | undefined,
+    offset: unknown,
   ): Promise<DirectoryPage> {
-    const systemType = parseSystemType(systemTypeInput, 'systemType') ?? 'HealthSystem';
-    const query = optionalString(queryInput, 'query');
-    return this.find(query, systemType, this.parseOffset(offsetInput), CLINICAL_LIST_MAX);
+    return this.find(query, systemType ?? 'HealthSystem', this.parseOffset(offset), CLINICAL_LIST_MAX);
   }
 
   /** Search shared by the FHIR view (which parses its own parameters). */

@@ -5,7 +5,9 @@
  * them (from /proc, user + system) per request. CPU time of the server process, not wall-clock
  * time, so the figure holds on a shared machine. REFUSAL_KIND=wrong-secrets: FHIR reads with the client
  * headers and wrong secrets from one address instead, measured once the failure throttle refuses them
- * (the verified ones before, with their scrypt runs, are not counted). Target: < 0.3 ms.
+ * (the verified ones before, with their scrypt runs, are not counted); REFUSAL_KIND=form-secrets: token
+ * requests (client_credentials at a program realm) with wrong secrets in the form body, likewise.
+ * Target: < 0.3 ms. Say the load (`uptime`) with a figure: the table prints it.
  * Prints a table, writes bench/results/refusal-cost.json.
  * Run: npm run bench -- refusal-cost   (MONGO_URL to use a running database)
  */
@@ -19,17 +21,31 @@ import { httpJson, printTable } from './lib/bench-server';
 
 const REQUESTS = Number(process.env.REFUSAL_REQUESTS ?? 3000);
 const CONNECTIONS = Number(process.env.REFUSAL_CONNECTIONS ?? 8);
-const WRONG_SECRETS = process.env.REFUSAL_KIND === 'wrong-secrets';
+const KIND = process.env.REFUSAL_KIND ?? 'byte-share';
+if (!['byte-share', 'wrong-secrets', 'form-secrets'].includes(KIND))
+  throw new Error(`REFUSAL_KIND: byte-share (default), wrong-secrets or form-secrets, not ${KIND}`);
+const EPA_TOKEN = '/auth/realms/epa-uat/protocol/openid-connect/token';
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 
-function status(url: string, headers: Record<string, string>): Promise<number> {
+/** The status of one request: a GET, or a POST of `form` (form-urlencoded) when given. */
+function status(url: string, headers: Record<string, string>, form?: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { agent, headers }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      url,
+      {
+        agent,
+        method: form === undefined ? 'GET' : 'POST',
+        headers:
+          form === undefined ? headers : { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
+    req.end(form);
   });
 }
 
@@ -53,7 +69,10 @@ async function main(): Promise<void> {
   };
   const server = new ServerProcess(env);
   try {
-    const client = runCli(['client', 'create', '--name', 'flood'], env).json;
+    const client = runCli(
+      ['client', 'create', '--name', 'flood', '--programs', 'patient-access,epa'],
+      env,
+    ).json;
     await server.start();
     const user = await httpJson(server.url, 'POST', '/user-management/v1/user', {
       app_user_id: 'flood-0',
@@ -63,13 +82,25 @@ async function main(): Promise<void> {
     const token = String(user.body.access_token);
     const patient = { resourceType: 'Patient', id: 'flood', name: [{ family: 'F'.repeat(4000) }] };
     await httpJson(server.url, 'PUT', '/r4/Patient/flood', patient, { Authorization: `Bearer ${token}` });
-    const url = `${server.url}/r4/Patient/flood`;
+    const url = `${server.url}${KIND === 'form-secrets' ? EPA_TOKEN : '/r4/Patient/flood'}`;
     let guess = 0;
-    const headers = (): Record<string, string> =>
-      WRONG_SECRETS
-        ? { client_id: client.client_id, client_secret: `wrong-${guess++}`, 'x-app-user-id': 'flood-0' }
-        : { Authorization: `Bearer ${token}` };
-    while ((await status(url, headers())) !== 429);
+    const send = (): Promise<number> => {
+      if (KIND === 'form-secrets') {
+        const form = new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: client.client_id,
+          client_secret: `wrong-${guess++}`,
+        });
+        return status(url, {}, form.toString());
+      }
+      return status(
+        url,
+        KIND === 'wrong-secrets'
+          ? { client_id: client.client_id, client_secret: `wrong-${guess++}`, 'x-app-user-id': 'flood-0' }
+          : { Authorization: `Bearer ${token}` },
+      );
+    };
+    while ((await send()) !== 429);
     const pid = server.child!.pid!;
     const before = cpuSeconds(pid);
     const started = performance.now();
@@ -78,7 +109,7 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async () => {
         while (sent++ < REQUESTS) {
-          const s = await status(url, headers());
+          const s = await send();
           statuses.set(s, (statuses.get(s) ?? 0) + 1);
         }
       }),
@@ -102,9 +133,13 @@ async function main(): Promise<void> {
           ...row,
           summary: [
             {
-              figure: WRONG_SECRETS
-                ? 'server CPU per refused request (wrong client secrets, throttled source)'
-                : 'server CPU per refused request (ignoring Retry-After)',
+              figure: {
+                'byte-share': 'server CPU per refused request (ignoring Retry-After)',
+                'wrong-secrets':
+                  'server CPU per refused request (wrong client secrets in headers, throttled source)',
+                'form-secrets':
+                  'server CPU per refused request (wrong secrets in a token form body, throttled source)',
+              }[KIND],
               value: row.cpuUsPerRequest,
               unit: 'µs',
             },

@@ -1,9 +1,10 @@
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { urlencoded } from 'body-parser';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { ClientConcurrency } from './admission/client-concurrency';
-import { earlyRefusal } from './admission/early-refusal';
+import { earlyRefusal, expressSourceAddress, refuseAheadOf } from './admission/early-refusal';
 import { KnownCredentials } from './admission/known-credentials';
 import { ClientAuthenticator } from './modules/auth/rate-limit/client-authenticator';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
@@ -46,8 +47,18 @@ function setupSwagger(app: NestExpressApplication, settings: Settings): void {
 export function configureApp(app: NestExpressApplication, settings: Settings): void {
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
-  // First of all: a throttled caller's flood is refused before logging, routing and body parsing.
-  app.use(earlyRefusal(app.get(ClientConcurrency), app.get(KnownCredentials), app.get(ClientAuthenticator)));
+  const formBody = urlencoded({ limit: settings.bodyLimitBytes, extended: false, verify: verifyUtf8 });
+  // First of all, ahead of Express: a throttled caller's flood is refused before logging, routing and body parsing.
+  refuseAheadOf(
+    app.getHttpServer(),
+    earlyRefusal({
+      concurrency: app.get(ClientConcurrency),
+      credentials: app.get(KnownCredentials),
+      sources: app.get(ClientAuthenticator),
+      sourceAddress: expressSourceAddress(app.getHttpAdapter().getInstance()),
+      formBody,
+    }),
+  );
   app.use(requestIdMiddleware);
   // No content-hash ETags from Express: an ETag on a FHIR route is the resource's W/"versionId"
   // (https://hl7.org/fhir/R4/http.html#versioning), set by the store on resource responses only.
@@ -74,7 +85,7 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
     type: ['application/json', 'application/fhir+json', 'application/*+json', 'application/json+fhir'],
     verify: verifyUtf8,
   });
-  app.useBodyParser('urlencoded', { limit: settings.bodyLimitBytes, extended: false, verify: verifyUtf8 });
+  app.use(formBody);
   app.use(
     fhirBodyGuard({ maxResourceBytes: settings.maxResourceBytes, maxArrayLength: settings.maxArrayLength }),
   );

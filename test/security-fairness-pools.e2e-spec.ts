@@ -1,6 +1,7 @@
 import request from 'supertest';
 import {
   bearer,
+  callsDuring,
   catastrophicFhirPath,
   createClient,
   createTestApp,
@@ -171,22 +172,8 @@ describe('security: refusals of a throttled source cost almost nothing (e2e)', (
   afterAll(async () => t?.close());
 
   /** Calls of TenantResolver.resolve while `action` runs. */
-  async function resolvesDuring<T>(action: () => Promise<T>): Promise<{ result: T; calls: number }> {
-    const resolver = t.app.get<TenantResolver, Record<string, (...args: unknown[]) => unknown>>(
-      TenantResolver,
-    );
-    let calls = 0;
-    const original = resolver.resolve;
-    resolver.resolve = function (this: unknown, ...args: unknown[]) {
-      calls += 1;
-      return original.apply(this, args);
-    };
-    try {
-      return { result: await action(), calls };
-    } finally {
-      delete resolver.resolve;
-    }
-  }
+  const resolvesDuring = <T>(action: () => Promise<T>) =>
+    callsDuring(t.app.get(TenantResolver), 'resolve', action);
 
   const wrongHeaders = (i: number) => ({
     client_id: owner.client_id,

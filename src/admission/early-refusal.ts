@@ -1,45 +1,65 @@
-import type { IncomingMessage, ServerResponse } from 'http';
+import type { IncomingMessage, Server, ServerResponse } from 'http';
+import proxyaddr from 'proxy-addr';
 import { fhirJsonType, OperationOutcomeError, parseFhirVersion } from '@app/fhir';
+import { presentedCredentials } from '../modules/auth/clients/client-credentials';
 import type { ClientConcurrency } from './client-concurrency';
 import type { KnownCredentials } from './known-credentials';
 
-/** A refusal the failure throttle already knows it would answer for these client credentials. */
-export interface KnownSourceRefusals {
-  knownRefusal(
-    clientId: string,
-    secret: string,
-    address: string,
-  ): { message: string; headers: Record<string, string> } | undefined;
+/** A 429 the failure throttle answers: its message and its Retry-After. */
+interface ThrottleRefusal {
+  message: string;
+  headers: Record<string, string>;
 }
 
-/** The token endpoints, where client credentials may come as HTTP Basic. */
+/** What the failure throttle already knows, from memory, about a source. */
+export interface KnownSourceRefusals {
+  /** The refusal these client credentials from this address get now, if any. */
+  knownRefusal(clientId: string, secret: string, address: string): ThrottleRefusal | undefined;
+  /** The refusal the address was last given in the current window (a counter of it spent), if any. */
+  refusedLately(address: string): ThrottleRefusal | undefined;
+}
+
+type Next = (error?: unknown) => void;
+type Handler = (req: IncomingMessage, res: ServerResponse, next: Next) => void;
+
+export interface EarlyRefusalParts {
+  concurrency: ClientConcurrency;
+  credentials: KnownCredentials;
+  sources: KnownSourceRefusals;
+  /** The source address as Express's `req.ip` gives it (TRUST_PROXY applies). */
+  sourceAddress: (req: IncomingMessage) => string;
+  /** The app's own form-body parser (the same options as the one Express runs). */
+  formBody: Handler;
+}
+
+/** The token endpoints, where client credentials may come as HTTP Basic or in the form body. */
 const TOKEN_PATH = /^\/(?:oauth2\/token|auth\/realms\/[^/?]+\/protocol\/openid-connect\/token)\/?(?:\?|$)/;
 
 /**
- * The first middleware of the app (docs/security.md "Refusals cost almost nothing"): a request
- * whose caller this process would refuse now is answered 429 here, with the same answer and
- * Retry-After as the full path gives, before it is logged, routed, its body parsed or its
+ * Runs ahead of Express (docs/security.md "Refusals cost almost nothing"): a request whose caller
+ * this process would refuse now is answered 429 here, with the same answer and Retry-After as the
+ * full path gives, before Express parses its query, it is logged, routed, its body parsed or its
  * credentials verified again:
  * - on the FHIR store's base `/{v}/…`, credentials verified recently (KnownCredentials) of a
  *   caller (client, or user within it) that ClientConcurrency would refuse now;
  * - client credentials in headers (the FHIR client headers, HTTP Basic at a token endpoint) from a
- *   source the failure throttle has counted out (and not a secret it verified as right lately).
+ *   source the failure throttle has counted out (and not a secret it verified as right lately);
+ * - at a token endpoint, from an address the throttle refused in this window, the form body is read
+ *   here (the app's own parser: small, and Express then finds it read) and its `client_id` +
+ *   `client_secret` meet the same rule; a body that cannot be read is refused as well.
  * A flood of them costs a map look-up and a digest per request; they are not logged one by one (a
  * flood would otherwise be written to the log line by line). Everything else goes on.
  */
-export function earlyRefusal(
-  concurrency: ClientConcurrency,
-  credentials: KnownCredentials,
-  sources: KnownSourceRefusals,
-) {
-  return (req: IncomingMessage, res: ServerResponse, next: () => void): void => {
+export function earlyRefusal(parts: EarlyRefusalParts): Handler {
+  const { concurrency, credentials, sources, sourceAddress, formBody } = parts;
+  return (req, res, next) => {
     const url = req.url ?? '/';
     const version = parseFhirVersion(url.split(/[/?]/)[1] ?? '');
     if (version !== undefined) {
       const caller = credentials.callerOf(req);
       const refusal = caller
         ? concurrency.refusal(caller.clientId, caller.user)
-        : sourceRefusal(req, sources);
+        : sourceRefusal(req, sources, sourceAddress);
       if (!refusal) return next();
       // as the exception filter answers a 429 on a FHIR route
       const outcome =
@@ -48,45 +68,62 @@ export function earlyRefusal(
           : new OperationOutcomeError('throttled', refusal.message, { status: 429 }).outcome;
       return answer(res, 429, refusal.headers ?? {}, JSON.stringify(outcome), fhirJsonType(version));
     }
-    if (req.method === 'POST' && TOKEN_PATH.test(url)) {
-      const refusal = sourceRefusal(req, sources);
-      if (!refusal) return next();
-      const body = JSON.stringify({ error: 'too_many_requests', message: refusal.message });
-      return answer(res, 429, { ...refusal.headers, Pragma: 'no-cache' }, body, 'application/json');
+    if (req.method !== 'POST' || !TOKEN_PATH.test(url)) return next();
+    const address = sourceAddress(req);
+    const presented = presentedCredentials(req);
+    if (presented) {
+      const refusal = sources.knownRefusal(presented.clientId, presented.secret, address);
+      return refusal ? refuseToken(res, refusal) : next();
     }
-    next();
+    const lately = sources.refusedLately(address);
+    if (!lately) return next();
+    formBody(req, res, (error) => {
+      if (error) return refuseToken(res, lately);
+      const inBody = presentedCredentials(req);
+      const refusal = inBody && sources.knownRefusal(inBody.clientId, inBody.secret, address);
+      return refusal ? refuseToken(res, refusal) : next();
+    });
   };
 }
 
-/** The failure throttle's refusal of the client credentials the request carries in its headers. */
-function sourceRefusal(req: IncomingMessage, sources: KnownSourceRefusals) {
-  const presented = headerCredentials(req);
-  if (!presented) return undefined;
-  // Express's req.ip (TRUST_PROXY applies), as the failure throttle counts it
-  const address = (req as { ip?: string }).ip ?? req.socket.remoteAddress ?? 'unknown';
-  return sources.knownRefusal(presented.clientId, presented.secret, address);
+/**
+ * Puts `early` in front of the server's request listeners (the Express app): a request it answers
+ * never reaches Express, so none of Express's own start of a request (query parser, request and
+ * response set-up) nor any middleware runs for it.
+ */
+export function refuseAheadOf(server: Server, early: Handler): void {
+  const listeners = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) =>
+    early(req, res, () => {
+      for (const listener of listeners) listener.call(server, req, res);
+    }),
+  );
 }
 
-function headerCredentials(req: IncomingMessage): { clientId: string; secret: string } | undefined {
-  const { authorization } = req.headers;
-  if (typeof authorization === 'string') {
-    if (!/^basic /i.test(authorization)) return undefined;
-    const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    if (colon <= 0) return undefined;
-    try {
-      const clientId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-      const secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
-      return clientId && secret ? { clientId, secret } : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-  const clientId = req.headers.client_id;
-  const secret = req.headers.client_secret;
-  return typeof clientId === 'string' && clientId && typeof secret === 'string' && secret
-    ? { clientId, secret }
-    : undefined;
+/**
+ * The source address exactly as Express's `req.ip` computes it: proxy-addr with the app's compiled
+ * `trust proxy` setting (TRUST_PROXY), read at each request as Express reads it.
+ */
+export function expressSourceAddress(app: { get(setting: string): unknown }) {
+  return (req: IncomingMessage): string =>
+    proxyaddr(req, app.get('trust proxy fn') as (address: string, hop: number) => boolean);
+}
+
+/** The failure throttle's refusal of the client credentials the request carries in its headers. */
+function sourceRefusal(
+  req: IncomingMessage,
+  sources: KnownSourceRefusals,
+  sourceAddress: (req: IncomingMessage) => string,
+) {
+  const presented = presentedCredentials(req);
+  return presented && sources.knownRefusal(presented.clientId, presented.secret, sourceAddress(req));
+}
+
+/** As the token endpoints answer a 429 (`{ error, message }`, never cached). */
+function refuseToken(res: ServerResponse, refusal: ThrottleRefusal): void {
+  const body = JSON.stringify({ error: 'too_many_requests', message: refusal.message });
+  answer(res, 429, { ...refusal.headers, Pragma: 'no-cache' }, body, 'application/json');
 }
 
 function answer(

@@ -7,3 +7,4 @@ export * from './paging';
 export * from './event-loop';
 export * from './smart-launch';
 export * from './fhirpath-patch';
+export * from './calls-during';

@@ -1,4 +1,5 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
+import type { IncomingMessage } from 'http';
 import type { Request } from 'express';
 
 /** Client credentials as presented, before authentication; `basic` tells which scheme carried them. */
@@ -25,11 +26,17 @@ function str(v: unknown): string | undefined {
  * then the `client_id` / `client_secret` headers (docs/api.md §3, PUT). Never from the query string.
  */
 export function presentedClientCredentials(req: Request): PresentedClientCredentials | null {
-  const found = presented(req);
+  const found = presentedCredentials(req);
   return found ? { ...found, address: sourceAddress(req) } : null;
 }
 
-function presented(req: Request): Omit<PresentedClientCredentials, 'address'> | null {
+/**
+ * The credentials of `presentedClientCredentials` without the address: also read ahead of Express
+ * (admission's early refusal), where the body is there only once read.
+ */
+export function presentedCredentials(
+  req: Pick<IncomingMessage, 'headers'> & { body?: unknown },
+): Omit<PresentedClientCredentials, 'address'> | null {
   const auth = req.headers.authorization;
   if (auth && /^basic /i.test(auth)) {
     const decoded = Buffer.from(auth.slice(6).trim(), 'base64').toString('utf8');

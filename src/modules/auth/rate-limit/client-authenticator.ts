@@ -34,6 +34,11 @@ export class ClientAuthenticator {
     return this.rateLimit.knownRefusal(clientId.slice(0, MAX_KEY_ID), address);
   }
 
+  /** The 429 the address was last given in its current window, from memory (RateLimitService.refusedLately). */
+  refusedLately(address: string): TooManyRequests | undefined {
+    return this.rateLimit.refusedLately(address);
+  }
+
   async authenticate(clientId: string, secret: string, address: string): Promise<ClientRecord | null> {
     const known = this.clients.recentlyVerified(clientId, secret);
     if (known) return known;

@@ -5,6 +5,8 @@ import { FailureSlots, type SlotCounter } from './failure-slots';
 import { RateLimitRepository } from './rate-limit.repository';
 
 const HOUR_MS = 3600_000;
+/** Addresses whose last refusal is remembered (the oldest go first). */
+const MAX_REFUSED_ADDRESSES = 10_000;
 
 /** 429 with Retry-After (RFC 6585 §4); answered as `{ error, message }` by the global filter. */
 export class TooManyRequests extends HttpException {
@@ -26,6 +28,8 @@ export class TooManyRequests extends HttpException {
 @Injectable()
 export class RateLimitService {
   private readonly slots = new FailureSlots();
+  /** The last refusal of each address in its window: its message and the window's end (ms). */
+  private readonly refusedAddresses = new Map<string, { message: string; until: number }>();
 
   constructor(
     @Inject(SETTINGS) private readonly settings: Settings,
@@ -100,6 +104,29 @@ export class RateLimitService {
     return this.slots.spent(counters) ? refused() : undefined;
   }
 
+  /**
+   * The 429 this address was last given in its current window (one of its counters spent), or
+   * undefined; from memory. Admission's early refusal reads a token request's form body ahead of
+   * the pipeline only for such an address, to ask `knownRefusal` about the credentials in it.
+   */
+  refusedLately(address: string, now = Date.now()): TooManyRequests | undefined {
+    const last = this.refusedAddresses.get(address);
+    if (!last) return undefined;
+    if (last.until <= now) {
+      this.refusedAddresses.delete(address);
+      return undefined;
+    }
+    return new TooManyRequests(last.message, Math.max(1, Math.ceil((last.until - now) / 1000)));
+  }
+
+  private rememberRefused(address: string, message: string, until: number): void {
+    this.refusedAddresses.delete(address);
+    this.refusedAddresses.set(address, { message, until });
+    if (this.refusedAddresses.size > MAX_REFUSED_ADDRESSES) {
+      this.refusedAddresses.delete(this.refusedAddresses.keys().next().value!);
+    }
+  }
+
   /** The failure counters of a source: its (client id, address) pair, and its address. */
   private authCounters(clientId: string, address: string) {
     const windowMs = this.settings.authFailureWindowSeconds * 1000;
@@ -109,11 +136,11 @@ export class RateLimitService {
       { key: pair.key, limit: this.settings.authFailureLimit, until: pair.expiresAt.getTime() },
       { key: source.key, limit: this.settings.authFailureLimitPerAddress, until: source.expiresAt.getTime() },
     ];
-    const refused = () =>
-      new TooManyRequests(
-        'too many failed client authentications from this address; retry later',
-        pair.retryAfter,
-      );
+    const message = 'too many failed client authentications from this address; retry later';
+    const refused = () => {
+      this.rememberRefused(address, message, pair.expiresAt.getTime());
+      return new TooManyRequests(message, pair.retryAfter);
+    };
     return { pair, source, counters, refused };
   }
 }

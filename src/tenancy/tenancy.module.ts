@@ -1,5 +1,6 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
 import { AdmissionModule } from '../admission/admission.module';
+import { BearerCredential } from './bearer-credential';
 import { IDENTITY_LOOKUP, type IdentityLookup } from './identity-lookup';
 import { TenantGuard } from './tenant.guard';
 import { TenantResolver } from './tenant-resolver';
@@ -16,7 +17,16 @@ export class TenancyModule {
       module: TenancyModule,
       global: true,
       imports: [...identity.imports, AdmissionModule],
-      providers: [{ provide: IDENTITY_LOOKUP, useClass: identity.lookup }, TenantResolver, TenantGuard],
+      providers: [
+        { provide: IDENTITY_LOOKUP, useClass: identity.lookup },
+        {
+          provide: BearerCredential,
+          inject: [IDENTITY_LOOKUP],
+          useFactory: (lookup: IdentityLookup) => new BearerCredential(lookup),
+        },
+        TenantResolver,
+        TenantGuard,
+      ],
       exports: [TenantResolver, TenantGuard, AdmissionModule],
     };
   }

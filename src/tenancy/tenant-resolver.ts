@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { OperationOutcomeError } from '@app/fhir';
 import { sourceAddress } from '../modules/auth/clients/client-credentials';
+import { BearerCredential, unauthorized } from './bearer-credential';
 import { IDENTITY_LOOKUP, type IdentityLookup, type TenantClient } from './identity-lookup';
 import { isReadOnly, TenantContext } from './tenant-context';
 import type { TenantOptions } from './tenant-options';
@@ -18,7 +19,10 @@ const READ_METHODS = new Set(['GET', 'HEAD']);
  */
 @Injectable()
 export class TenantResolver {
-  constructor(@Inject(IDENTITY_LOOKUP) private readonly identity: IdentityLookup) {}
+  constructor(
+    @Inject(IDENTITY_LOOKUP) private readonly identity: IdentityLookup,
+    private readonly bearer: BearerCredential,
+  ) {}
 
   async resolve(req: Request, opts: TenantOptions = {}): Promise<TenantContext> {
     const isWrite = !READ_METHODS.has(req.method.toUpperCase()) && !opts.readRoute;
@@ -62,16 +66,8 @@ export class TenantResolver {
     const match = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(authorization);
     if (!match)
       throw unauthorized('the Authorization header must be "Bearer <access token>"', 'invalid_request');
-    const claims = this.identity.verifyAccessToken(match[1]);
-    if (!claims) throw unauthorized('the access token is invalid or expired', 'invalid_token');
-    const client = await this.identity.findActiveClient(claims.clientId);
-    if (!client) throw unauthorized('the client of this token is unknown or disabled', 'invalid_token');
-    if (
-      claims.family !== undefined &&
-      (await this.identity.isFamilyRevoked(client.clientId, claims.family))
-    ) {
-      throw unauthorized('the access token was revoked (its refresh token was reused)', 'invalid_token');
-    }
+    // passport-http-bearer: signature and expiry, client, revoked family (BearerCredential)
+    const { claims, client } = await this.bearer.identify(match[1]);
     if (claims.userId !== null) {
       if (header(req, 'x-service-user-id') || header(req, 'x-app-user-id')) {
         throw OperationOutcomeError.invalid(
@@ -159,13 +155,4 @@ function header(req: Request, name: string): string | undefined {
   const v = req.headers[name];
   const s = Array.isArray(v) ? v[0] : v;
   return s === undefined || s.trim() === '' ? undefined : s.trim();
-}
-
-/** 401 with a Bearer challenge (RFC 6750 §3). */
-function unauthorized(message: string, error?: 'invalid_request' | 'invalid_token'): OperationOutcomeError {
-  const challenge = error ? `Bearer realm="fhir", error="${error}"` : 'Bearer realm="fhir"';
-  return new OperationOutcomeError('login', message, {
-    status: 401,
-    headers: { 'WWW-Authenticate': challenge },
-  });
 }

@@ -1,6 +1,6 @@
 /**
  * Insert cost of each index of the store on the engine: the documents the FHIR store
- * writes for Synthea R4 resources (ResourceWriter: current documents with their `idx` entries, and
+ * writes for Synthea R4 resources (WriteProtocol: current documents with their `idx` entries, and
  * their history rows) inserted with the driver (`insertMany`, ordered:false, batches of 500) into a
  * fresh collection holding only `_id`, then `_id` plus one index at a time, then every index the
  * app declares on that collection. The difference to `_id` alone is what that index costs a write.
@@ -20,7 +20,7 @@ import type { Document, IndexDescription } from 'mongodb';
 import type { mongo } from 'mongoose';
 import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
 import { historyOf } from '../src/storage/documents';
-import { ResourceWriter } from '../src/modules/fhir-store/resource-writer';
+import { WriteProtocol } from '../src/storage/write-protocol';
 import type { TenantContext } from '../src/tenancy/tenant-context';
 import { printTable, startBenchServer } from './lib/bench-server';
 import { childrenCpuMs } from './lib/process-cpu';
@@ -89,7 +89,7 @@ async function main(): Promise<void> {
   const server = await startBenchServer({ FHIR_FULLTEXT: 'on' });
   try {
     const db = server.connection.db!;
-    const writer = server.app.get(ResourceWriter, { strict: false });
+    const writer = server.app.get(WriteProtocol, { strict: false });
     const ctx: TenantContext = { clientId: 'bench', userId: 1, scopes: ['user/*.*'], form: 'user-token' };
     const current = loadSyntheaResources('r4', PATIENTS).map((resource, i) =>
       writer.buildDoc(

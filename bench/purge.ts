@@ -6,7 +6,7 @@
  * Run: npm run bench -- purge
  *   PURGE_BENCH_PATIENTS=<n>  only the first n patient records (default all 100: 38,971 resources)
  *   PURGE_BENCH_LOAD=http     load through POST /r4 bundles (default `direct`: the documents the
- *                             store's own ResourceWriter builds — index entries, Provenance per
+ *                             store's own WriteProtocol builds — index entries, Provenance per
  *                             version, history rows — inserted in bulk, because loading 78,000
  *                             versions over HTTP is the ingest benchmark's job; purge is what is measured)
  * The raw driver then does the same work on a fresh load of the same documents: one tenant-scoped
@@ -26,7 +26,7 @@ import { createApp } from '../src/create-app';
 import { resolveDatabase } from '../src/database/embedded-database';
 import { ClientsService } from '../src/modules/auth/clients/clients.service';
 import { historyOf, type HistoryDoc, type ResourceDoc } from '../src/storage/documents';
-import { ResourceWriter } from '../src/modules/fhir-store/resource-writer';
+import { WriteProtocol } from '../src/storage/write-protocol';
 import type { TenantContext } from '../src/tenancy/tenant-context';
 import { engineLabel } from './lib/bench-server';
 import { call, loadInBundles } from './lib/fhir-load';
@@ -52,7 +52,7 @@ async function loadDirect(
   ctx: TenantContext,
   resources: Array<Record<string, unknown>>,
 ) {
-  const writer = app.get(ResourceWriter, { strict: false });
+  const writer = app.get(WriteProtocol, { strict: false });
   const connection = app.get<Connection>(getConnectionToken());
   const current = new Map<string, ResourceDoc>();
   // Organizations and Practitioners recur across patient records: one document per key.

@@ -2,7 +2,7 @@
  * Write protocol with and without multi-document transactions: the database work
  * of bundle ingest — per 20-entry bundle one `insertMany` of the current documents, one of their
  * history rows plus the Provenances' history rows, one of the Provenances' current documents
- * (resource-writer.ts `complete`) — done by the driver, BENCH_PARALLEL (default 6) bundles in
+ * (write-protocol.ts `complete`) — done by the driver, BENCH_PARALLEL (default 6) bundles in
  * flight, once as today (three independent writes) and once inside one transaction per bundle
  * (`withTransaction`). Documents are built from the Synthea R4 sample with the real index
  * extraction, in databases with the app's indexes. Prints a table, writes

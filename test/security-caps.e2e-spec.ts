@@ -14,7 +14,7 @@ const MAX_BYTES = 4096;
 
 /**
  * One set of limits on every stored resource, whatever the route (docs/security.md): the result
- * that would be stored is checked where every version is built (ResourceWriter.buildDoc), so PATCH
+ * that would be stored is checked where every version is built (WriteProtocol.buildDoc), so PATCH
  * results and bundle entries meet the same MAX_RESOURCE_BYTES (413), MAX_ARRAY_LENGTH and string
  * rules (400) as a POST body; nothing is stored on refusal.
  */

@@ -1,9 +1,9 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { fhirJsonType, issue, operationOutcome, OperationOutcomeError, outcomeIn } from '@app/fhir';
+import { fhirJsonType } from '@app/fhir';
 import { loggableError } from '../logging/loggable-error';
 import { loggablePath } from '../logging/logging.module';
-import { mapError } from './error-mapping';
+import { mapError, outcomeOf } from './error-mapping';
 import { isFhirRequest } from '../fhir-http/fhir-route-state';
 import { requestVersion } from '../fhir-http/negotiation';
 
@@ -50,13 +50,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
     for (const [k, v] of Object.entries(mapped.headers)) res.setHeader(k, v);
     res.status(mapped.status);
     if (req && isFhirRequest(req)) {
-      const outcome =
-        exception instanceof OperationOutcomeError
-          ? exception.outcome
-          : operationOutcome([issue(mapped.code, mapped.message)]);
       const version = requestVersion(req);
       res.setHeader('Content-Type', `${fhirJsonType(version)}; charset=utf-8`);
-      res.send(JSON.stringify(outcomeIn(version, outcome)));
+      res.send(JSON.stringify(outcomeOf(exception, version, mapped)));
       return;
     }
     res.json(

@@ -1,5 +1,13 @@
 import { HttpException } from '@nestjs/common';
-import { IssueCode, OperationOutcomeError } from '@app/fhir';
+import {
+  issue,
+  IssueCode,
+  operationOutcome,
+  OperationOutcomeError,
+  outcomeIn,
+  type FhirVersion,
+  type OperationOutcome,
+} from '@app/fhir';
 import { embeddedDatabaseRecovering } from '../database/documentdb-supervisor';
 import { isDuplicateKey } from '../storage/duplicate-key';
 
@@ -192,4 +200,14 @@ export function mapError(err: unknown): MappedError {
     }
   }
   return { status: 500, code: 'exception', message: 'internal server error', headers: {}, internal: true };
+}
+
+/**
+ * Anything thrown as the OperationOutcome a client is given, in the issue codes of its version:
+ * the error filter's answer and a bundle entry's response (`mapped`: the error mapped already).
+ */
+export function outcomeOf(error: unknown, version: FhirVersion, mapped?: MappedError): OperationOutcome {
+  if (error instanceof OperationOutcomeError) return outcomeIn(version, error.outcome);
+  const { code, message } = mapped ?? mapError(error);
+  return outcomeIn(version, operationOutcome([issue(code, message)]));
 }

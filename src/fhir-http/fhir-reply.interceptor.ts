@@ -1,12 +1,16 @@
 import { createHash } from 'crypto';
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
 import type { Response } from 'express';
 import { map, type Observable } from 'rxjs';
 import { isPretty, outcomeIn, type OperationOutcome } from '@app/fhir';
 import { chargeResponse } from '../admission/response-charge';
+import { SETTINGS } from '../config/config.module';
+import type { Settings } from '../config/settings';
 import type { FhirRequest } from './fhir-route-state';
-import { isFhirReply, type FhirReply } from './fhir-reply';
+import { isFhirReply } from './fhir-reply';
 import { responseContentType } from './negotiation';
+import { presentReply, type HttpReply } from './reply-presenter';
+import { isFhirResult } from './results';
 import { shapeResource } from './resource-shaping';
 
 /**
@@ -18,15 +22,23 @@ import { shapeResource } from './resource-shaping';
  */
 @Injectable()
 export class FhirReplyInterceptor implements NestInterceptor {
+  constructor(@Inject(SETTINGS) private readonly settings: Pick<Settings, 'urls'>) {}
+
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const http = context.switchToHttp();
     const req = http.getRequest<FhirRequest>();
     const res = http.getResponse<Response>();
-    return next.handle().pipe(map((result: unknown) => writeReply(req, res, result)));
+    return next
+      .handle()
+      .pipe(map((result: unknown) => writeReply(req, res, result, this.settings.urls.base)));
   }
 }
 
-function asReply(req: FhirRequest, result: unknown): FhirReply {
+/** The handler's result as a reply: a domain result presented, a resource with the route's status. */
+function asReply(req: FhirRequest, result: unknown, base: string): HttpReply {
+  if (isFhirResult(result)) {
+    return presentReply(result, req.fhir?.version ?? 'r4', base, req.get('prefer'));
+  }
   if (isFhirReply(result)) return result;
   const status = req.fhir?.options.status ?? 200;
   return { status, body: result === undefined || result === null ? '' : result };
@@ -45,10 +57,15 @@ function subsetEtag(res: Response, text: string): void {
 }
 
 /** Sets status and headers and returns the body text for Nest to send (undefined: no body). */
-export function writeReply(req: FhirRequest, res: Response, result: unknown): string | undefined {
+export function writeReply(
+  req: FhirRequest,
+  res: Response,
+  result: unknown,
+  base: string,
+): string | undefined {
   // a streamed answer has been written by its handler already
   if (res.headersSent) return undefined;
-  const reply = asReply(req, result);
+  const reply = asReply(req, result, base);
   if (reply.headers) res.set(reply.headers);
   res.status(reply.status);
   if (reply.body === '') {

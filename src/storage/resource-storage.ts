@@ -59,7 +59,7 @@ export class ResourceStorage implements OnModuleInit {
   /**
    * The tenant's documents whatever its SMART scopes allow to read: for writers only, which must
    * find the resource they would replace (to answer 409, or to refuse it with 403 when the scopes
-   * do not allow writing it: ResourceWriter), never to answer what they found.
+   * do not allow writing it: write-protocol.ts), never to answer what they found.
    */
   scopedForWriter(ctx: TenantContext): TenantStore {
     return {

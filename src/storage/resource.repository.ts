@@ -4,17 +4,9 @@ import { historyKey, resourceKey, type FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { inlineJsonUpTo, JSON_SIZE, servedWithinBudget } from './page-budget';
 import type { HistoryDoc, ResourceDoc } from './documents';
-import { ResourceIdsRepository } from './resource-ids.repository';
 import { ResourceStorage, type TenantStore } from './resource-storage';
-import {
-  asOwner,
-  clientWide,
-  type Conditions,
-  type Filter,
-  type ScopedCollection,
-  type ScopedFilter,
-  type TenantDocument,
-} from './tenant-scope';
+import { byIds, findScoped, WITHOUT_INDEX } from './scoped-lookups';
+import { type Filter, type ScopedFilter } from './tenant-scope';
 import { LAST_UPDATED_INDEX, USER_LAST_UPDATED_INDEX } from './indexes';
 import { luBounds, newestWindowStart, type LuRange } from './search/newest-window';
 
@@ -67,7 +59,6 @@ const SIZED_FIELDS = { _id: 1, t: 1, id: 1, lu: 1, size: JSON_SIZE };
 
 type SortOrder = Readonly<Record<string, 1 | -1>>;
 
-const WITHOUT_INDEX = { idx: 0 } as const;
 /** Search order without `_sort`: newest first, then id (a total order: stable pages). */
 const DEFAULT_SORT = { lu: -1, id: 1 } as const;
 
@@ -126,43 +117,16 @@ function newestFirst(sort: SortOrder, hint: string | undefined): boolean {
   return hint === LAST_UPDATED_INDEX && Object.entries(sort)[0]?.join() === 'lu,-1';
 }
 
-/** One document by `_id` in a tenant's collection (`also`: further conditions), without its index entries. */
-function findScoped<T extends TenantDocument>(
-  collection: ScopedCollection<T>,
-  id: string,
-  also: Conditions<T> = {},
-): Promise<T | null> {
-  return collection.findOne(collection.where({ _id: id } as Conditions<T>, also), {
-    projection: WITHOUT_INDEX,
-  });
-}
-
-/** `findScoped` for many ids in one `$in` query; missing ones are left out, order of `ids` kept. */
-async function byIds<T extends TenantDocument>(
-  collection: ScopedCollection<T>,
-  ids: readonly string[],
-  also: Conditions<T> = {},
-): Promise<T[]> {
-  if (ids.length === 0) return [];
-  const docs = await collection
-    .find(collection.where({ _id: { $in: [...ids] } } as Conditions<T>, also), { projection: WITHOUT_INDEX })
-    .toArray();
-  const byId = new Map(docs.map((d) => [d._id, d]));
-  return ids.map((id) => byId.get(id)).filter((d): d is T => d !== undefined);
-}
-
 /**
  * Current documents and history rows of the FHIR resources (docs/storage.md): reads by key and by
- * search, and the write protocol. Every method takes the `TenantContext` first and works on
+ * search (the write protocol's steps are resource-writes.repository.ts). Every method takes the
+ * `TenantContext` first and works on
  * `ResourceStorage.scoped(ctx)`, whose filters carry the tenant keys by construction.
  * Raw driver collections: reads return the stored JSON text untouched (the hot path).
  */
 @Injectable()
 export class ResourceRepository {
-  constructor(
-    private readonly storage: ResourceStorage,
-    private readonly ids: ResourceIdsRepository,
-  ) {}
+  constructor(private readonly storage: ResourceStorage) {}
 
   private scoped(ctx: TenantContext): TenantStore {
     return this.storage.scoped(ctx);
@@ -177,24 +141,6 @@ export class ResourceRepository {
   /** The current document of one resource in the caller's scope (tombstones included), or null. */
   findCurrent(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
     return findScoped(this.scoped(ctx).resources, key);
-  }
-
-  /**
-   * The current document whoever of the client owns it, whatever the SMART scopes allow to read:
-   * writers decide 409 on it, and refuse with 403 what the scopes do not allow them to replace
-   * (ResourceWriter); never served. Routed by owner (docs/scaling.md): the caller's own document,
-   * else the owner its id claim names; no claim, no resource. A claim of the caller's without a
-   * document of the caller's (its own create in flight, or an id written before claims existed, on
-   * an unsharded database) asks the whole client.
-   */
-  async findCurrentInClient(ctx: TenantContext, key: string): Promise<ResourceDoc | null> {
-    const lookup = (scope: TenantContext) => findScoped(this.storage.scopedForWriter(scope).resources, key);
-    if (ctx.userId === null) return lookup(ctx);
-    const own = await lookup(ctx);
-    if (own) return own;
-    const owner = (await this.ids.owners([key])).get(key);
-    if (owner === undefined) return null;
-    return lookup(owner === ctx.userId ? clientWide(ctx) : asOwner(ctx, owner));
   }
 
   /**
@@ -487,19 +433,6 @@ export class ResourceRepository {
     return { types: (row?.types ?? []).map(typeCountOf), window: row?.window ?? [] };
   }
 
-  /**
-   * Removes many resources for good (`$everything` DELETE), in the order of `removeResource`:
-   * the current documents first, then their history rows. Returns how many current documents went.
-   */
-  async removeResources(ctx: TenantContext, keys: readonly string[]): Promise<number> {
-    if (keys.length === 0) return 0;
-    const { resources, history } = this.scoped(ctx);
-    const removed = await resources.deleteMany(resources.where({ _id: { $in: [...keys] } }));
-    await history.deleteMany(history.where({ rk: { $in: [...keys] } }));
-    await this.releaseIds(ctx, keys);
-    return removed.deletedCount;
-  }
-
   /** History rows of the given versions of one resource (absent rows left out), in the order asked. */
   historyRowsOf(ctx: TenantContext, key: string, versionIds: readonly number[]): Promise<HistoryDoc[]> {
     return byIds(
@@ -510,165 +443,5 @@ export class ResourceRepository {
 
   findHistoryRow(ctx: TenantContext, key: string, versionId: number): Promise<HistoryDoc | null> {
     return findScoped(this.scoped(ctx).history, historyKey(key, versionId));
-  }
-
-  // ---- writes (write protocol, docs/storage.md) ---------------------------------------------
-  // Documents are written under the context they were built from (ScopedCollection checks that
-  // each belongs to it); look-ups of a version's row are client-wide, as its key is.
-
-  /**
-   * Step 1 for a new resource: its id claim (resource-ids.repository.ts), then the document. False
-   * when the key exists already or another user holds its claim (someone created it first).
-   */
-  async insertCurrent(ctx: TenantContext, doc: ResourceDoc): Promise<boolean> {
-    if ((await this.ids.claim(ctx, doc.u, [doc._id])).size > 0) return false;
-    return (await this.scoped(ctx).resources.insertIgnoringDuplicates([doc])).length === 0;
-  }
-
-  /**
-   * Step 1 for many new resources at once (bundle ingest). Returns the keys that already existed;
-   * every other document was inserted.
-   */
-  async insertCurrentMany(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
-    if (docs.length === 0) return new Set();
-    const refused = await this.claimAll(ctx, docs);
-    const claimed = docs.filter((doc) => !refused.has(doc._id));
-    const existing = await this.scoped(ctx).resources.insertIgnoringDuplicates(claimed);
-    return new Set([...refused, ...existing.map((index) => claimed[index]._id)]);
-  }
-
-  /** Id claims of new documents, per owning user; returns the keys another user holds. */
-  private async claimAll(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
-    const refused = new Set<string>();
-    for (const userId of new Set(docs.map((doc) => doc.u))) {
-      const keys = docs.filter((doc) => doc.u === userId).map((doc) => doc._id);
-      for (const key of await this.ids.claim(ctx, userId, keys)) refused.add(key);
-    }
-    return refused;
-  }
-
-  /**
-   * Step 1 for a new version: compare-and-set from version `expectedVid` of the caller's resource.
-   * False when another writer got there first (the caller re-reads and retries).
-   */
-  async compareAndSet(
-    ctx: TenantContext,
-    key: string,
-    expectedVid: number,
-    next: Pick<ResourceDoc, 'vid' | 'lu' | 'del' | 'json'> & { idx?: object },
-  ): Promise<boolean> {
-    const update =
-      next.idx === undefined
-        ? {
-            $set: { vid: next.vid, lu: next.lu, del: next.del, json: next.json },
-            $unset: { idx: '' as const },
-          }
-        : { $set: { vid: next.vid, lu: next.lu, del: next.del, json: next.json, idx: next.idx } };
-    const resources = this.scoped(ctx).resources;
-    const result = await resources.updateOne(resources.where({ _id: key }, { vid: expectedVid }), update);
-    return result.matchedCount === 1;
-  }
-
-  /**
-   * History rows; rows already there (a retry, a repair) are left as they are, except a row older
-   * than the one offered (`lu` earlier): an orphan of an earlier life of the same id, left by an
-   * interrupted removal, which the new version replaces. Returns the indexes of rows that were
-   * already there and kept.
-   */
-  async insertHistory(ctx: TenantContext, rows: readonly HistoryDoc[]): Promise<Set<number>> {
-    const kept = new Set<number>();
-    if (rows.length === 0) return kept;
-    const history = this.scoped(ctx).history;
-    const client = this.scoped(clientWide(ctx)).history;
-    for (const index of await history.insertIgnoringDuplicates(rows)) {
-      const row = rows[index];
-      const replaced = await client.replaceOne(client.where({ _id: row._id, lu: { $lt: row.lu } }), row);
-      if (replaced.matchedCount === 0) kept.add(index);
-    }
-    return kept;
-  }
-
-  /**
-   * Claims version `next.vid` of a resource by inserting its history row: the insert of a unique
-   * `_id` is atomic, so of concurrent writers of the same version exactly one succeeds. `previous`
-   * (the version being replaced) is inserted in the same call in case a crash had left its row
-   * missing. Returns false when another writer holds that version.
-   */
-  async claimVersion(ctx: TenantContext, previous: HistoryDoc, next: HistoryDoc): Promise<boolean> {
-    const existing = await this.scoped(ctx).history.insertIgnoringDuplicates([previous, next]);
-    return !existing.includes(1);
-  }
-
-  findHistoryRowByKey(ctx: TenantContext, rowKey: string): Promise<HistoryDoc | null> {
-    const history = this.scoped(clientWide(ctx)).history;
-    return history.findOne(history.where({ _id: rowKey }));
-  }
-
-  /** Replaces a history row still holding `expectedLu` (an orphan of an earlier life of the id). */
-  async replaceHistoryRow(ctx: TenantContext, row: HistoryDoc, expectedLu: Date): Promise<boolean> {
-    const history = this.scoped(clientWide(ctx)).history;
-    return (
-      (await history.replaceOne(history.where({ _id: row._id, lu: expectedLu }), row)).matchedCount === 1
-    );
-  }
-
-  /** Inserts current documents that may exist already (Provenances with deterministic ids). */
-  async insertCurrentIgnoringExisting(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<void> {
-    if (docs.length === 0) return;
-    const refused = await this.claimAll(ctx, docs);
-    await this.scoped(ctx).resources.insertIgnoringDuplicates(docs.filter((doc) => !refused.has(doc._id)));
-  }
-
-  /**
-   * `DELETE …/_history/{vid}`: the version's row becomes `gone` (json dropped). Upserted from
-   * `fallback` when a crash had left the row missing, so the removal is never lost.
-   */
-  async markVersionGone(ctx: TenantContext, row: HistoryDoc): Promise<void> {
-    const history = this.scoped(ctx).history;
-    const filter = history.where({ _id: row._id });
-    // Fields of the filter are copied into an upserted row by the engine; setting them again
-    // in $setOnInsert is refused by some engines, so only the others are listed.
-    const { _id, json: _json, gone: _gone, c: _c, u, ...identity } = row;
-    const onInsert = filter.u === undefined ? { ...identity, u } : identity;
-    await history.updateOne(
-      filter,
-      { $set: { gone: true, json: null }, $setOnInsert: onInsert },
-      { upsert: true },
-    );
-  }
-
-  /**
-   * Rewrites version `vid` of a resource in place, current document and history row, with no new
-   * version: a removal of other resources taking them out of a bundle's Provenance (`$everything`
-   * DELETE), so that nothing still names what was removed. No-op if the resource moved on.
-   */
-  async rewriteInPlace(
-    ctx: TenantContext,
-    key: string,
-    vid: number,
-    next: { json: string; idx: object | undefined },
-  ): Promise<void> {
-    const { resources, history } = this.scoped(ctx);
-    const set = next.idx === undefined ? { $set: { json: next.json } } : { $set: next };
-    const moved = await resources.updateOne(resources.where({ _id: key }, { vid }), set);
-    if (moved.matchedCount === 0) return;
-    await history.updateOne(history.where({ _id: historyKey(key, vid) }), { $set: { json: next.json } });
-  }
-
-  /**
-   * Removes a resource for good: the current document first (every reader sees 404 at once), then
-   * its history rows (a crash in between leaves orphan rows no reader sees; `store check` deletes them).
-   */
-  async removeResource(ctx: TenantContext, key: string): Promise<boolean> {
-    const { resources, history } = this.scoped(ctx);
-    const removed = await resources.deleteOne(resources.where({ _id: key }));
-    await history.deleteMany(history.where({ rk: key }));
-    await this.releaseIds(ctx, [key]);
-    return removed.deletedCount === 1;
-  }
-
-  /** Id claims of removed resources go last: the id is free once nothing of it is left. */
-  private async releaseIds(ctx: TenantContext, keys: readonly string[]): Promise<void> {
-    if (ctx.userId !== null) await this.ids.release(ctx, ctx.userId, keys);
   }
 }

@@ -10,16 +10,23 @@ import { EverythingReader } from './search/everything-reader';
 import { IncludeResolver } from './search/include-resolver';
 import { SearchExecutor } from './search/search-executor';
 import { SubQueryResolver } from './search/sub-query-resolver';
+import { ResourceWritesRepository } from './resource-writes.repository';
+import { StorageService } from './storage-handle';
+import { WriteProtocol } from './write-protocol';
 
 /**
  * The resource collections and everything that reads or writes them (docs/storage.md): no
- * controllers. Feature modules (store, search, export, purge) import it and build on
- * `ResourceStorage.scoped(ctx)` or these repositories; none declares the collections again.
+ * controllers. FHIR services take one request's `StorageService.for(ctx)` handle; export, purge
+ * and the CLI build on `ResourceStorage.scoped(ctx)` or these repositories; none declares the
+ * collections again.
  */
 @Module({
   providers: [
     ResourceStorage,
     ResourceRepository,
+    ResourceWritesRepository,
+    WriteProtocol,
+    StorageService,
     HistoryRepository,
     StoreMaintenanceRepository,
     ReindexRepository,
@@ -33,6 +40,9 @@ import { SubQueryResolver } from './search/sub-query-resolver';
   exports: [
     ResourceStorage,
     ResourceRepository,
+    ResourceWritesRepository,
+    WriteProtocol,
+    StorageService,
     HistoryRepository,
     StoreMaintenanceRepository,
     ReindexRepository,

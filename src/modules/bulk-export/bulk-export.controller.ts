@@ -11,7 +11,8 @@ import {
 import { ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { issue, operationOutcome, type FhirVersion } from '@app/fhir';
-import { FhirOperation, FhirRoute, FhirVersionParam, type FhirReply } from '../../fhir-http';
+import { FhirOperation, FhirRoute, FhirVersionParam } from '../../fhir-http';
+import type { Accepted, InProgress, OperationOutput } from '../../fhir-http/results';
 import type { FhirOperationDefinition } from '../../fhir-http/fhir-operation.decorator';
 import { FhirIdParam, FhirTypeParam } from '../../fhir-http/fhir-params';
 import { MetricsService } from '../../metrics/metrics.service';
@@ -54,12 +55,12 @@ function exportRoute(req: Request, version: FhirVersion): ExportRoute {
 }
 
 /** The complete-status manifest: application/json (export.html#response---complete-status); Expires = when its links expire. */
-function manifestReply(manifest: ExportManifest, linkTtlSeconds: number): FhirReply {
+function manifestReply(manifest: ExportManifest, linkTtlSeconds: number): OperationOutput {
   return {
-    status: 200,
+    kind: 'output',
     body: manifest,
     mediaType: 'application/json',
-    headers: { Expires: new Date(Date.now() + linkTtlSeconds * 1000).toUTCString() },
+    expires: new Date(Date.now() + linkTtlSeconds * 1000),
   };
 }
 
@@ -67,12 +68,12 @@ function manifestReply(manifest: ExportManifest, linkTtlSeconds: number): FhirRe
  * 200 with the manifest, or 202 + Content-Location with `Prefer: respond-async` and an
  * OperationOutcome body (https://hl7.org/fhir/uv/bulkdata/export.html#response---success).
  */
-function kickOffReply(result: KickOffResult, linkTtlSeconds: number): FhirReply {
+function kickOffReply(result: KickOffResult, linkTtlSeconds: number): OperationOutput | Accepted {
   if (!('statusUrl' in result)) return manifestReply(result.manifest, linkTtlSeconds);
   return {
-    status: 202,
-    headers: { 'Content-Location': result.statusUrl },
-    body: operationOutcome([
+    kind: 'accepted',
+    statusUrl: result.statusUrl,
+    outcome: operationOutcome([
       issue('informational', `export accepted: poll ${result.statusUrl}`, { severity: 'information' }),
     ]),
   };
@@ -126,7 +127,7 @@ export class BulkExportController {
     @FhirTypeParam('optional') type: string | undefined,
     @FhirIdParam('optional') groupId: string | undefined,
     @Req() req: Request,
-  ): Promise<FhirReply> {
+  ): Promise<OperationOutput | Accepted> {
     // POST kick-off: the Parameters body carries the parameters (export.html#post-body)
     const query = req.method === 'POST' ? parametersToQuery(req.body) : (req.query as RawQuery);
     const result = await this.exports.kickOff(ctx, {
@@ -157,14 +158,10 @@ export class BulkExportController {
     @FhirVersionParam() version: FhirVersion,
     @Param('jobId') jobId: string,
     @Req() req: Request,
-  ): Promise<FhirReply> {
+  ): Promise<OperationOutput | InProgress> {
     const status = await this.exports.status(ctx, exportRoute(req, version), jobId);
     if ('manifest' in status) return manifestReply(status.manifest, this.ttl);
-    return {
-      status: 202,
-      body: '',
-      headers: { 'X-Progress': status.progress, 'Retry-After': String(status.retryAfterSeconds) },
-    };
+    return { kind: 'in-progress', progress: status.progress, retryAfterSeconds: status.retryAfterSeconds };
   }
 
   // Cancelling a job changes no FHIR data: allowed to read-only and client-wide credentials.

@@ -1,36 +1,33 @@
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   bundleIntegrityProblems,
   entryIdSource,
   issue,
   newResourceId,
-  operationOutcome,
   OperationOutcomeError,
   parseRequestUrl,
   parseVersionEtag,
   rewritePlaceholders,
   transactionResponseJson,
-  versionEtag,
   type EntryMethod,
   type FhirVersion,
   type TransactionResponseEntry,
 } from '@app/fhir';
-import { mapError } from '../../common/error-mapping';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import { assertAllowed, permissionOf } from '../../tenancy/smart-scopes';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { conditionKey } from '../../storage/conditional-keys.repository';
 import { conditionPairs, ConditionalService } from './conditional.service';
-import type { FhirReply } from '../../fhir-http/fhir-reply';
 import { idParam, typeParam } from '../../fhir-http/path-params';
-import { entryPatchDocument, PatchService } from './patch.service';
-import { returnPreference } from './prefer';
-import { assertValid, FhirStoreService } from './fhir-store.service';
+import { returnPreference } from '../../fhir-http/reply-presenter';
+import { page, written, type Found, type Page, type Written } from '../../fhir-http/results';
 import type { ResourceDoc } from '../../storage/documents';
-import { ResourceRepository } from '../../storage/resource.repository';
-import { ResourceWriter, type BundleWrites, type WrittenVersion } from './resource-writer';
+import { StorageService, type StorageHandle } from '../../storage/storage-handle';
+import type { BundleWrites, WrittenVersion } from '../../storage/write-protocol';
+import { entryOf, failureEntry, type EntryResult } from './bundle-entries';
+import { entryPatchDocument, PatchService } from './patch.service';
+import { assertValid, FhirStoreService } from './fhir-store.service';
 import { SearchService } from './search/search.service';
 
 /** docs/api.md §13: resources per posted bundle. */
@@ -38,21 +35,9 @@ export const MAX_BUNDLE_ENTRIES = 20;
 
 const METHODS = new Set<EntryMethod>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 /** https://hl7.org/fhir/R4/http.html#trules: deletes, then creates and updates, then reads. */
-const PROCESSING_ORDER: Record<EntryMethod, number> = { DELETE: 0, POST: 1, PUT: 1, PATCH: 1, GET: 2 };
+const writtenOf = (stored: WrittenVersion): Written => written(stored.doc, stored.created);
 
-const REASON: Record<number, string> = {
-  200: 'OK',
-  201: 'Created',
-  400: 'Bad Request',
-  403: 'Forbidden',
-  404: 'Not Found',
-  409: 'Conflict',
-  410: 'Gone',
-  412: 'Precondition Failed',
-  422: 'Unprocessable Entity',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
+const PROCESSING_ORDER: Record<EntryMethod, number> = { DELETE: 0, POST: 1, PUT: 1, PATCH: 1, GET: 2 };
 
 interface RequestEntry {
   index: number;
@@ -82,8 +67,6 @@ interface WritePlan {
   createOnly?: boolean;
 }
 
-const statusLine = (status: number) => `${status} ${REASON[status] ?? ''}`.trim();
-
 /**
  * `POST /{v}` with a `transaction` or `batch` Bundle (docs/api.md §5, §13): at most 20 entries, each
  * validated and stored independently (valid entries stored, invalid ones not), `urn:uuid:`
@@ -94,8 +77,7 @@ const statusLine = (status: number) => `${status} ${REASON[status] ?? ''}`.trim(
 @Injectable()
 export class BundleService {
   constructor(
-    private readonly repository: ResourceRepository,
-    private readonly writer: ResourceWriter,
+    private readonly storage: StorageService,
     private readonly store: FhirStoreService,
     private readonly conditional: ConditionalService,
     private readonly patches: PatchService,
@@ -108,7 +90,7 @@ export class BundleService {
     version: FhirVersion,
     body: Record<string, unknown>,
     prefer?: string,
-  ): Promise<FhirReply> {
+  ): Promise<Page> {
     const { kind, entries } = readBundle(body);
     const responses: TransactionResponseEntry[] = new Array<TransactionResponseEntry>(entries.length);
     try {
@@ -129,8 +111,9 @@ export class BundleService {
     entries: RequestEntry[],
     responses: TransactionResponseEntry[],
     prefer: string | undefined,
-  ): Promise<FhirReply> {
-    const fail = (index: number, error: unknown) => (responses[index] = failureEntry(error));
+  ): Promise<Page> {
+    const fail = (index: number, error: unknown) => (responses[index] = failureEntry(error, version));
+    const store = this.storage.for(ctx);
     const claimed = new Map<string, number>();
     // each entry is held to the scopes as its own request would be (403 for a type not covered)
     const allowed = entries.filter((entry) => {
@@ -150,20 +133,24 @@ export class BundleService {
     const plans = this.plan(version, pending, fail);
     const ordered = [...pending].sort((a, b) => PROCESSING_ORDER[a.method] - PROCESSING_ORDER[b.method]);
     for (const entry of ordered.filter((e) => e.method === 'DELETE')) {
-      await this.settle(entry.index, responses, () => this.deleteEntry(ctx, version, entry));
+      await this.settle(version, entry.index, responses, () => this.deleteEntry(ctx, version, entry));
     }
     const representation = returnPreference(prefer) === 'representation';
     // One Provenance for everything the bundle wrote, recorded even when a write threw midway.
     const written: BundleWrites = [];
     try {
-      await this.writeAll(ctx, version, plans, responses, representation, written);
+      await this.writeAll(store, version, plans, responses, representation, written);
       for (const entry of ordered.filter((e) => e.method === 'PATCH')) {
-        await this.settle(entry.index, responses, () =>
-          this.patchEntry(ctx, version, entry, representation, written),
+        await this.settle(
+          version,
+          entry.index,
+          responses,
+          () => this.patchEntry(ctx, version, entry, written),
+          representation,
         );
       }
     } finally {
-      await this.writer.recordProvenance(ctx, version, written);
+      await store.recordProvenance(version, written);
     }
     // One byte budget for the whole response, spent in processing order (docs/security.md "Page
     // byte budget"): entries are served in full while some is left, the one crossing it included.
@@ -176,10 +163,12 @@ export class BundleService {
       else delete served.resourceJson;
     }
     for (const entry of ordered.filter((e) => e.method === 'GET')) {
-      await this.settle(entry.index, responses, () => this.readEntry(ctx, version, kind, entry, budget.left));
+      await this.settle(version, entry.index, responses, () =>
+        this.readEntry(ctx, version, kind, entry, budget.left),
+      );
       budget.left -= responses[entry.index].resourceJson?.length ?? 0;
     }
-    return { status: 200, body: transactionResponseJson(version, `${kind}-response`, responses) };
+    return page(transactionResponseJson(version, `${kind}-response`, responses));
   }
 
   /**
@@ -228,7 +217,7 @@ export class BundleService {
         }
         if (match) {
           entry.existing = match;
-          responses[entry.index] = this.writtenEntry(version, { doc: match, created: false }, false);
+          responses[entry.index] = this.entry(version, { kind: 'matched', doc: match }, false);
         }
       } else if ((entry.method === 'PUT' || entry.method === 'DELETE') && conditionalUrl) {
         const type = typeParam(version, target.type);
@@ -254,7 +243,7 @@ export class BundleService {
         entry.createOnly = entry.method === 'PUT' && !match;
       }
     } catch (error) {
-      responses[entry.index] = failureEntry(error);
+      responses[entry.index] = failureEntry(error, version);
     }
   }
 
@@ -295,126 +284,67 @@ export class BundleService {
   }
 
   /**
-   * Fast path: one look-up of every key, one bulk insert of the new resources, one bulk write of
-   * their history rows (their Provenance is the bundle's, in `written`). Existing ids, repeated ids and conditional updates go
-   * through the per-entry compare-and-set path, in bundle order.
+   * Fast path: one bulk insert of the new resources, one bulk write of their history rows (their
+   * Provenance is the bundle's, in `written`), with no look-up first (new ids are the common case:
+   * ids chosen client-side). Ids that existed, repeated ids and conditional updates go through the
+   * per-entry compare-and-set path, in bundle order.
    */
   private async writeAll(
-    ctx: TenantContext,
+    store: StorageHandle,
     version: FhirVersion,
     plans: WritePlan[],
     responses: TransactionResponseEntry[],
     representation: boolean,
     written: BundleWrites,
   ): Promise<void> {
-    const keyOf = (plan: WritePlan) => this.repository.key(ctx, version, plan.type, plan.id);
     const seen = new Set<string>();
     const bulk: WritePlan[] = [];
     const single: WritePlan[] = [];
     for (const plan of plans) {
-      const key = keyOf(plan);
+      const key = store.key(version, plan.type, plan.id);
       (seen.has(key) || plan.ifMatch !== undefined || plan.createOnly ? single : bulk).push(plan);
       seen.add(key);
     }
-    // New ids are the common case (ids chosen client-side): insert first, with no look-up (one
-    // round trip less per bundle); the ids that existed come back as conflicts and take the
-    // per-entry path.
-    const lastUpdated = new Date();
-    const fresh: Array<[WritePlan, ResourceDoc]> = [];
+    const outcomes = await store.createMany(version, bulk, written);
     const known = new Set<WritePlan>();
-    for (const plan of bulk) {
-      try {
-        const doc = this.writer.buildDoc(ctx, version, plan.type, plan.id, 1, lastUpdated, plan.resource);
-        this.writer.assertMayWrite(ctx, 'c', doc);
-        fresh.push([plan, doc]);
-      } catch (error) {
-        responses[plan.entry.index] = failureEntry(error);
-      }
-    }
-    const conflicts = await this.repository.insertCurrentMany(
-      ctx,
-      fresh.map(([, doc]) => doc),
-    );
-    const inserted = fresh.filter(([, doc]) => !conflicts.has(doc._id));
-    for (const [plan, doc] of fresh) if (conflicts.has(doc._id)) known.add(plan);
-    await this.writer.complete(
-      ctx,
-      version,
-      inserted.map(([, doc]) => ({ previous: null, doc })),
-      written,
-    );
-    for (const [plan, doc] of inserted)
-      responses[plan.entry.index] = this.writtenEntry(version, { doc, created: true }, representation);
+    bulk.forEach((plan, index) => {
+      const outcome = outcomes[index];
+      if ('exists' in outcome) known.add(plan);
+      else if ('error' in outcome) responses[plan.entry.index] = failureEntry(outcome.error, version);
+      else responses[plan.entry.index] = this.entry(version, writtenOf(outcome.written), representation);
+    });
     const slow = plans.filter((plan) => known.has(plan) || single.includes(plan));
     for (const plan of slow) {
-      await this.settle(plan.entry.index, responses, async () => {
-        const stored = await this.writer.upsert(ctx, version, plan.type, plan.id, plan.resource, {
-          ifMatch: plan.ifMatch,
-          createOnly: plan.createOnly,
-          bundle: written,
-        });
-        return this.writtenEntry(version, stored, representation);
-      });
+      const upsert = async () =>
+        writtenOf(
+          await store.upsert(version, plan.type, plan.id, plan.resource, {
+            ifMatch: plan.ifMatch,
+            createOnly: plan.createOnly,
+            bundle: written,
+          }),
+        );
+      await this.settle(version, plan.entry.index, responses, upsert, representation);
     }
   }
 
-  private writtenEntry(
-    version: FhirVersion,
-    written: WrittenVersion,
-    representation: boolean,
-  ): TransactionResponseEntry {
-    const { doc } = written;
-    const entry: TransactionResponseEntry = {
-      fullUrl: `${this.settings.urls.base}/${version}/${doc.t}/${doc.id}`,
-      response: {
-        status: statusLine(written.created ? 201 : 200),
-        location: `${doc.t}/${doc.id}/_history/${doc.vid}`,
-        etag: versionEtag(doc.vid),
-        lastModified: doc.lu.toISOString(),
-      },
-    };
-    if (representation && doc.json) entry.resourceJson = doc.json;
-    return entry;
+  private entry(version: FhirVersion, result: EntryResult, representation = true): TransactionResponseEntry {
+    return entryOf(result, version, this.settings.urls.base, representation);
   }
 
-  private async deleteEntry(
+  private deleteEntry(ctx: TenantContext, version: FhirVersion, entry: RequestEntry): Promise<EntryResult> {
+    const { type, id } = instanceOf(version, entry);
+    return this.store.delete(ctx, version, type, id);
+  }
+
+  private patchEntry(
     ctx: TenantContext,
     version: FhirVersion,
     entry: RequestEntry,
-  ): Promise<TransactionResponseEntry> {
-    const target = parseRequestUrl(entry.url);
-    if (!target?.id || target.versionId || target.query) {
-      throw OperationOutcomeError.invalid(`DELETE needs a url Type/id (got "${entry.url}")`);
-    }
-    const reply = await this.store.delete(ctx, version, typeParam(version, target.type), idParam(target.id));
-    return {
-      response: { status: statusLine(reply.status), outcome: reply.body as never, etag: reply.headers?.ETag },
-    };
-  }
-
-  private async patchEntry(
-    ctx: TenantContext,
-    version: FhirVersion,
-    entry: RequestEntry,
-    representation: boolean,
     written: BundleWrites,
-  ): Promise<TransactionResponseEntry> {
-    const target = parseRequestUrl(entry.url);
-    if (!target?.id || target.versionId || target.query) {
-      throw OperationOutcomeError.invalid(`PATCH needs a url Type/id (got "${entry.url}")`);
-    }
-    const type = typeParam(version, target.type);
+  ): Promise<EntryResult> {
+    const { type, id } = instanceOf(version, entry);
     const document = entryPatchDocument(entry.resource);
-    const patched = await this.patches.apply(
-      ctx,
-      version,
-      type,
-      idParam(target.id),
-      document,
-      entry.ifMatch,
-      written,
-    );
-    return this.writtenEntry(version, patched, representation);
+    return this.patches.patch(ctx, version, type, id, document, entry.ifMatch, written);
   }
 
   /**
@@ -428,49 +358,50 @@ export class BundleService {
     kind: 'transaction' | 'batch',
     entry: RequestEntry,
     maxBytes: number,
-  ): Promise<TransactionResponseEntry> {
+  ): Promise<Found | Page> {
     const target = parseRequestUrl(entry.url);
     if (!target) throw OperationOutcomeError.invalid(`cannot read url "${entry.url}"`);
     const type = typeParam(version, target.type);
-    let reply: FhirReply;
     if (target.id === undefined) {
       // the search of `GET /{v}/{type}?…`, every parameter of the entry's url included
       const pairs = [...new URLSearchParams(target.query ?? '')];
-      reply = await this.searches.search(ctx, version, type, pairs, undefined, { maxBytes });
-    } else if (maxBytes <= 0) {
+      const reply = await this.searches.search(ctx, version, type, pairs, undefined, { maxBytes });
+      return page(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body));
+    }
+    if (maxBytes <= 0) {
       throw new OperationOutcomeError(
         'too-costly',
         `this ${kind}-response reached its byte budget (SEARCH_PAGE_MAX_BYTES) before this entry: read ${entry.url} on its own`,
       );
-    } else if (target.versionId !== undefined) {
-      reply = await this.store.vread(ctx, version, type, idParam(target.id), target.versionId);
-    } else {
-      reply = await this.store.read(ctx, version, type, idParam(target.id));
     }
-    const body = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
-    return {
-      // the resource read, or the searchset Bundle (which has no URL of its own)
-      fullUrl:
-        target.id === undefined
-          ? `urn:uuid:${randomUUID()}`
-          : `${this.settings.urls.base}/${version}/${type}/${target.id}`,
-      resourceJson: body,
-      response: { status: statusLine(reply.status), etag: reply.headers?.ETag },
-    };
+    return target.versionId !== undefined
+      ? this.store.vread(ctx, version, type, idParam(target.id), target.versionId)
+      : this.store.read(ctx, version, type, idParam(target.id));
   }
 
-  /** Runs one entry; its failure becomes that entry's response, never the bundle's. */
+  /** Runs one entry and presents its result; its failure becomes that entry's response, never the bundle's. */
   private async settle(
+    version: FhirVersion,
     index: number,
     responses: TransactionResponseEntry[],
-    run: () => Promise<TransactionResponseEntry>,
+    run: () => Promise<EntryResult>,
+    representation = true,
   ): Promise<void> {
     try {
-      responses[index] = await run();
+      responses[index] = this.entry(version, await run(), representation);
     } catch (error) {
-      responses[index] = failureEntry(error);
+      responses[index] = failureEntry(error, version);
     }
   }
+}
+
+/** Type and id of a DELETE or PATCH entry, whose url must name one resource (`Type/id`). */
+function instanceOf(version: FhirVersion, entry: RequestEntry): { type: string; id: string } {
+  const target = parseRequestUrl(entry.url);
+  if (!target?.id || target.versionId || target.query) {
+    throw OperationOutcomeError.invalid(`${entry.method} needs a url Type/id (got "${entry.url}")`);
+  }
+  return { type: typeParam(version, target.type), id: idParam(target.id) };
 }
 
 /**
@@ -579,13 +510,4 @@ function planWrite(version: FhirVersion, entry: RequestEntry): WritePlan {
   if (source.kind === 'invalid') throw OperationOutcomeError.invalid(source.message, 'id');
   const id = entry.claimedId ?? (source.kind === 'chosen' ? source.id : newResourceId());
   return { entry, type, id, resource: { ...entry.resource, id }, ifMatch };
-}
-
-function failureEntry(error: unknown): TransactionResponseEntry {
-  const mapped = mapError(error);
-  const outcome =
-    error instanceof OperationOutcomeError
-      ? error.outcome
-      : operationOutcome([issue(mapped.code, mapped.message)]);
-  return { response: { status: statusLine(mapped.status), outcome } };
 }

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { newResourceId, OperationOutcomeError, type FhirVersion } from '@app/fhir';
 import { conditionKey, ConditionalKeysRepository } from '../../storage/conditional-keys.repository';
-import { ResourceRepository } from '../../storage/resource.repository';
+import { StorageService } from '../../storage/storage-handle';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import type { FhirReply } from '../../fhir-http/fhir-reply';
+import type { Matched, Removed, Written } from '../../fhir-http/results';
 import { FhirStoreService } from './fhir-store.service';
 import { assertPatchable, PatchService, type PatchDocument } from './patch.service';
 import { isLenientHandling } from './prefer';
@@ -42,7 +42,7 @@ export class ConditionalService {
   constructor(
     private readonly store: FhirStoreService,
     private readonly searches: SearchService,
-    private readonly resources: ResourceRepository,
+    private readonly storage: StorageService,
     private readonly keys: ConditionalKeysRepository,
     private readonly patches: PatchService,
   ) {}
@@ -62,14 +62,15 @@ export class ConditionalService {
     id: string,
   ): Promise<Claim> {
     const key = conditionKey(ctx, version, type, conditionPairs(query));
-    const rk = this.resources.key(ctx, version, type, id);
+    const store = this.storage.for(ctx);
+    const rk = store.key(version, type, id);
     const won: Claim = { won: true, release: () => this.keys.release(ctx, key, rk) };
     for (let attempt = 0; ; attempt++) {
       if (await this.keys.claim(ctx, key, rk)) return won;
       const held = await this.keys.find(ctx, key);
       if (!held) continue; // given back meanwhile
       const stale = Date.now() - held.at.getTime() > KEY_STALE_MS;
-      const doc = stale ? null : await this.resources.findCurrent(ctx, held.rk);
+      const doc = stale ? null : await store.readKey(held.rk);
       // the key's resource answers only while it matches the condition (its body may not have)
       const answers = doc && !doc.del && (await this.stillMatches(ctx, version, type, query, doc));
       if (doc && answers) return { won: false, holder: doc };
@@ -96,7 +97,7 @@ export class ConditionalService {
   }
 
   /** Runs the create of a claimed key; a failed create gives the key back. */
-  private async createClaimed(claim: Claim & { won: true }, create: () => Promise<FhirReply>) {
+  private async createClaimed(claim: Claim & { won: true }, create: () => Promise<Written>) {
     try {
       return await create();
     } catch (error) {
@@ -140,16 +141,13 @@ export class ConditionalService {
     resource: Record<string, unknown>,
     ifNoneExist: string,
     prefer?: string,
-  ): Promise<FhirReply> {
-    const note = 'already exists: nothing was created';
+  ): Promise<Written | Matched> {
     const existing = await this.findOne(ctx, version, type, ifNoneExist, prefer, 'create');
-    if (existing) return this.store.existingReply(version, existing, note, prefer);
+    if (existing) return { kind: 'matched', doc: existing };
     const id = typeof resource.id === 'string' ? resource.id : newResourceId();
     const claim = await this.claim(ctx, version, type, ifNoneExist, id);
-    if (!claim.won) return this.store.existingReply(version, claim.holder, note, prefer);
-    return this.createClaimed(claim, () =>
-      this.store.create(ctx, version, type, { ...resource, id }, prefer),
-    );
+    if (!claim.won) return { kind: 'matched', doc: claim.holder };
+    return this.createClaimed(claim, () => this.store.create(ctx, version, type, { ...resource, id }));
   }
 
   /**
@@ -164,7 +162,7 @@ export class ConditionalService {
     resource: Record<string, unknown>,
     ifMatch: string | undefined,
     prefer?: string,
-  ): Promise<FhirReply> {
+  ): Promise<Written> {
     let match = await this.findOne(ctx, version, type, query, prefer, 'update');
     if (!match) {
       if (ifMatch !== undefined) {
@@ -179,9 +177,7 @@ export class ConditionalService {
       // R4: no match and a body id that already exists → 409, never an overwrite of that resource
       else
         return this.createClaimed(claim, () =>
-          this.store.update(ctx, version, type, id, { ...resource, id }, undefined, prefer, {
-            createOnly: true,
-          }),
+          this.store.update(ctx, version, type, id, { ...resource, id }, undefined, { createOnly: true }),
         );
     }
     if (resource.id !== undefined && resource.id !== match.id) {
@@ -190,7 +186,7 @@ export class ConditionalService {
         'id',
       );
     }
-    return this.store.update(ctx, version, type, match.id, { ...resource, id: match.id }, ifMatch, prefer);
+    return this.store.update(ctx, version, type, match.id, { ...resource, id: match.id }, ifMatch);
   }
 
   /** `DELETE /{v}/{type}?criteria`: 0 matches → 404; 1 → an ordinary delete; several → 412. */
@@ -200,7 +196,7 @@ export class ConditionalService {
     type: string,
     query: string | SearchPairs,
     prefer?: string,
-  ): Promise<FhirReply> {
+  ): Promise<Removed> {
     const match = await this.findOne(ctx, version, type, query, prefer, 'delete');
     if (!match) throw OperationOutcomeError.notFound(`no ${type} matches the criteria: nothing was deleted`);
     return this.store.delete(ctx, version, type, match.id);
@@ -218,10 +214,10 @@ export class ConditionalService {
     document: PatchDocument,
     ifMatch: string | undefined,
     prefer?: string,
-  ): Promise<FhirReply> {
+  ): Promise<Written> {
     assertPatchable(version);
     const match = await this.findOne(ctx, version, type, query, prefer, 'patch');
     if (!match) throw OperationOutcomeError.notFound(`no ${type} matches the criteria: nothing was patched`);
-    return this.patches.patch(ctx, version, type, match.id, document, ifMatch, prefer);
+    return this.patches.patch(ctx, version, type, match.id, document, ifMatch);
   }
 }

@@ -104,7 +104,7 @@ export class FhirStoreController {
     @Headers('prefer') prefer: string | undefined,
   ) {
     return ifNoneExist === undefined
-      ? this.store.create(ctx, version, type, resource, prefer)
+      ? this.store.create(ctx, version, type, resource)
       : this.conditional.create(ctx, version, type, resource, ifNoneExist, prefer);
   }
 
@@ -204,9 +204,8 @@ export class FhirStoreController {
     @FhirIdParam() id: string,
     @FhirResourceBody() resource: Record<string, unknown>,
     @Headers('if-match') ifMatch: string | undefined,
-    @Headers('prefer') prefer: string | undefined,
   ) {
-    return this.store.update(ctx, version, type, id, resource, ifMatch, prefer);
+    return this.store.update(ctx, version, type, id, resource, ifMatch);
   }
 
   @Patch(':version/:type/:id')
@@ -229,9 +228,8 @@ export class FhirStoreController {
     @Body() body: unknown,
     @Headers('content-type') contentType: string | undefined,
     @Headers('if-match') ifMatch: string | undefined,
-    @Headers('prefer') prefer: string | undefined,
   ) {
-    return this.patches.patch(ctx, version, type, id, patchDocument(contentType, body), ifMatch, prefer);
+    return this.patches.patch(ctx, version, type, id, patchDocument(contentType, body), ifMatch);
   }
 
   @Delete(':version/:type/:id')

@@ -7,7 +7,6 @@ import { ConditionalService } from './conditional.service';
 import { FhirStoreService } from './fhir-store.service';
 import { HistoryService } from './history.service';
 import { PatchService } from './patch.service';
-import { ResourceWriter } from './resource-writer';
 import { StoreCheckService } from './store-check.service';
 import { SearchService } from './search/search.service';
 import { StorageModule } from '../../storage/storage.module';
@@ -22,7 +21,6 @@ import { AdmissionModule } from '../../admission/admission.module';
 @Module({
   imports: [StorageModule, AdmissionModule],
   providers: [
-    ResourceWriter,
     FhirStoreService,
     BundleService,
     StoreCheckService,
@@ -46,7 +44,6 @@ import { AdmissionModule } from '../../admission/admission.module';
   exports: [
     BundleService,
     StorageModule,
-    ResourceWriter,
     FhirStoreService,
     HistoryService,
     ConditionalService,

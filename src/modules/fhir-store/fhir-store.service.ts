@@ -1,22 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  deletedOutcome,
   issue,
   OperationOutcomeError,
   parseVersionEtag,
   validateResource,
-  versionEtag,
   type FhirVersion,
 } from '@app/fhir';
 import { pagingParameter } from '../../common/paging-parameter';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import type { FhirReply } from '../../fhir-http/fhir-reply';
-import { applyReturnPreference } from './prefer';
-import { historyOf, type HistoryDoc, type ResourceDoc } from '../../storage/documents';
-import { ResourceRepository } from '../../storage/resource.repository';
-import { ResourceWriter, type WrittenVersion } from './resource-writer';
+import { versionHeaders } from '../../fhir-http/reply-presenter';
+import { found, written, type Found, type Removed, type Written } from '../../fhir-http/results';
+import type { ResourceDoc } from '../../storage/documents';
+import { StorageService, type StorageHandle } from '../../storage/storage-handle';
 
 export type QueryParams = Record<string, string | string[] | undefined>;
 
@@ -69,37 +66,9 @@ function single(value: string | string[] | undefined): string | undefined {
 @Injectable()
 export class FhirStoreService {
   constructor(
-    private readonly repository: ResourceRepository,
-    private readonly writer: ResourceWriter,
+    private readonly storage: StorageService,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
-
-  private resourceUrl(version: FhirVersion, type: string, id: string): string {
-    return `${this.settings.urls.base}/${version}/${type}/${id}`;
-  }
-
-  /** 201/200 with the stored resource, Location and ETag (docs/api.md §5), shaped by `Prefer: return=`. */
-  writeReply(version: FhirVersion, written: WrittenVersion, prefer?: string): FhirReply {
-    const { doc } = written;
-    const reply = {
-      status: written.created ? 201 : 200,
-      body: doc.json ?? '{}',
-      headers: {
-        Location: `${this.resourceUrl(version, doc.t, doc.id)}/_history/${doc.vid}`,
-        ETag: versionEtag(doc.vid),
-        'Last-Modified': doc.lu.toUTCString(),
-      },
-    };
-    const done = written.created ? 'created' : 'updated';
-    return applyReturnPreference(reply, prefer, `${doc.t}/${doc.id} ${done}: version ${doc.vid}`);
-  }
-
-  /** 200 with a resource that was found, not written (conditional create with a match). */
-  existingReply(version: FhirVersion, doc: ResourceDoc, note: string, prefer?: string): FhirReply {
-    const reply = this.writeReply(version, { doc, created: false });
-    const text = `${doc.t}/${doc.id} (version ${doc.vid}) ${note}`;
-    return applyReturnPreference({ ...reply, body: doc.json ?? '{}' }, prefer, text);
-  }
 
   /** `POST /{v}/{type}`: a client-supplied id adds a version to the caller's own resource (docs/api.md §5). */
   async create(
@@ -107,14 +76,14 @@ export class FhirStoreService {
     version: FhirVersion,
     type: string,
     resource: Record<string, unknown>,
-    prefer?: string,
-  ): Promise<FhirReply> {
+  ): Promise<Written> {
     assertValid(version, resource, type);
-    const written =
+    const store = this.storage.for(ctx);
+    const stored =
       typeof resource.id === 'string'
-        ? await this.writer.upsert(ctx, version, type, resource.id, resource)
-        : await this.writer.createWithNewId(ctx, version, type, resource);
-    return this.writeReply(version, written, prefer);
+        ? await store.upsert(version, type, resource.id, resource)
+        : await store.create(version, type, resource);
+    return written(stored.doc, stored.created);
   }
 
   /** `PUT /{v}/{type}/{id}`: update or create-on-update; `If-Match` must name the current version. */
@@ -125,9 +94,8 @@ export class FhirStoreService {
     id: string,
     resource: Record<string, unknown>,
     ifMatchHeader?: string,
-    prefer?: string,
     options: { createOnly?: boolean } = {},
-  ): Promise<FhirReply> {
+  ): Promise<Written> {
     if (resource.id === undefined) {
       throw OperationOutcomeError.invalid(
         'the resource must carry its id on update (https://hl7.org/fhir/R4/http.html#update)',
@@ -142,22 +110,21 @@ export class FhirStoreService {
     }
     assertValid(version, resource, type);
     const ifMatch = ifMatchVersion(ifMatchHeader);
-    const written = await this.writer.upsert(ctx, version, type, id, resource, { ifMatch, ...options });
-    return this.writeReply(version, written, prefer);
+    const stored = await this.storage.for(ctx).upsert(version, type, id, resource, { ifMatch, ...options });
+    return written(stored.doc, stored.created);
   }
 
-  async read(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<FhirReply> {
-    const doc = await this.repository.findCurrent(ctx, this.repository.key(ctx, version, type, id));
+  async read(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<Found> {
+    const doc = await this.storage.for(ctx).read(version, type, id);
     if (!doc) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
-    const headers = { ETag: versionEtag(doc.vid), 'Last-Modified': doc.lu.toUTCString() };
     if (doc.del || doc.json === null) {
       // docs/api.md §7: 410 with an OperationOutcome; earlier versions stay readable by versioned read.
       throw new OperationOutcomeError('deleted', `${type}/${id} was deleted (version ${doc.vid})`, {
         status: 410,
-        headers,
+        headers: versionHeaders(doc),
       });
     }
-    return { status: 200, body: doc.json, headers };
+    return found(doc);
   }
 
   async vread(
@@ -166,69 +133,41 @@ export class FhirStoreService {
     type: string,
     id: string,
     vidParam: string,
-  ): Promise<FhirReply> {
-    const { key, current, vid } = await this.versionOf(ctx, version, type, id, vidParam);
-    // The current version's row may be missing after a crash (write protocol step 3): use the current doc.
-    const row =
-      (await this.repository.findHistoryRow(ctx, key, vid)) ??
-      (vid === current.vid ? historyOf(current) : null);
+  ): Promise<Found> {
+    const store = this.storage.for(ctx);
+    const { current, vid } = await this.versionOf(store, version, type, id, vidParam);
+    const row = await store.readVersion(current, vid);
     if (!row || row.gone)
       throw OperationOutcomeError.notFound(`version ${vid} of ${type}/${id} has been deleted`);
-    const headers = { ETag: versionEtag(row.vid), 'Last-Modified': row.lu.toUTCString() };
     if (row.del || row.json === null) {
       throw new OperationOutcomeError('deleted', `${type}/${id} was deleted in version ${vid}`, {
         status: 410,
-        headers,
+        headers: versionHeaders(row),
       });
     }
-    return { status: 200, body: row.json, headers };
-  }
-
-  /**
-   * The rows of the given versions, newest first. The current version's row may be missing after a
-   * crash (write protocol): the current document stands in. A lost older row reads as removed.
-   */
-  private async versionRows(
-    ctx: TenantContext,
-    current: ResourceDoc,
-    vids: readonly number[],
-  ): Promise<HistoryDoc[]> {
-    const found = new Map(
-      (await this.repository.historyRowsOf(ctx, current._id, vids)).map((r) => [r.vid, r]),
-    );
-    return vids.map((vid) => {
-      const row = found.get(vid);
-      if (row) return row;
-      if (vid === current.vid) return historyOf(current);
-      return { ...historyOf(current), _id: `${current._id}|${vid}`, vid, del: false, json: null, gone: true };
-    });
+    return found(row);
   }
 
   /** The current document and a version number of it that exists (1 … current), else 404. */
   private async versionOf(
-    ctx: TenantContext,
+    store: StorageHandle,
     version: FhirVersion,
     type: string,
     id: string,
     vidParam: string,
-  ): Promise<{ key: string; current: ResourceDoc; vid: number }> {
-    const key = this.repository.key(ctx, version, type, id);
-    const current = await this.repository.findCurrent(ctx, key);
+  ): Promise<{ current: ResourceDoc; vid: number }> {
+    const current = await store.read(version, type, id);
     const vid = /^\d{1,15}$/.test(vidParam) ? Number(vidParam) : NaN;
     if (!current || !(vid >= 1 && vid <= current.vid)) {
       throw OperationOutcomeError.notFound(`${type}/${id}/_history/${vidParam} is not known`);
     }
-    return { key, current, vid };
+    return { current, vid };
   }
 
   /** `DELETE /{v}/{type}/{id}`: 200 with the OperationOutcome of docs/api.md §7. */
-  async delete(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<FhirReply> {
-    const { versionId } = await this.writer.delete(ctx, version, type, id);
-    return {
-      status: 200,
-      body: deletedOutcome(type, id, versionId),
-      headers: { ETag: versionEtag(versionId) },
-    };
+  async delete(ctx: TenantContext, version: FhirVersion, type: string, id: string): Promise<Removed> {
+    const { versionId } = await this.storage.for(ctx).delete(version, type, id);
+    return { kind: 'removed', type, id, vid: versionId, of: 'resource' };
   }
 
   /**
@@ -242,8 +181,9 @@ export class FhirStoreService {
     type: string,
     id: string,
     vidParam: string,
-  ): Promise<FhirReply> {
-    const { key, current, vid } = await this.versionOf(ctx, version, type, id, vidParam);
+  ): Promise<Removed> {
+    const store = this.storage.for(ctx);
+    const { current, vid } = await this.versionOf(store, version, type, id, vidParam);
     if (vid === current.vid && !current.del) {
       throw new OperationOutcomeError(
         'conflict',
@@ -252,14 +192,13 @@ export class FhirStoreService {
       );
     }
     const all = Array.from({ length: current.vid }, (_, i) => current.vid - i);
-    const rows = await this.versionRows(ctx, current, all);
+    const rows = await store.versionRows(current, all);
     const row = rows.find((r) => r.vid === vid);
     if (!row || row.gone)
       throw OperationOutcomeError.notFound(`version ${vid} of ${type}/${id} has already been deleted`);
-    await this.repository.markVersionGone(ctx, row);
     const left = rows.filter((r) => r.vid !== vid && !r.gone);
-    if (left.length === 0) await this.repository.removeResource(ctx, key);
-    return { status: 200, body: deletedOutcome(type, id, vid) };
+    await store.removeVersion(row, left.length === 0);
+    return { kind: 'removed', type, id, vid, of: 'version' };
   }
 
   /** `_count` (default 10, at most 100) and `_skip` (at most SEARCH_MAX_SKIP); bad values → 400. */

@@ -12,11 +12,11 @@ import {
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import type { FhirReply } from '../../fhir-http/fhir-reply';
+import type { Page } from '../../fhir-http/results';
 import { FhirStoreService, type QueryParams } from './fhir-store.service';
 import { HistoryRepository, type HistoryPage, type HistoryWindow } from '../../storage/history.repository';
 import { historyOf, type HistoryDoc } from '../../storage/documents';
-import { ResourceRepository } from '../../storage/resource.repository';
+import { StorageService } from '../../storage/storage-handle';
 
 /** Parameters of the history interactions (https://hl7.org/fhir/R4/http.html#history). */
 const HISTORY_PARAMS = new Set(['_since', '_at', '_count', '_skip', '_format', '_pretty']);
@@ -59,7 +59,7 @@ export function historyWindow(query: QueryParams): { since?: Date; at?: { lo: Da
 @Injectable()
 export class HistoryService {
   constructor(
-    private readonly resources: ResourceRepository,
+    private readonly storage: StorageService,
     private readonly history: HistoryRepository,
     private readonly store: FhirStoreService,
     @Inject(SETTINGS) private readonly settings: Settings,
@@ -72,11 +72,12 @@ export class HistoryService {
     type: string,
     id: string,
     query: QueryParams,
-  ): Promise<FhirReply> {
+  ): Promise<Page> {
     const { since, at } = historyWindow(query);
     const { count, skip } = this.store.paging(query);
-    const key = this.resources.key(ctx, version, type, id);
-    const current = await this.resources.findCurrent(ctx, key);
+    const store = this.storage.for(ctx);
+    const key = store.key(version, type, id);
+    const current = await store.read(version, type, id);
     if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
     const window: HistoryWindow = { since, toVid: current.vid };
     if (at) {
@@ -103,7 +104,7 @@ export class HistoryService {
     version: FhirVersion,
     type: string | undefined,
     query: QueryParams,
-  ): Promise<FhirReply> {
+  ): Promise<Page> {
     const { since, at } = historyWindow(query);
     const { count, skip } = this.store.paging(query);
     // `_at` over many resources: the versions written during the period.
@@ -122,7 +123,7 @@ export class HistoryService {
   private async visibleRows(ctx: TenantContext, rows: HistoryDoc[]): Promise<HistoryDoc[]> {
     const keys = [...new Set(rows.map((r) => r.rk))];
     // In the context's own scope: a row is visible only under its owner's current document anyway.
-    const current = await this.resources.findManyCurrent(ctx, keys);
+    const current = await this.storage.for(ctx).readMany(keys);
     return rows.filter((row) => {
       const doc = current.get(row.rk);
       return doc !== undefined && doc.u === row.u && row.vid <= doc.vid;
@@ -144,7 +145,7 @@ export class HistoryService {
     url: string,
     query: QueryParams,
     page: { skip: number; count: number; total: number; served: number },
-  ): FhirReply {
+  ): Page {
     const kept: Array<[string, string]> = [];
     for (const name of ['_since', '_at']) {
       const value = single(query[name]);
@@ -154,7 +155,7 @@ export class HistoryService {
     // STU3/DSTU2 bdl-4: entry.response only in batch/transaction responses (R4 adds history)
     if (version !== 'r4') for (const entry of entries) delete (entry as Partial<HistoryEntry>).response;
     const links = pagingLinks(url, kept, page);
-    return { status: 200, body: historyBundleJson(version, { total: page.total, links, entries }) };
+    return { kind: 'page', json: historyBundleJson(version, { total: page.total, links, entries }) };
   }
 
   private entry(version: FhirVersion, row: HistoryDoc): HistoryEntry {

@@ -9,10 +9,10 @@ import {
 } from '@app/fhir';
 import { FhirPathTurns } from '../../admission/fhirpath-turns';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import type { FhirReply } from '../../fhir-http/fhir-reply';
-import { assertValid, FhirStoreService, ifMatchVersion } from './fhir-store.service';
-import { ResourceRepository } from '../../storage/resource.repository';
-import { ResourceWriter, type BundleWrites, type WrittenVersion } from './resource-writer';
+import { written, type Written } from '../../fhir-http/results';
+import { StorageService } from '../../storage/storage-handle';
+import type { BundleWrites } from '../../storage/write-protocol';
+import { assertValid, ifMatchVersion } from './fhir-store.service';
 
 /** The patch document and the format its Content-Type (or a transaction entry) names. */
 export type PatchDocument =
@@ -75,9 +75,7 @@ export function assertPatchable(version: FhirVersion): void {
 @Injectable()
 export class PatchService {
   constructor(
-    private readonly repository: ResourceRepository,
-    private readonly writer: ResourceWriter,
-    private readonly store: FhirStoreService,
+    private readonly storage: StorageService,
     private readonly sandbox: FhirPathSandbox,
     private readonly turns: FhirPathTurns,
   ) {}
@@ -88,6 +86,7 @@ export class PatchService {
       this.turns.run(ctx, (spent, lane) => this.sandbox.select(version, resource, expression, spent, lane));
   }
 
+  /** The version a patch writes (`bundle`: a PATCH entry of a transaction, its Provenance the bundle's). */
   async patch(
     ctx: TenantContext,
     version: FhirVersion,
@@ -95,27 +94,13 @@ export class PatchService {
     id: string,
     document: PatchDocument,
     ifMatchHeader?: string,
-    prefer?: string,
-  ): Promise<FhirReply> {
-    const written = await this.apply(ctx, version, type, id, document, ifMatchHeader);
-    return this.store.writeReply(version, written, prefer);
-  }
-
-  /** The version a patch writes (also for PATCH entries of a transaction). */
-  async apply(
-    ctx: TenantContext,
-    version: FhirVersion,
-    type: string,
-    id: string,
-    document: PatchDocument,
-    ifMatchHeader?: string,
     bundle?: BundleWrites,
-  ): Promise<WrittenVersion> {
+  ): Promise<Written> {
     assertPatchable(version);
     const ifMatch = ifMatchVersion(ifMatchHeader);
-    const key = this.repository.key(ctx, version, type, id);
+    const store = this.storage.for(ctx);
     for (let attempt = 1; ; attempt++) {
-      const current = await this.repository.findCurrent(ctx, key);
+      const current = await store.read(version, type, id);
       if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
       if (current.del || current.json === null)
         throw new OperationOutcomeError('deleted', `${type}/${id} was deleted`, { status: 410 });
@@ -133,7 +118,8 @@ export class PatchService {
           : await applyFhirPathPatch(this.selectFor(ctx), version, resource, document.parameters);
       this.assertPatchedValid(version, type, id, patched);
       try {
-        return await this.writer.upsert(ctx, version, type, id, patched, { ifMatch: current.vid, bundle });
+        const stored = await store.upsert(version, type, id, patched, { ifMatch: current.vid, bundle });
+        return written(stored.doc, stored.created);
       } catch (error) {
         // another writer moved the resource meanwhile: re-apply on its version (without If-Match)
         const lost = error instanceof OperationOutcomeError && error.status === 412;

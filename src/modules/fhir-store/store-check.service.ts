@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { historyKey, provenanceIdFor, resourceKey } from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { historyOf, type HistoryDoc, type ResourceDoc } from '../../storage/documents';
-import { ResourceWriter } from './resource-writer';
+import { WriteProtocol } from '../../storage/write-protocol';
 import { StoreMaintenanceRepository } from '../../storage/maintenance.repository';
 
 export interface StoreCheckReport {
@@ -31,7 +31,7 @@ function ownerContext(doc: Pick<ResourceDoc, 'c' | 'u'>): TenantContext {
 export class StoreCheckService {
   constructor(
     private readonly maintenance: StoreMaintenanceRepository,
-    private readonly writer: ResourceWriter,
+    private readonly writer: WriteProtocol,
   ) {}
 
   async check(repair: boolean, progress?: (message: string) => void): Promise<StoreCheckReport> {
@@ -93,7 +93,7 @@ export class StoreCheckService {
 
   /**
    * Of versions without a Provenance of their own id, those no bundle's Provenance lists either
-   * (a bundle's is named after its first target only: ResourceWriter.recordProvenance).
+   * (a bundle's is named after its first target only: WriteProtocol.recordProvenance).
    */
   private async notInBundleProvenances<T extends ResourceDoc | HistoryDoc>(
     versions: readonly T[],

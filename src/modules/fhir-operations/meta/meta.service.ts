@@ -9,10 +9,8 @@ export class MetaService {
 
   /** https://hl7.org/fhir/R4/resource-operation-meta.html: Parameters with one `return`. */
   async meta(ctx: TenantContext, version: FhirVersion, type: string, id: string) {
-    const read = await this.store.read(ctx, version, type, id);
-    const resource = (typeof read.body === 'string' ? JSON.parse(read.body) : read.body) as {
-      meta?: object;
-    };
+    const { doc } = await this.store.read(ctx, version, type, id);
+    const resource = JSON.parse(doc.json ?? '{}') as { meta?: object };
     return {
       resourceType: 'Parameters',
       parameter: [{ name: 'return', valueMeta: resource.meta ?? {} }],

@@ -13,6 +13,7 @@ import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { FhirReply } from '../../../fhir-http/fhir-reply';
 import { ResourceRepository, type SizedRef } from '../../../storage/resource.repository';
 import { EverythingReader, type EverythingScope } from '../../../storage/search/everything-reader';
+import { ResourceWritesRepository } from '../../../storage/resource-writes.repository';
 import { searchIndexOf } from '../../../storage/search-indexing';
 import { servedWithinBudget } from '../../../storage/page-budget';
 import {
@@ -45,6 +46,7 @@ export class EverythingService {
   constructor(
     private readonly repository: ResourceRepository,
     private readonly reader: EverythingReader,
+    private readonly writes: ResourceWritesRepository,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
@@ -213,16 +215,16 @@ export class EverythingService {
         continue;
       }
       const rewritten = { ...resource, target: kept };
-      await this.repository.rewriteInPlace(ctx, provenance._id, provenance.vid!, {
+      await this.writes.rewriteInPlace(ctx, provenance._id, provenance.vid!, {
         json: JSON.stringify(rewritten),
         idx: searchIndexOf(version, rewritten, this.settings),
       });
     }
-    if (own.length > 0) count('Provenance', await this.repository.removeResources(ctx, own));
+    if (own.length > 0) count('Provenance', await this.writes.removeResources(ctx, own));
     const byType = new Map<string, string[]>();
     for (const doc of docs) {
       if (!handled.has(doc._id)) byType.set(doc.t, [...(byType.get(doc.t) ?? []), doc._id]);
     }
-    for (const [type, keys] of byType) count(type, await this.repository.removeResources(ctx, keys));
+    for (const [type, keys] of byType) count(type, await this.writes.removeResources(ctx, keys));
   }
 }

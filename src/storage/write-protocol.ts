@@ -4,18 +4,20 @@ import {
   newResourceId,
   OperationOutcomeError,
   provenanceIdFor,
+  resourceKey,
   stampResource,
   type FhirVersion,
 } from '@app/fhir';
-import { badNodeError, tooLargeError } from '../../common/body-hygiene';
-import { SETTINGS } from '../../config/config.module';
-import type { Settings } from '../../config/settings';
-import type { Permission } from '../../tenancy/smart-scopes';
-import type { TenantContext } from '../../tenancy/tenant-context';
-import { assertMayWrite } from '../../storage/smart-access';
-import { historyOf, type HistoryDoc, type ResourceDoc } from '../../storage/documents';
-import { ResourceRepository } from '../../storage/resource.repository';
-import { searchIndexOf } from '../../storage/search-indexing';
+import { badNodeError, tooLargeError } from '../common/body-hygiene';
+import { SETTINGS } from '../config/config.module';
+import type { Settings } from '../config/settings';
+import type { Permission } from '../tenancy/smart-scopes';
+import type { TenantContext } from '../tenancy/tenant-context';
+import { assertMayWrite } from './smart-access';
+import { historyOf, type HistoryDoc, type ResourceDoc } from './documents';
+import { ResourceRepository } from './resource.repository';
+import { ResourceWritesRepository } from './resource-writes.repository';
+import { searchIndexOf } from './search-indexing';
 
 /** One version written: what the response needs. */
 export interface WrittenVersion {
@@ -34,9 +36,27 @@ export interface CompletedWrite {
 
 /**
  * The writes of one transaction or batch whose Provenance is recorded once, after the bundle's last
- * write (`ResourceWriter.recordProvenance`), instead of one per entry (docs/storage.md).
+ * write (`WriteProtocol.recordProvenance`), instead of one per entry (docs/storage.md).
  */
 export type BundleWrites = CompletedWrite[];
+
+/** How `upsert` writes: see there. */
+export interface UpsertOptions {
+  ifMatch?: number;
+  known?: ResourceDoc | null;
+  createOnly?: boolean;
+  bundle?: BundleWrites;
+}
+
+/** A resource to create with the id it names (bundle ingest). */
+export interface NewResource {
+  type: string;
+  id: string;
+  resource: Record<string, unknown>;
+}
+
+/** What became of one `NewResource`: created, an id that exists already, or refused (`error`). */
+export type NewResourceOutcome = { written: WrittenVersion } | { exists: true } | { error: unknown };
 
 /** A claimed version whose current document has not moved for this long is taken as abandoned. */
 const STALE_CLAIM_MS = 10_000;
@@ -68,9 +88,10 @@ export function writerUserId(ctx: TenantContext): number {
  * what readers cannot see and `store check --repair` mends.
  */
 @Injectable()
-export class ResourceWriter {
+export class WriteProtocol {
   constructor(
-    private readonly repository: ResourceRepository,
+    private readonly reads: ResourceRepository,
+    private readonly writes: ResourceWritesRepository,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
@@ -92,7 +113,7 @@ export class ResourceWriter {
     const json = JSON.stringify(stamped);
     this.assertWithinLimits(type, stamped, json);
     const doc: ResourceDoc = {
-      _id: this.repository.key(ctx, version, type, id),
+      _id: resourceKey(version, ctx.clientId, type, id),
       v: version,
       c: ctx.clientId,
       u: writerUserId(ctx),
@@ -123,7 +144,7 @@ export class ResourceWriter {
   }
 
   /**
-   * Refuses (403) a write the context's SMART scopes do not allow on `doc` (storage/smart-access.ts):
+   * Refuses (403) a write the context's SMART scopes do not allow on `doc` (smart-access.ts):
    * a version to be written, or the stored one it replaces or deletes. A stored document read
    * without its search index has it extracted again, only when a scope narrower than a type
    * (a patient's compartment, a category) needs it.
@@ -147,11 +168,51 @@ export class ResourceWriter {
     for (;;) {
       const doc = this.buildDoc(ctx, version, type, newResourceId(), 1, new Date(), resource);
       this.assertMayWrite(ctx, 'c', doc);
-      if (await this.repository.insertCurrent(ctx, doc)) {
+      if (await this.writes.insertCurrent(ctx, doc)) {
         await this.complete(ctx, version, [{ previous: null, doc }]);
         return { doc, created: true };
       }
     }
+  }
+
+  /**
+   * Creates of chosen ids with no look-up first (ids chosen client-side are new in the common
+   * case): one bulk insert of the current documents, one of their history rows; their Provenance
+   * is the bundle's (`bundle`). An id that exists comes back as `exists` (the caller updates it
+   * with `upsert`); a resource that may not be stored (limits, scopes) as its `error`.
+   */
+  async createMany(
+    ctx: TenantContext,
+    version: FhirVersion,
+    resources: readonly NewResource[],
+    bundle: BundleWrites,
+  ): Promise<NewResourceOutcome[]> {
+    const lastUpdated = new Date();
+    const outcomes: NewResourceOutcome[] = new Array<NewResourceOutcome>(resources.length);
+    const fresh: Array<[number, ResourceDoc]> = [];
+    resources.forEach(({ type, id, resource }, index) => {
+      try {
+        const doc = this.buildDoc(ctx, version, type, id, 1, lastUpdated, resource);
+        this.assertMayWrite(ctx, 'c', doc);
+        fresh.push([index, doc]);
+      } catch (error) {
+        outcomes[index] = { error };
+      }
+    });
+    const conflicts = await this.writes.insertCurrentMany(
+      ctx,
+      fresh.map(([, doc]) => doc),
+    );
+    const inserted = fresh.filter(([, doc]) => !conflicts.has(doc._id));
+    for (const [index, doc] of fresh) if (conflicts.has(doc._id)) outcomes[index] = { exists: true };
+    await this.complete(
+      ctx,
+      version,
+      inserted.map(([, doc]) => ({ previous: null, doc })),
+      bundle,
+    );
+    for (const [index, doc] of inserted) outcomes[index] = { written: { doc, created: true } };
+    return outcomes;
   }
 
   /**
@@ -170,19 +231,14 @@ export class ResourceWriter {
     type: string,
     id: string,
     resource: Record<string, unknown>,
-    options: {
-      ifMatch?: number;
-      known?: ResourceDoc | null;
-      createOnly?: boolean;
-      bundle?: BundleWrites;
-    } = {},
+    options: UpsertOptions = {},
   ): Promise<WrittenVersion> {
-    const key = this.repository.key(ctx, version, type, id);
+    const key = resourceKey(version, ctx.clientId, type, id);
     const userId = writerUserId(ctx);
     const deadline = Date.now() + CAS_DEADLINE_MS;
     let known = options.known;
     for (let attempt = 0; ; attempt++) {
-      const current = known !== undefined ? known : await this.repository.findCurrentInClient(ctx, key);
+      const current = known !== undefined ? known : await this.writes.findCurrentInClient(ctx, key);
       known = undefined;
       if (current && current.u !== userId) {
         throw new OperationOutcomeError('conflict', `${type}/${id} belongs to another user of this client`, {
@@ -210,7 +266,7 @@ export class ResourceWriter {
       this.assertMayWrite(ctx, replaces ? 'u' : 'c', doc);
       const landed = current
         ? await this.replaceVersion(ctx, version, current, doc, attempt)
-        : await this.repository.insertCurrent(ctx, doc);
+        : await this.writes.insertCurrent(ctx, doc);
       if (landed) {
         await this.complete(
           ctx,
@@ -240,10 +296,10 @@ export class ResourceWriter {
     type: string,
     id: string,
   ): Promise<{ versionId: number; alreadyDeleted: boolean }> {
-    const key = this.repository.key(ctx, version, type, id);
+    const key = resourceKey(version, ctx.clientId, type, id);
     writerUserId(ctx);
     for (let attempt = 0; ; attempt++) {
-      const current = await this.repository.findCurrent(ctx, key);
+      const current = await this.reads.findCurrent(ctx, key);
       if (!current) throw OperationOutcomeError.notFound(`${type}/${id} is not known`);
       if (current.del) return { versionId: current.vid, alreadyDeleted: true };
       this.assertMayWrite(ctx, 'd', current);
@@ -277,15 +333,15 @@ export class ResourceWriter {
     attempt: number,
   ): Promise<boolean> {
     const row = historyOf(next);
-    if (!(await this.repository.claimVersion(ctx, historyOf(current), row))) {
+    if (!(await this.writes.claimVersion(ctx, historyOf(current), row))) {
       // Most misses are a concurrent writer that is about to finish: look at the holder only
       // when the miss persists (an orphan row or an abandoned claim).
       if (attempt < 3) return false;
-      const holder = await this.repository.findHistoryRowByKey(ctx, row._id);
+      const holder = await this.writes.findHistoryRowByKey(ctx, row._id);
       if (!holder) return false;
       if (holder.lu < current.lu) {
         // An orphan of an earlier life of this id (interrupted removal): the version is free.
-        if (!(await this.repository.replaceHistoryRow(ctx, row, holder.lu))) return false;
+        if (!(await this.writes.replaceHistoryRow(ctx, row, holder.lu))) return false;
       } else {
         if (Date.now() - holder.lu.getTime() > STALE_CLAIM_MS)
           await this.rollForward(ctx, version, current, holder);
@@ -294,7 +350,7 @@ export class ResourceWriter {
     }
     // Only the claimant of version n moves the current document from n-1 to n. A miss means the
     // claim was rolled forward by another writer meanwhile: the version landed all the same.
-    await this.repository.compareAndSet(ctx, current._id, current.vid, next);
+    await this.writes.compareAndSet(ctx, current._id, current.vid, next);
     return true;
   }
 
@@ -317,7 +373,7 @@ export class ResourceWriter {
       const idx = searchIndexOf(version, JSON.parse(holder.json) as Record<string, unknown>, this.settings);
       if (idx !== undefined) next.idx = idx;
     }
-    if (await this.repository.compareAndSet(ctx, current._id, current.vid, next)) {
+    if (await this.writes.compareAndSet(ctx, current._id, current.vid, next)) {
       await this.complete(ctx, version, [{ previous: current, doc: next, historyWritten: true }]);
     }
   }
@@ -337,7 +393,7 @@ export class ResourceWriter {
     const rows = writes.filter((w) => !w.historyWritten).map(({ doc }) => historyOf(doc));
     if (bundle) {
       bundle.push(...writes);
-      await this.repository.insertHistory(ctx, rows);
+      await this.writes.insertHistory(ctx, rows);
       return;
     }
     const provenances = provenanceGroups(writes).map(([activity, targets]) =>
@@ -366,8 +422,8 @@ export class ResourceWriter {
     provenances: readonly ResourceDoc[],
   ): Promise<void> {
     await Promise.all([
-      this.repository.insertHistory(ctx, [...rows, ...provenances.map(historyOf)]),
-      this.repository.insertCurrentIgnoringExisting(ctx, provenances),
+      this.writes.insertHistory(ctx, [...rows, ...provenances.map(historyOf)]),
+      this.writes.insertCurrentIgnoringExisting(ctx, provenances),
     ]);
   }
 

@@ -1,4 +1,4 @@
-import { Controller, Get, Headers, Param, Post } from '@nestjs/common';
+import { applyDecorators, Controller, Get, Headers, Param, Post } from '@nestjs/common';
 import {
   ApiBody,
   ApiConsumes,
@@ -24,6 +24,17 @@ const COMPARTMENT = {
 };
 const NO_PATIENT = { status: 404, description: 'no such Patient in the caller scope (OperationOutcome)' };
 
+/** What every compartment route documents: the compartment and patient (and type) in its path, its answers. */
+function CompartmentDocs(options: { type: boolean }): MethodDecorator {
+  return applyDecorators(
+    ApiParam(COMPARTMENT),
+    ApiParam(PATIENT_ID),
+    ...(options.type ? [ApiParam(TYPE)] : []),
+    ApiOkResponse(SEARCHSET),
+    ApiResponse(NO_PATIENT),
+  );
+}
+
 /**
  * Compartment search in the three forms of https://hl7.org/fhir/R4/http.html#vsearch:
  * `GET /{v}/{compartment}/{id}/{type}`, `POST /{v}/{compartment}/{id}/{type}/_search` (a form
@@ -39,15 +50,12 @@ export class CompartmentSearchController {
 
   @Get(':version/:compartment/:id/\\*')
   @SearchRoute()
-  @ApiParam(COMPARTMENT)
-  @ApiParam(PATIENT_ID)
+  @CompartmentDocs({ type: false })
   @ApiOperation({
     summary:
       'compartment search over every type of the Patient compartment (`_type` narrows it), the patient included',
   })
   @SearchQueryDocs()
-  @ApiOkResponse(SEARCHSET)
-  @ApiResponse(NO_PATIENT)
   searchWholeCompartment(
     @Tenant() ctx: TenantContext,
     @FhirVersionParam() version: FhirVersion,
@@ -61,13 +69,9 @@ export class CompartmentSearchController {
 
   @Get(':version/:compartment/:id/:type')
   @SearchRoute()
-  @ApiParam(COMPARTMENT)
-  @ApiParam(PATIENT_ID)
-  @ApiParam(TYPE)
+  @CompartmentDocs({ type: true })
   @ApiOperation({ summary: 'compartment search: the type-level search within the Patient compartment' })
   @SearchQueryDocs()
-  @ApiOkResponse(SEARCHSET)
-  @ApiResponse(NO_PATIENT)
   searchCompartment(
     @Tenant() ctx: TenantContext,
     @FhirVersionParam() version: FhirVersion,
@@ -82,9 +86,7 @@ export class CompartmentSearchController {
 
   @Post(':version/:compartment/:id/:type/_search')
   @SearchRoute({ kind: 'read' })
-  @ApiParam(COMPARTMENT)
-  @ApiParam(PATIENT_ID)
-  @ApiParam(TYPE)
+  @CompartmentDocs({ type: true })
   @ApiOperation({
     summary: 'compartment search with the parameters in a form body (merged after the query string)',
   })
@@ -93,8 +95,6 @@ export class CompartmentSearchController {
     description: 'search parameters as a form',
     schema: { type: 'object', additionalProperties: { type: 'string' } },
   })
-  @ApiOkResponse(SEARCHSET)
-  @ApiResponse(NO_PATIENT)
   @ApiUnsupportedMediaTypeResponse({ description: 'the body is not application/x-www-form-urlencoded' })
   searchCompartmentPost(
     @Tenant() ctx: TenantContext,
@@ -105,6 +105,7 @@ export class CompartmentSearchController {
     @FhirSearchParams() params: SearchPairs,
     @Headers('prefer') prefer: string | undefined,
   ) {
-    return this.searches.compartmentSearch(ctx, version, compartment, id, type, params, prefer);
+    // the form body is already merged into `params` (FhirSearchParams): the GET form's search
+    return this.searchCompartment(ctx, version, compartment, id, type, params, prefer);
   }
 }

@@ -137,6 +137,41 @@ describe('query plans: index scans for every hot query (e2e)', () => {
     }
   });
 
+  /**
+   * A `_type` list in lastUpdated order: one ordered scan per type on the lastUpdated index, merged
+   * in the app (resource.repository.ts `mergedPage`): `t: {$in}` on the index prefix would sort every
+   * match even where the engine walks one type's index in order.
+   */
+  it('_type list, newest first: one page query per type on the lastUpdated index, each read in order', async () => {
+    const sortsEveryMatch = process.env.TEST_DB_ORDERED_INDEXES === 'no';
+    const PAGE = 5;
+    const types = ['Observation', 'Encounter', 'Patient'];
+    for (const [credential, index] of [
+      ['user', 'user_type_lastUpdated'],
+      ['client', 'type_lastUpdated'],
+    ] as const) {
+      const reports = await plansOf(
+        getOk(`/r4?_type=${types.join(',')}&_count=${PAGE}`, credentialHeaders(fixture, credential)),
+      );
+      const pages = reports.filter(
+        ({ query }) =>
+          query.collection === 'resources' &&
+          Array.isArray(query.command.pipeline) &&
+          (query.command.pipeline as object[]).some((stage) => '$sort' in stage),
+      );
+      expect(pages.length).toBe(types.length);
+      for (const page of pages) {
+        expect(page.indexes).toContain(index);
+        expect(sortsInMemory(page)).toBe(sortsEveryMatch);
+        if (!sortsEveryMatch) {
+          const keys = await keysRead(t.connection, page.query);
+          expect(keys).toBeGreaterThan(0);
+          expect(keys).toBeLessThanOrEqual(PAGE + 1);
+        }
+      }
+    }
+  });
+
   it("a user's _lastUpdated range can run on the user's own index", async () => {
     const reports = await plansOf(getOk('/r4/Observation?_lastUpdated=ge2020-01-01', userAuth()));
     await expectServedBy(reports, 'user_type_lastUpdated');

@@ -248,6 +248,34 @@ describe('FHIR search results (e2e, Synthea R4)', () => {
       expect(entryIds(res.body).sort()).toEqual([...new Set(expected.map((r) => r.id))].sort());
       expect(link(res.body, 'self')).toContain(`${t.settings.urls.base}/r4?_type=`);
     });
+
+    it('system search with _type: newest first across the types, pages that join into the whole order, exact totals', async () => {
+      const whole = await get('/r4?_type=Encounter,Condition,Patient&_count=100').expect(200);
+      const key = (e: any) => `${e.resource.resourceType}/${e.resource.id}`;
+      const order = whole.body.entry.map(key);
+      // lastUpdated descending, then id (then type: ties across types)
+      const sorted = [...whole.body.entry]
+        .sort(
+          (a: any, b: any) =>
+            b.resource.meta.lastUpdated.localeCompare(a.resource.meta.lastUpdated) ||
+            (a.resource.id < b.resource.id ? -1 : a.resource.id > b.resource.id ? 1 : 0) ||
+            (a.resource.resourceType < b.resource.resourceType ? -1 : 1),
+        )
+        .map(key);
+      expect(order).toEqual(sorted);
+      const expected = ['Encounter', 'Condition', 'Patient'].reduce(
+        (n, type) => n + resourcesOfType(records, type).length,
+        0,
+      );
+      expect(order).toHaveLength(Math.min(expected, 100));
+      const paged: string[] = [];
+      for (let skip = 0; skip < order.length; skip += 7) {
+        const page = await get(`/r4?_type=Encounter,Condition,Patient&_count=7&_skip=${skip}`).expect(200);
+        expect(page.body.total).toBe(expected);
+        paged.push(...page.body.entry.map(key));
+      }
+      expect(paged).toEqual(order);
+    });
   });
 
   describe('_include and _revinclude', () => {

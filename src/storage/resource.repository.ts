@@ -9,6 +9,7 @@ import { byIds, findScoped, WITHOUT_INDEX } from './scoped-lookups';
 import { type Filter, type ScopedFilter } from './tenant-scope';
 import { LAST_UPDATED_INDEX, USER_LAST_UPDATED_INDEX } from './indexes';
 import { luBounds, newestWindowStart, type LuRange } from './search/newest-window';
+import { mergeInOrder, typesToMerge } from './search/per-type-pages';
 
 /** Options of `search`: the search lib builds `filter`/`sort`; the repository adds tenant and version. */
 export interface StoreSearchOptions {
@@ -202,6 +203,8 @@ export class ResourceRepository {
   ): Promise<T[]> {
     const skip = options.skip ?? 0;
     const sort = options.sort ?? DEFAULT_SORT;
+    const types = options.hint === LAST_UPDATED_INDEX ? typesToMerge(filter, sort) : undefined;
+    if (types) return this.mergedPage<T>(ctx, filter, types, { ...options, skip, sort }, bson);
     const hint = forContext(ctx, options.hint);
     const matches = newestFirst(sort, options.hint)
       ? await this.newestWindow(ctx, filter, skip + options.limit, hint)
@@ -214,6 +217,44 @@ export class ResourceRepository {
     return this.scoped(ctx)
       .resources.aggregate<T>(matches, stages, { ...hint, ...bson })
       .toArray();
+  }
+
+  /**
+   * `sortedPage` over a type list in lastUpdated order (search/per-type-pages.ts): each type's
+   * first `skip + limit` keys in index order, merged; then the page's documents by `_id`, shaped
+   * by `projection`, in page order (one deleted in between is left out).
+   */
+  private async mergedPage<T extends mongo.Document>(
+    ctx: TenantContext,
+    filter: ScopedFilter<ResourceDoc>,
+    types: readonly string[],
+    options: { sort: SortOrder; skip: number; limit: number; hint?: string; projection?: object },
+    bson: { enableUtf8Validation?: boolean },
+  ): Promise<T[]> {
+    const { sort, skip, limit } = options;
+    const keys = { _id: 1, t: 1, ...Object.fromEntries(Object.keys(sort).map((field) => [field, 1])) };
+    const perType = await Promise.all(
+      types.map((t) =>
+        this.sortedPage<ResourceDoc>(
+          ctx,
+          { ...filter, t },
+          { ...options, skip: 0, limit: skip + limit, projection: keys },
+        ),
+      ),
+    );
+    const page = mergeInOrder(perType, sort).slice(skip, skip + limit);
+    if (page.length === 0) return [];
+    const resources = this.scoped(ctx).resources;
+    const stages: object[] = options.projection ? [{ $project: options.projection }] : [];
+    const docs = await resources
+      .aggregate<T>(
+        resources.where({ _id: { $in: page.map((row) => row._id) } }, { del: false }),
+        stages,
+        bson,
+      )
+      .toArray();
+    const byId = new Map(docs.map((doc) => [doc._id as string, doc]));
+    return page.flatMap((row) => byId.get(row._id) ?? []);
   }
 
   /**

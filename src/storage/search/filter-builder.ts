@@ -100,15 +100,16 @@ function indexFor(parsed: ParsedSearch): string | undefined {
 }
 
 /**
- * One type, in lastUpdated order, bounded by nothing but `_lastUpdated`: read from the type's
- * lastUpdated index in its order, the page stops after its last match where the engine can walk an
- * index in order (MongoDB; DocumentDB with its RUM fork, docs/storage.md "Sorted pages"). Named,
- * because DocumentDB's planner costs it below a multikey index of the same prefix (a client's
+ * One type (or a `_type` list: one scan per type, merged, resource.repository.ts `mergedPage`), in
+ * lastUpdated order, bounded by nothing but `_lastUpdated`: read from the type's lastUpdated index
+ * in its order, the page stops after its last match where the engine can walk an index in order
+ * (MongoDB; DocumentDB with its RUM fork, docs/storage.md "Sorted pages"). Named, because
+ * DocumentDB's planner costs it below a multikey index of the same prefix (a client's
  * `Observation` count ran on the `_content` words: 52,475 entries for 5,983 resources).
  */
 function inLastUpdatedOrder(parsed: ParsedSearch): boolean {
   return (
-    typeof parsed.type === 'string' &&
+    (typeof parsed.type === 'string' || (parsed.types !== undefined && parsed.types.length > 0)) &&
     parsed.clauses.every((c) => c.param === '_lastUpdated' && c.modifier === undefined) &&
     parsed.has.length === 0 &&
     (parsed.sort.length === 0 || parsed.sort[0].param === '_lastUpdated')

@@ -74,14 +74,19 @@ export class AdmissionLane {
     return { running: this.runningTotal, waiting: this.waiting };
   }
 
+  /** A slot at once when the lane has room and nobody waits (no wait, no promise); else undefined. */
+  tryEnter(clientId: string): LaneTicket | undefined {
+    if (this.runningTotal < this.opts.capacity && this.waiting === 0) return this.start(clientId);
+    return undefined;
+  }
+
   /**
    * Resolves with a slot once the request may run; rejects with an OperationOutcomeError (429 or
    * 503) as above, or with the signal's reason when the request is given up (client gone).
    */
   enter(clientId: string, signal?: AbortSignal): Promise<LaneTicket> {
-    if (this.runningTotal < this.opts.capacity && this.waiting === 0) {
-      return Promise.resolve(this.start(clientId));
-    }
+    const now = this.tryEnter(clientId);
+    if (now !== undefined) return Promise.resolve(now);
     return new Promise<LaneTicket>((resolve, reject) => {
       const waiter: Waiter = { clientId, queuedAt: this.now(), resolve, reject };
       if (signal) {

@@ -53,21 +53,33 @@ export class RequestAdmission {
   }
 
   /**
-   * Waits until the request may run (throws 429/503 as AdmissionLane says); its slot is given back
-   * when the answer is written or the connection goes away. A client that leaves while waiting
-   * leaves the queue.
+   * Waits until the request may run (throws 429/503 as AdmissionLane says; undefined: it may run
+   * now); its slot is given back when the answer is written or the connection goes away. A client
+   * that leaves while waiting leaves the queue.
    */
-  async admit(clientId: string, lane: RouteLane, res: Response): Promise<void> {
-    if (lane === 'bulk') return;
+  admit(clientId: string, lane: RouteLane, res: Response): Promise<void> | undefined {
+    if (lane === 'bulk') return undefined;
+    // a lane with room admits at once: no wait to give up, so no AbortController and no promise
+    const ticket = this.lanes[lane].tryEnter(clientId);
+    if (ticket === undefined) return this.wait(clientId, this.lanes[lane], res);
+    this.holdUntilAnswered(ticket, res);
+    return undefined;
+  }
+
+  private async wait(clientId: string, lane: AdmissionLane, res: Response): Promise<void> {
     const gone = new AbortController();
     const onClose = () => gone.abort(new Error('client closed the connection while waiting'));
     res.once('close', onClose);
     let ticket: LaneTicket;
     try {
-      ticket = await this.lanes[lane].enter(clientId, gone.signal);
+      ticket = await lane.enter(clientId, gone.signal);
     } finally {
       res.off('close', onClose);
     }
+    this.holdUntilAnswered(ticket, res);
+  }
+
+  private holdUntilAnswered(ticket: LaneTicket, res: Response): void {
     if (res.destroyed) return ticket.release();
     res.once('finish', () => {
       // answered without a server error: the database answers (a hung one ends requests in 5xx)

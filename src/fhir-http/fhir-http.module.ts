@@ -1,6 +1,5 @@
 import { Global, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { FhirAdmissionGuard } from './fhir-admission.guard';
 import { FhirReplyInterceptor } from './fhir-reply.interceptor';
 import { FhirRouteGuard } from './fhir-route.guard';
 import { OperationRegistry } from './operation-registry';
@@ -9,7 +8,7 @@ import { OperationRegistry } from './operation-registry';
 @Global()
 @Module({
   imports: [DiscoveryModule],
-  providers: [FhirRouteGuard, FhirAdmissionGuard, FhirReplyInterceptor, OperationRegistry],
-  exports: [FhirRouteGuard, FhirAdmissionGuard, FhirReplyInterceptor, OperationRegistry],
+  providers: [FhirRouteGuard, FhirReplyInterceptor, OperationRegistry],
+  exports: [FhirRouteGuard, FhirReplyInterceptor, OperationRegistry],
 })
 export class FhirHttpModule {}

@@ -1,50 +1,121 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import type { Response } from 'express';
 import { isResourceType, parseFhirVersion, type FhirVersion } from '@app/fhir';
-import { FHIR_ROUTE, type FhirRequest, type FhirRouteOptions } from './fhir-route-state';
+import { FhirAdmission } from '../admission/fhir-admission';
+import type { TenantRequest } from '../tenancy/tenant.guard';
+import type { TenantOptions } from '../tenancy/tenant-options';
+import { TenantResolver } from '../tenancy/tenant-resolver';
+import { FHIR_OPERATION, type FhirOperationDefinition } from './fhir-operation.decorator';
+import { FHIR_ROUTE, laneOf, type FhirRequest, type FhirRouteOptions } from './fhir-route-state';
 import { checkRequestBody, responseContentType } from './negotiation';
 import { idParam, typeParam, versionParam } from './path-params';
+import { checkSmartScopes } from './smart-scope-check';
 
 /** A segment that names a FHIR release, known to this server or not (`r5`, `STU4`, `dstu1`). */
 const RELEASE_NAME = /^(?:r|stu|dstu)\d+$/i;
 
+/** What a handler's decorators say, read once per handler (not per request). */
+interface CompiledRoute {
+  options: FhirRouteOptions;
+  /** The credentials asked of the caller; undefined on public routes. */
+  tenant?: TenantOptions;
+  operation?: FhirOperationDefinition;
+  /** Per Express route path of the handler: whether it has a fixed segment after the version. */
+  fixedSegment: Map<string, boolean>;
+}
+
 /**
- * Runs first on every FHIR route, before the credentials are looked at: a path that is no FHIR
- * route of this server (unknown version or resource type) answers 404 whatever the credentials, a
- * malformed id 400, a format the server cannot speak 406 and a body it cannot read 415, before any
- * work. What it checked is kept on the request for the parameter decorators: no handler parses
- * the version segment again.
+ * The one guard of a FHIR route (`@FhirRoute()`), its steps in this order:
+ * 1. the route: a path that is no FHIR route of this server (unknown version or resource type)
+ *    answers 404 whatever the credentials, a malformed id 400, a format the server cannot speak 406
+ *    and a body it cannot read 415, before any work; what it checked is kept on the request
+ *    (`req.fhir`) for the parameter decorators, so no handler parses the version segment again;
+ * 2. the credentials (TenantResolver, read or write as the route's kind says) into `req.tenant`;
+ * 3. admission: the caller's slot and its turn in the lane its route declares (`lane`);
+ * 4. the SMART scopes of the resolved context allow this interaction.
+ * One guard with the handler's metadata read once: each guard Nest runs costs a step of its own on
+ * every request, and a read by id is mostly such steps.
  */
 @Injectable()
 export class FhirRouteGuard implements CanActivate {
-  constructor(private readonly reflector: Reflector) {}
+  private readonly compiled = new WeakMap<object, CompiledRoute>();
 
-  canActivate(context: ExecutionContext): boolean {
-    const req = context.switchToHttp().getRequest<FhirRequest>();
-    const options =
-      this.reflector.getAllAndOverride<FhirRouteOptions | undefined>(FHIR_ROUTE, [
-        context.getHandler(),
-        context.getClass(),
-      ]) ?? {};
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly tenants: TenantResolver,
+    private readonly admission: FhirAdmission,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    const route = this.routeOf(context);
+    const http = context.switchToHttp();
+    const req = http.getRequest<FhirRequest & TenantRequest>();
+    const { options } = route;
     const params = req.params as Record<string, string | undefined>;
     // the population gateway and the directory view are R4 only: no version segment
     const segment = params.version ?? 'r4';
+    const path = routePath(req.route);
     // A route made only of parameters (`/:version/:type/:id`) matches any path: it answers as
     // FHIR only when its first segment names a FHIR release; one with a fixed segment
     // (`$validate`, `_history`, `metadata`) is FHIR whatever its version segment says.
-    if (parseFhirVersion(segment) || RELEASE_NAME.test(segment) || hasFixedSegment(req.route)) {
+    if (parseFhirVersion(segment) || RELEASE_NAME.test(segment) || hasFixedSegment(route, path)) {
       req.fhirRoute = options;
     }
     const version = versionParam(segment);
     // `:type`, or the fixed type of a path such as `/{v}/Patient/{id}/$everything`
-    const type = params.type ?? fixedType(req.route, version);
+    const type = params.type ?? fixedType(path, version);
     if (type !== undefined) typeParam(version, type, options.types);
     const id = params.id;
     if (id !== undefined) idParam(id);
     if (options.negotiate !== false) responseContentType(req, version);
     if (req.method === 'POST' || req.method === 'PUT') checkRequestBody(req, options.body ?? 'any', version);
     req.fhir = { options, version, type, id };
+    if (route.tenant === undefined) return true;
+    return this.admit(route, route.tenant, req, http.getResponse<Response>(), path);
+  }
+
+  private async admit(
+    route: CompiledRoute,
+    tenant: TenantOptions,
+    req: FhirRequest & TenantRequest,
+    res: Response,
+    path: string,
+  ): Promise<boolean> {
+    const state = req.fhir!;
+    let ctx = await this.tenants.resolve(req, tenant);
+    req.tenant = ctx;
+    if (route.options.admitted !== false) {
+      const charges = await this.admission.admit(ctx, laneOf(route.options, req.method), req, res);
+      ctx = { ...ctx, ...charges };
+      req.tenant = ctx;
+    }
+    const compartment = (req.params as Record<string, string | undefined>).compartment;
+    checkSmartScopes(ctx, state, route.operation, { method: req.method, routePath: path, compartment });
     return true;
+  }
+
+  private routeOf(context: ExecutionContext): CompiledRoute {
+    const handler = context.getHandler();
+    let route = this.compiled.get(handler);
+    if (route === undefined) {
+      const options =
+        this.reflector.getAllAndOverride<FhirRouteOptions | undefined>(FHIR_ROUTE, [
+          handler,
+          context.getClass(),
+        ]) ?? {};
+      route = {
+        options,
+        tenant:
+          options.tenant === false
+            ? undefined
+            : { ...(options.tenant ?? {}), readRoute: options.kind === 'read' },
+        operation: this.reflector.get<FhirOperationDefinition | undefined>(FHIR_OPERATION, handler),
+        fixedSegment: new Map(),
+      };
+      this.compiled.set(handler, route);
+    }
+    return route;
   }
 }
 
@@ -53,15 +124,18 @@ function routePath(route: unknown): string {
   return typeof path === 'string' ? path : '';
 }
 
-function fixedType(route: unknown, version: FhirVersion): string | undefined {
-  return routePath(route)
-    .split('/')
-    .find((segment) => isResourceType(version, segment));
+function fixedType(path: string, version: FhirVersion): string | undefined {
+  return path.split('/').find((segment) => isResourceType(version, segment));
 }
 
-function hasFixedSegment(route: unknown): boolean {
-  return routePath(route)
-    .split('/')
-    .slice(2)
-    .some((segment) => segment !== '' && !segment.startsWith(':'));
+function hasFixedSegment(route: CompiledRoute, path: string): boolean {
+  let fixed = route.fixedSegment.get(path);
+  if (fixed === undefined) {
+    fixed = path
+      .split('/')
+      .slice(2)
+      .some((segment) => segment !== '' && !segment.startsWith(':'));
+    route.fixedSegment.set(path, fixed);
+  }
+  return fixed;
 }

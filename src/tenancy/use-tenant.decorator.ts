@@ -24,9 +24,12 @@ import { TenantOptions } from './tenant-resolver';
  * x-service-user-id or x-app-user-id.
  */
 export function UseTenant(opts: TenantOptions = {}): MethodDecorator & ClassDecorator {
+  return applyDecorators(SetMetadata(TENANT_OPTIONS, opts), UseGuards(TenantGuard), TenantDocs(opts));
+}
+
+/** The credential forms a route takes, in Swagger (FHIR routes check them in FhirRouteGuard). */
+export function TenantDocs(opts: Omit<TenantOptions, 'readRoute'> = {}): MethodDecorator & ClassDecorator {
   const decorators = [
-    SetMetadata(TENANT_OPTIONS, opts),
-    UseGuards(TenantGuard),
     ApiBearerAuth(SECURITY.bearer),
     ApiUnauthorizedResponse({
       description: 'missing, invalid or expired credentials (WWW-Authenticate: Bearer)',

@@ -1,15 +1,6 @@
 import request from 'supertest';
 import { validateResource, type FhirVersion } from '@app/fhir';
-import {
-  bearer,
-  createClient,
-  createTestApp,
-  createUser,
-  expectOutcome,
-  IDENTITY_TEST_ENV,
-  TestApp,
-  TestUser,
-} from '@app/testing';
+import { bearer, createAppWithUsers, expectOutcome, TestApp, TestUser } from '@app/testing';
 
 /**
  * Compartment search `GET /{v}/Patient/{id}/{type}`, `POST …/{type}/_search` and `GET …/*`
@@ -60,9 +51,10 @@ describe('compartment search and Patient/$everything (e2e)', () => {
   }
 
   beforeAll(async () => {
-    t = await createTestApp(IDENTITY_TEST_ENV);
-    const client = await createClient(t);
-    [alice, bob] = await Promise.all([createUser(t, client), createUser(t, client)]);
+    ({
+      t,
+      users: [alice, bob],
+    } = await createAppWithUsers({ users: 2 }));
     for (const version of VERSIONS) {
       const ann = await create(version, { resourceType: 'Patient', name: [{ given: ['Ann'] }] });
       const ben = await create(version, { resourceType: 'Patient', name: [{ given: ['Ben'] }] });

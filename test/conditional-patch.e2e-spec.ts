@@ -1,14 +1,5 @@
 import request from 'supertest';
-import {
-  bearer,
-  createClient,
-  createTestApp,
-  createUser,
-  expectOutcome,
-  IDENTITY_TEST_ENV,
-  TestApp,
-  TestUser,
-} from '@app/testing';
+import { bearer, createAppWithUsers, expectOutcome, TestApp, TestUser } from '@app/testing';
 
 /** Conditional PATCH `PATCH /{v}/{type}?criteria` (https://hl7.org/fhir/R4/http.html#patch). */
 describe('conditional PATCH (e2e)', () => {
@@ -43,9 +34,10 @@ describe('conditional PATCH (e2e)', () => {
       .body;
 
   beforeAll(async () => {
-    t = await createTestApp(IDENTITY_TEST_ENV);
-    const client = await createClient(t);
-    [alice, bob] = await Promise.all([createUser(t, client), createUser(t, client)]);
+    ({
+      t,
+      users: [alice, bob],
+    } = await createAppWithUsers({ users: 2 }));
   });
   afterAll(async () => t?.close());
 

@@ -1,13 +1,5 @@
 import request from 'supertest';
-import {
-  bearer,
-  createClient,
-  createTestApp,
-  createUser,
-  IDENTITY_TEST_ENV,
-  TestApp,
-  TestUser,
-} from '@app/testing';
+import { bearer, createAppWithUsers, TestApp, TestUser } from '@app/testing';
 import { entryIds, loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
 
 /** docs/api.md §6, §7: `GET` and `DELETE /{v}/Patient/{id}/$everything` on Synthea R4 records. */
@@ -23,9 +15,10 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
       string | undefined;
 
   beforeAll(async () => {
-    t = await createTestApp(IDENTITY_TEST_ENV);
-    const client = await createClient(t);
-    [alice, bob] = await Promise.all([createUser(t, client), createUser(t, client)]);
+    ({
+      t,
+      users: [alice, bob],
+    } = await createAppWithUsers({ users: 2 }));
     records = await loadSyntheaPatients(t, asAlice(), { count: 2, skip: 1 });
   }, 120_000);
   afterAll(async () => t?.close());

@@ -2,8 +2,8 @@ import request from 'supertest';
 import {
   bearer,
   clientHeaders,
+  createAppWithUsers,
   createClient,
-  createTestApp,
   createUser,
   IDENTITY_TEST_ENV,
   TestApp,
@@ -17,7 +17,6 @@ describe('FHIR store (e2e)', () => {
   let client: TestClient;
   let alice: TestUser;
   let bob: TestUser;
-  let other: TestClient;
   let mallory: TestUser;
   const asAlice = () => bearer(alice.access_token);
   const patient = (extra: Record<string, unknown> = {}) => ({
@@ -29,14 +28,15 @@ describe('FHIR store (e2e)', () => {
 
   beforeAll(async () => {
     // 50 concurrent writes of one client: above the default in-flight limit (16), which is not under test here
-    t = await createTestApp({ ...IDENTITY_TEST_ENV, CLIENT_MAX_CONCURRENT_REQUESTS: '100' });
-    client = await createClient(t);
-    other = await createClient(t);
-    [alice, bob, mallory] = await Promise.all([
-      createUser(t, client),
-      createUser(t, client),
-      createUser(t, other),
-    ]);
+    ({
+      t,
+      client,
+      users: [alice, bob],
+      strangers: [mallory],
+    } = await createAppWithUsers(
+      { users: 2, strangers: 1 },
+      { ...IDENTITY_TEST_ENV, CLIENT_MAX_CONCURRENT_REQUESTS: '100' },
+    ));
   });
   afterAll(async () => t?.close());
 

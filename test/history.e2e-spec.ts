@@ -1,16 +1,6 @@
 import request from 'supertest';
 import { validateResource } from '@app/fhir';
-import {
-  bearer,
-  clientHeaders,
-  createClient,
-  createTestApp,
-  createUser,
-  IDENTITY_TEST_ENV,
-  TestApp,
-  TestClient,
-  TestUser,
-} from '@app/testing';
+import { bearer, clientHeaders, createAppWithUsers, TestApp, TestClient, TestUser } from '@app/testing';
 
 /** History at instance, type and system level (https://hl7.org/fhir/R4/http.html#history). */
 describe('history (e2e)', () => {
@@ -30,14 +20,12 @@ describe('history (e2e)', () => {
   let created: Date;
 
   beforeAll(async () => {
-    t = await createTestApp(IDENTITY_TEST_ENV);
-    client = await createClient(t);
-    const other = await createClient(t);
-    [alice, bob, mallory] = await Promise.all([
-      createUser(t, client),
-      createUser(t, client),
-      createUser(t, other),
-    ]);
+    ({
+      t,
+      client,
+      users: [alice, bob],
+      strangers: [mallory],
+    } = await createAppWithUsers({ users: 2, strangers: 1 }));
     created = new Date();
     await send('post', '/r4/Patient', { resourceType: 'Patient', id: 'h1', gender: 'male' }, alice).expect(
       201,

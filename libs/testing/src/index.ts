@@ -8,3 +8,4 @@ export * from './event-loop';
 export * from './smart-launch';
 export * from './fhirpath-patch';
 export * from './calls-during';
+export * from './app-with-users';

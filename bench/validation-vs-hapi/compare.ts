@@ -1,8 +1,11 @@
 /**
- * Our validator against HAPI FHIR 7.6's FhirInstanceValidator (the reference) on one corpus: Synthea R4
- * resources unchanged, the same broken one rule at a time in every rule class (mutations.ts), Bundle
- * rule cases, and every example of the hl7.fhir.r4.examples package. Prints agreement per class and
- * writes bench/results/validation-vs-hapi.json. Not part of `npm test` (needs Java and Maven).
+ * Our validator against HAPI FHIR 7.6's FhirInstanceValidator (the reference) on one corpus: Synthea
+ * resources unchanged, the same broken one rule at a time in every rule class (mutations.ts, R4), Bundle
+ * rule cases (R4), every example of the version's examples package, and every JSON instance of HL7's
+ * validator test suite (fhir-test-cases, validator/manifest.json) for the version. Prints agreement per
+ * class and writes bench/results/validation-vs-hapi[-stu3].json. Not part of `npm test` (needs Java and
+ * Maven). FHIR_VERSION=r4 (default) or stu3; FHIR_TEST_CASES = a git directory of
+ * github.com/FHIR/fhir-test-cases (the class is skipped without it).
  * Run: npx ts-node --transpile-only -r tsconfig-paths/register bench/validation-vs-hapi/compare.ts
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -21,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { validateResource } from '@app/fhir';
+import type { DefinedFhirVersion } from '../../libs/fhir/src/definitions/fhir-version';
 import { packageDirectory, readPackageJson } from '../../libs/fhir/src/definitions/structure-definitions';
 import { loadSyntheaResources } from '../../libs/testing/src/synthea-data';
 import { bundleCases, MUTATIONS, type Json } from './mutations';
@@ -74,9 +78,42 @@ function outOfScope(issue: HapiIssue): string | undefined {
 const VALID_PER_TYPE = Number(process.env.VALID_PER_TYPE ?? 150);
 const BASES_PER_MUTATION = Number(process.env.BASES_PER_MUTATION ?? 3);
 const WITH_EXAMPLES = process.env.EXAMPLES !== '0';
+const VERSION: DefinedFhirVersion = process.env.FHIR_VERSION === 'stu3' ? 'stu3' : 'r4';
+/** The manifest's `version` values of the instances each corpus takes from fhir-test-cases. */
+const TEST_CASE_VERSIONS: Record<DefinedFhirVersion, readonly string[]> = {
+  r4: ['4.0', '4.0.1'],
+  stu3: ['3.0', '3.0.1'],
+};
+
+/** Every JSON instance of fhir-test-cases' validator suite for VERSION (each file once). */
+function testCaseResources(): Case[] {
+  const gitDir = process.env.FHIR_TEST_CASES;
+  if (!gitDir) return [];
+  const git = (args: string[]) =>
+    execFileSync('git', ['--git-dir', gitDir, ...args], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  const manifest = JSON.parse(git(['show', 'HEAD:validator/manifest.json'])) as {
+    'test-cases': { name: string; file: string; version?: string }[];
+  };
+  const files = new Set<string>();
+  const cases: Case[] = [];
+  for (const test of manifest['test-cases']) {
+    if (!TEST_CASE_VERSIONS[VERSION].includes(test.version ?? '')) continue;
+    if (!test.file.endsWith('.json') || files.has(test.file)) continue;
+    files.add(test.file);
+    let resource: Json;
+    try {
+      resource = JSON.parse(git(['show', `HEAD:validator/${test.file}`])) as Json;
+    } catch {
+      continue; // not JSON at all (a format test): no resource to compare
+    }
+    if (typeof resource?.resourceType === 'string')
+      cases.push({ cls: 'fhir-test-cases', name: test.file, resource });
+  }
+  return cases;
+}
 
 function buildCorpus(): Case[] {
-  const synthea = loadSyntheaResources('r4') as Json[];
+  const synthea = loadSyntheaResources(VERSION) as Json[];
   const byType = new Map<string, Json[]>();
   for (const resource of synthea) {
     // Bases must be valid for us; Synthea's own defects (8 UCUM codes) are counted in the 'synthea' class.
@@ -91,12 +128,13 @@ function buildCorpus(): Case[] {
       cases.push({ cls: 'synthea', name: type, resource: list[i] });
   }
   for (const resource of synthea) {
-    const isDefect = validateResource('r4', resource).some((i) => i.severity === 'error');
+    const isDefect = validateResource(VERSION, resource).some((i) => i.severity === 'error');
     if (isDefect) cases.push({ cls: 'synthea', name: `${resource.resourceType} (defect)`, resource });
   }
-  for (const mutation of MUTATIONS) {
+  // The mutations and Bundle cases are written against R4 resources.
+  for (const mutation of VERSION === 'r4' ? MUTATIONS : []) {
     const list = (byType.get(mutation.type) ?? []).filter(
-      (r) => !validateResource('r4', r).some((i) => i.severity === 'error'),
+      (r) => !validateResource(VERSION, r).some((i) => i.severity === 'error'),
     );
     let made = 0;
     const step = Math.max(1, Math.floor(list.length / (BASES_PER_MUTATION * 4)));
@@ -107,9 +145,9 @@ function buildCorpus(): Case[] {
       made++;
     }
   }
-  cases.push(...bundleCases([byType.get('Patient')![0], byType.get('Patient')![1]]));
+  if (VERSION === 'r4') cases.push(...bundleCases([byType.get('Patient')![0], byType.get('Patient')![1]]));
   if (WITH_EXAMPLES) {
-    const directory = packageDirectory('r4');
+    const directory = packageDirectory(VERSION);
     for (const file of readdirSync(directory).sort()) {
       if (!file.endsWith('.json') || file === 'package.json') continue;
       const resource = readPackageJson(join(directory, file)) as Json;
@@ -117,6 +155,7 @@ function buildCorpus(): Case[] {
         cases.push({ cls: 'hl7-examples', name: file, resource });
     }
   }
+  cases.push(...testCaseResources());
   return cases;
 }
 
@@ -124,7 +163,11 @@ type HapiResult = { issues: HapiIssue[]; ms: number };
 
 /** HAPI takes minutes on the corpus: answers are cached by resource hash under target/ (not in git). */
 function runHapi(cases: readonly Case[]): HapiResult[] {
-  const cacheFile = join(HERE, 'target', 'hapi-cache.ndjson');
+  const cacheFile = join(
+    HERE,
+    'target',
+    VERSION === 'r4' ? 'hapi-cache.ndjson' : `hapi-cache-${VERSION}.ndjson`,
+  );
   const cache = new Map<string, HapiResult>();
   if (existsSync(cacheFile)) {
     for (const line of readFileSync(cacheFile, 'utf8').split('\n')) {
@@ -161,7 +204,7 @@ function runHapiProcess(cases: readonly Case[]): HapiResult[] {
     const started = performance.now();
     const result = spawnSync(
       'bash',
-      ['-c', `java -Xmx4g -cp '${classpath}' bench.HapiValidate < '${input}'`],
+      ['-c', `java -Xmx4g -cp '${classpath}' bench.HapiValidate ${VERSION} < '${input}'`],
       {
         maxBuffer: 1024 * 1024 * 1024,
         encoding: 'utf8',
@@ -182,9 +225,9 @@ function main(): void {
   const cases = buildCorpus();
   console.error(`corpus: ${cases.length} resources`);
   const hapi = runHapi(cases);
-  for (const c of cases) validateResource('r4', c.resource); // warm-up: compile tables and expansions
+  for (const c of cases) validateResource(VERSION, c.resource); // warm-up: compile tables and expansions
   const started = performance.now();
-  const ours = cases.map((c) => validateResource('r4', c.resource));
+  const ours = cases.map((c) => validateResource(VERSION, c.resource));
   const oursMs = performance.now() - started;
   const excluded = new Map<string, number>();
 
@@ -270,7 +313,7 @@ function main(): void {
   const results = join(HERE, '..', 'results');
   mkdirSync(results, { recursive: true });
   writeFileSync(
-    join(results, 'validation-vs-hapi.json'),
+    join(results, VERSION === 'r4' ? 'validation-vs-hapi.json' : `validation-vs-hapi-${VERSION}.json`),
     `${JSON.stringify({ benchmark: 'validation-vs-hapi', date: new Date().toISOString(), table, total, excluded: Object.fromEntries(excluded), oursMs, hapiMs, details }, null, 2)}\n`,
   );
 }

@@ -4,6 +4,7 @@ import { UCUM, isUcumCode } from '../terminology/external-systems';
 import { DSTU2_VALUE_SETS, type Dstu2ValueSets } from '../terminology/dstu2-value-sets';
 import { terminology, UNCHECKED_SYSTEMS, type Terminology } from '../terminology/terminology';
 import { checkBundle } from './bundle-rules';
+import { checkQuestionnaire } from './questionnaire-rules';
 import { unreferencedContained, type InvariantScope } from './hand-coded-invariants';
 import { analyseNarrative } from './narrative';
 import { InvariantCompiler, type CompiledInvariant } from './invariants';
@@ -40,7 +41,7 @@ export class ContentChecks {
   /** External systems met during one top-level validation, reported once each as information. */
   readonly unchecked = new Set<string>();
 
-  constructor(version: FhirVersion) {
+  constructor(private readonly version: FhirVersion) {
     if (version === 'dstu2') {
       this.valueSets = DSTU2_VALUE_SETS;
       return;
@@ -69,6 +70,8 @@ export class ContentChecks {
     else if (table.key === 'Identifier') checkIdentifier(object, path, issues);
     else if (table.key === 'Attachment') checkAttachmentSize(object, path, issues);
     else if (table.key === 'Bundle') checkBundle(object, path, issues);
+    // STU3's enableWhen has the same shape, but the reference checks its targets from R4 on only.
+    else if (table.key === 'Questionnaire' && this.version === 'r4') checkQuestionnaire(object, path, issues);
   }
 
   /**

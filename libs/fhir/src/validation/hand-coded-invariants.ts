@@ -48,7 +48,8 @@ export const HAND_CODED: Readonly<Record<string, { expressions: readonly string[
         const { start, end } = node as JsonObject;
         if (typeof start !== 'string' || typeof end !== 'string') return true;
         const order = compareDateTimes(start, end);
-        return order === 'unknown' ? undefined : order !== 1;
+        // An undefined order (a date and a dateTime of the same day) makes the expression empty: fails.
+        return order === 'unknown' ? undefined : order === -1 || order === 0;
       },
     },
     'dom-2': {
@@ -235,7 +236,7 @@ const FULL_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?
 
 /**
  * FHIRPath comparison of two date/dateTime strings: -1, 0, 1, undefined when the precisions differ so
- * that the answer is empty (the invariant then holds), or 'unknown' for shapes left to the engine
+ * that the answer is empty (an invariant comparing them then fails), or 'unknown' for shapes left to the engine
  * (a date against a dateTime, times without seconds). https://hl7.org/fhirpath/#comparison.
  */
 export function compareDateTimes(a: string, b: string): -1 | 0 | 1 | undefined | 'unknown' {

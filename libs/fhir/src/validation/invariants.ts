@@ -4,6 +4,7 @@ import * as r4Model from 'fhirpath/fhir-context/r4';
 import * as stu3Model from 'fhirpath/fhir-context/stu3';
 import type { DefinedFhirVersion } from '../definitions/fhir-version';
 import type { ConstraintLite } from '../definitions/structure-definitions';
+import { correctedExpression } from './expression-corrections';
 import { HAND_CODED, NOT_EVALUATED, type InvariantCheck, type InvariantScope } from './hand-coded-invariants';
 
 export type { InvariantScope } from './hand-coded-invariants';
@@ -96,12 +97,9 @@ export class InvariantCompiler {
     let evaluate: Compiled;
     let names: string[] | undefined;
     try {
-      evaluate = compile(
-        { base, expression: constraint.expression },
-        MODELS[this.version],
-        OPTIONS,
-      ) as Compiled;
-      names = guardNames(parse(constraint.expression) as AstNode);
+      const expression = correctedExpression(constraint.expression);
+      evaluate = compile({ base, expression }, MODELS[this.version], OPTIONS) as Compiled;
+      names = guardNames(parse(expression) as AstNode);
     } catch {
       // An expression the engine cannot compile is a definition problem, not the client's.
       return null;
@@ -114,9 +112,7 @@ export class InvariantCompiler {
       }
       const started = performance.now();
       try {
-        const result = evaluate(node, { resource: scope.resource, rootResource: scope.rootResource });
-        // A constraint holds unless it evaluates to false (an empty result is not a failure).
-        return !(result.length === 1 && result[0] === false);
+        return invariantHolds(evaluate(node, { resource: scope.resource, rootResource: scope.rootResource }));
       } catch {
         return true;
       } finally {
@@ -143,6 +139,16 @@ export class InvariantCompiler {
       },
     };
   }
+}
+
+/**
+ * FHIRPath's boolean conversion, as the reference validator applies it to an invariant's result: false
+ * and the empty collection fail (e.g. per-1 comparing a date with a dateTime of the same day is
+ * empty: the order is unknown); any other value holds. Published expressions that relied on empty
+ * meaning "holds" are corrected first (expression-corrections.ts).
+ */
+export function invariantHolds(result: readonly unknown[]): boolean {
+  return result.length > 0 && !(result.length === 1 && result[0] === false);
 }
 
 /** A child by element name; a choice name (`value`) matches any of its typed JSON names. */

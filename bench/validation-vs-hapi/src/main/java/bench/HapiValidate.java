@@ -22,7 +22,8 @@ import org.hl7.fhir.common.hapi.validation.validator.FhirInstanceValidator;
  */
 public final class HapiValidate {
   public static void main(String[] args) throws Exception {
-    FhirContext ctx = FhirContext.forR4();
+    // First argument: the FHIR version of the corpus, r4 (default) or stu3.
+    FhirContext ctx = args.length > 0 && args[0].equals("stu3") ? FhirContext.forDstu3() : FhirContext.forR4();
     ValidationSupportChain chain = new ValidationSupportChain(
         new DefaultProfileValidationSupport(ctx),
         new InMemoryTerminologyServerValidationSupport(ctx),

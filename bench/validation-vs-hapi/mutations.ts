@@ -306,6 +306,7 @@ export const MUTATIONS: readonly Mutation[] = [
   narrative('unknown element', div('<blink>text</blink>')),
   narrative('empty div', div('  ')),
   narrative('bad entity', div('a &bogus; b')),
+  narrative('HTML entity', div('CPT&reg; a&nbsp;b')),
   narrative('javascript URL', div('<a href="javascript:alert(1)">x</a>')),
   narrative('root not div', { status: 'generated', div: `<p xmlns="${XHTML}">text</p>` }),
   narrative('div in p', div('<p>a<div>b</div></p>')),

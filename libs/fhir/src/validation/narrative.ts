@@ -35,18 +35,6 @@ const ELEMENT_ATTRIBUTES = new Set([
 /** Block elements a `p` cannot hold (XHTML content model, as the reference checks). */
 const NOT_IN_PARAGRAPH = new Set(['div', 'blockquote', 'table', 'ol', 'ul', 'p']);
 
-/** HTML named entities narratives use beyond XML's five (the reference's parser knows HTML's). */
-// prettier-ignore
-const HTML_ENTITIES: Record<string, string> = {
-  nbsp: '\u00a0', copy: '©', reg: '®', trade: '™', mdash: '—', ndash: '–', hellip: '…', lsquo: '‘',
-  rsquo: '’', ldquo: '“', rdquo: '”', bull: '•', deg: '°', plusmn: '±', micro: 'µ', middot: '·',
-  times: '×', divide: '÷', le: '≤', ge: '≥', ne: '≠', para: '¶', sect: '§', laquo: '«', raquo: '»',
-  euro: '€', pound: '£', yen: '¥', cent: '¢', frac12: '½', frac14: '¼', frac34: '¾', sup2: '²', sup3: '³',
-  shy: '\u00ad', iexcl: '¡', iquest: '¿', eacute: 'é', egrave: 'è', aacute: 'á', agrave: 'à', uuml: 'ü',
-  ouml: 'ö', auml: 'ä', szlig: 'ß', ccedil: 'ç', ntilde: 'ñ', alpha: 'α', beta: 'β', mu: 'μ', rarr: '→',
-  larr: '←', uarr: '↑', darr: '↓', harr: '↔', ensp: '\u2002', emsp: '\u2003', thinsp: '\u2009',
-};
-
 const URL_ATTRIBUTES = new Set(['href', 'src', 'longdesc', 'cite', 'usemap']);
 
 /** The narrative rule a div breaks, or undefined when it is fine. */
@@ -144,7 +132,8 @@ function parseNarrative(xhtml: string): NarrativeAnalysis {
     if (problems.length === 0) problems.push({ rule: 'txt-1', message });
   };
   const parser = new SaxesParser({ xmlns: false, position: false });
-  Object.assign(parser.ENTITIES, HTML_ENTITIES);
+  // Only XML's five named entities and numeric references: the reference refuses HTML's (`&nbsp;`,
+  // `&reg;` …) in a narrative, as an XML parser without HTML's DTD does.
   parser.on('error', (error) => fail(`The narrative is not well-formed XHTML: ${error.message}`));
   parser.on('doctype', () => fail('A DOCTYPE is not allowed in a narrative'));
   parser.on('processinginstruction', () => fail('Processing instructions are not allowed in a narrative'));

@@ -222,6 +222,8 @@ const CASES: Record<string, [string, unknown, string[]][]> = {
     ],
     ['empty', withDiv(`<div xmlns="${XHTML}"> </div>`), ['Patient.text.div [txt-2]']],
     ['bad entity', withDiv(`<div xmlns="${XHTML}">&bogus;</div>`), ['Patient.text.div [txt-1]']],
+    // XML has no HTML entities: the reference refuses them in a narrative too
+    ['HTML entity', withDiv(`<div xmlns="${XHTML}">CPT&reg; a&nbsp;b</div>`), ['Patient.text.div [txt-1]']],
     [
       'dangling #link',
       withDiv(`<div xmlns="${XHTML}"><a href="#nowhere">x</a></div>`),
@@ -319,7 +321,7 @@ describe('validation rule classes (r4)', () => {
       observation({ contained: [{ resourceType: 'Patient', id: 'p' }], subject: { reference: '#p' } }),
       {
         ...withDiv(
-          `<div xmlns="${XHTML}"><p>a&nbsp;<a href="#x">b</a><a name="x">c</a></p><img src="#p"/></div>`,
+          `<div xmlns="${XHTML}"><p>a&#160;&amp;<a href="#x">b</a><a name="x">c</a></p><img src="#p"/></div>`,
         ),
         id: 'p',
       },

@@ -7,7 +7,6 @@ import { chargeResponse } from '../admission/response-charge';
 import { SETTINGS } from '../config/config.module';
 import type { Settings } from '../config/settings';
 import type { FhirRequest } from './fhir-route-state';
-import { isFhirReply } from './fhir-reply';
 import { responseContentType } from './negotiation';
 import { presentReply, type HttpReply } from './reply-presenter';
 import { isFhirResult } from './results';
@@ -39,7 +38,6 @@ function asReply(req: FhirRequest, result: unknown, base: string): HttpReply {
   if (isFhirResult(result)) {
     return presentReply(result, req.fhir?.version ?? 'r4', base, req.get('prefer'));
   }
-  if (isFhirReply(result)) return result;
   const status = req.fhir?.options.status ?? 200;
   return { status, body: result === undefined || result === null ? '' : result };
 }

@@ -1,5 +1,4 @@
 export * from './fhir-route-state';
-export * from './fhir-reply';
 export { FhirRoute } from './fhir-route.decorator';
 export { FhirOperation } from './fhir-operation.decorator';
 export type { FhirOperationDefinition, OperationLevel, OperationMethod } from './fhir-operation.decorator';

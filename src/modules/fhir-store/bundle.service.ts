@@ -365,8 +365,7 @@ export class BundleService {
     if (target.id === undefined) {
       // the search of `GET /{v}/{type}?…`, every parameter of the entry's url included
       const pairs = [...new URLSearchParams(target.query ?? '')];
-      const reply = await this.searches.search(ctx, version, type, pairs, undefined, { maxBytes });
-      return page(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body));
+      return this.searches.search(ctx, version, type, pairs, undefined, { maxBytes });
     }
     if (maxBytes <= 0) {
       throw new OperationOutcomeError(

@@ -10,7 +10,7 @@ import {
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
-import type { FhirReply } from '../../../fhir-http/fhir-reply';
+import type { OperationOutput, Page } from '../../../fhir-http/results';
 import { ResourceRepository, type SizedRef } from '../../../storage/resource.repository';
 import { EverythingReader, type EverythingScope } from '../../../storage/search/everything-reader';
 import { ResourceWritesRepository } from '../../../storage/resource-writes.repository';
@@ -62,7 +62,7 @@ export class EverythingService {
     version: FhirVersion,
     patientId: string | undefined,
     pairs: SearchPairs,
-  ): Promise<FhirReply> {
+  ): Promise<Page> {
     const base = this.settings.urls.base;
     const window = parseEverythingParams(version, pairs, {
       defaultCount: DEFAULT_PAGE_SIZE,
@@ -129,7 +129,7 @@ export class EverythingService {
         served: inBudget.length < window.count ? inBudget.length : undefined,
       },
     );
-    return { status: 200, body: searchsetBundleJson({ total, links, entries }) };
+    return { kind: 'page', json: searchsetBundleJson({ total, links, entries }) };
   }
 
   /**
@@ -159,7 +159,11 @@ export class EverythingService {
    * current documents first, then history) batch by batch; the Patient goes last so that an
    * interrupted removal can be run again. 200 with counts per type.
    */
-  async removeEverything(ctx: TenantContext, version: FhirVersion, patientId: string): Promise<FhirReply> {
+  async removeEverything(
+    ctx: TenantContext,
+    version: FhirVersion,
+    patientId: string,
+  ): Promise<OperationOutput> {
     const patientKey = resourceKey(version, ctx.clientId, 'Patient', patientId);
     const patient = await this.repository.findCurrent(ctx, patientKey);
     if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
@@ -183,7 +187,7 @@ export class EverythingService {
       ),
       ...removed.map(([type, n]) => issue('informational', `${type}: ${n}`, { severity: 'information' })),
     ]);
-    return { status: 200, body: outcome };
+    return { kind: 'output', body: outcome };
   }
 
   /**

@@ -9,7 +9,7 @@ import {
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
-import type { FhirReply } from '../../../fhir-http/fhir-reply';
+import { page, type Page } from '../../../fhir-http/results';
 import type { ResourceDoc } from '../../../storage/documents';
 import { servedWithinBudget } from '../../../storage/page-budget';
 import { SearchExecutor, type SearchWithin } from '../../../storage/search/search-executor';
@@ -69,7 +69,7 @@ export class SearchService {
     type: string | undefined,
     pairs: SearchPairs,
     prefer?: string,
-  ): Promise<FhirReply> {
+  ): Promise<Page> {
     const base = this.settings.urls.base;
     const restriction = compartmentWithin(version, compartment, id, type, base);
     // its existence only: the Patient is not served
@@ -94,7 +94,7 @@ export class SearchService {
     pairs: SearchPairs,
     prefer?: string,
     options: { within?: { url: string; restriction: SearchWithin }; maxBytes?: number } = {},
-  ): Promise<FhirReply> {
+  ): Promise<Page> {
     const { within } = options;
     const maxBytes = options.maxBytes ?? this.settings.searchPageMaxBytes;
     const base = this.settings.urls.base;
@@ -252,7 +252,7 @@ export class SearchService {
     return this.executor.matches(ctx, version, parsed, options.limit);
   }
 
-  private bundle(input: Parameters<typeof searchsetBundleJson>[0]): FhirReply {
-    return { status: 200, body: searchsetBundleJson(input) };
+  private bundle(input: Parameters<typeof searchsetBundleJson>[0]): Page {
+    return page(searchsetBundleJson(input));
   }
 }

@@ -6,6 +6,7 @@ import type { FhirVersion } from '@app/fhir';
 import { ensureIndexes } from '../database/ensure-indexes';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { isDuplicateKey } from './duplicate-key';
+import { clientScope, ScopedCollection } from './tenant-scope';
 
 /**
  * `conditional_keys`: one document per (version, client, user, type, normalized criteria) of a
@@ -55,6 +56,11 @@ export class ConditionalKeysRepository implements OnModuleInit {
     return this.connection.db!.collection<ConditionalKeyDoc>(CONDITIONAL_KEYS_COLLECTION);
   }
 
+  /** The client's keys (a key's hash names its user already, so the client scopes it). */
+  private scoped(ctx: TenantContext): ScopedCollection<ConditionalKeyDoc> {
+    return new ScopedCollection(this.keys, clientScope(ctx));
+  }
+
   async onModuleInit(): Promise<void> {
     await ensureIndexes(this.keys, [{ key: { at: 1 }, name: 'expiry', expireAfterSeconds: KEY_TTL_SECONDS }]);
   }
@@ -62,7 +68,13 @@ export class ConditionalKeysRepository implements OnModuleInit {
   /** True when this caller now holds the key (it did not exist). */
   async claim(ctx: TenantContext, key: string, rk: string): Promise<boolean> {
     try {
-      await this.keys.insertOne({ _id: key, c: ctx.clientId, u: ctx.userId ?? -1, rk, at: new Date() });
+      await this.scoped(ctx).insertOne({
+        _id: key,
+        c: ctx.clientId,
+        u: ctx.userId ?? -1,
+        rk,
+        at: new Date(),
+      });
       return true;
     } catch (error) {
       if (isDuplicateKey(error)) return false;
@@ -71,20 +83,22 @@ export class ConditionalKeysRepository implements OnModuleInit {
   }
 
   find(ctx: TenantContext, key: string): Promise<ConditionalKeyDoc | null> {
-    return this.keys.findOne({ _id: key, c: ctx.clientId });
+    const keys = this.scoped(ctx);
+    return keys.findOne(keys.where({ _id: key }));
   }
 
   /** Takes over a key that decides nothing any more (stale, or its resource deleted): compare-and-set. */
   async takeOver(ctx: TenantContext, held: ConditionalKeyDoc, rk: string): Promise<boolean> {
-    const result = await this.keys.updateOne(
-      { _id: held._id, c: ctx.clientId, rk: held.rk, at: held.at },
-      { $set: { rk, at: new Date() } },
-    );
+    const keys = this.scoped(ctx);
+    const result = await keys.updateOne(keys.where({ _id: held._id }, { rk: held.rk, at: held.at }), {
+      $set: { rk, at: new Date() },
+    });
     return result.matchedCount === 1;
   }
 
   /** Gives a key back when its create failed (a refused body): nobody waits for it. */
   async release(ctx: TenantContext, key: string, rk: string): Promise<void> {
-    await this.keys.deleteOne({ _id: key, c: ctx.clientId, rk });
+    const keys = this.scoped(ctx);
+    await keys.deleteOne(keys.where({ _id: key }, { rk }));
   }
 }

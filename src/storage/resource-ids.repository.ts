@@ -4,7 +4,7 @@ import type { Connection, mongo } from 'mongoose';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { RESOURCES_COLLECTION } from './documents';
 import { ResourceStorage } from './resource-storage';
-import { asOwner, insertIgnoringDuplicates } from './tenant-scope';
+import { asOwner, clientScope, insertIgnoringDuplicates, ScopedCollection } from './tenant-scope';
 
 /**
  * `resource_ids`: one claim per resource key (`resourceKey(v, c, t, id)`) naming the user who owns
@@ -46,6 +46,14 @@ export class ResourceIdsRepository {
   }
 
   /**
+   * The client's claims; with `userId`, those that user holds. A claim's user is its owner within
+   * the client: the writer of another user must see it, which is how one id stays one user's.
+   */
+  private scoped(ctx: TenantContext, userId: number | null = null): ScopedCollection<ResourceIdDoc> {
+    return new ScopedCollection(this.ids, clientScope(ctx, userId));
+  }
+
+  /**
    * Claims `keys` for the writer's user. Returns the keys another user of the client holds (the
    * caller treats them as existing); every other key is this user's now, or was already.
    */
@@ -56,14 +64,14 @@ export class ResourceIdsRepository {
     // release follows a removal, which does not repeat within a write).
     for (let round = 0; round < 2 && pending.length > 0; round++) {
       const at = new Date();
-      const taken = await insertIgnoringDuplicates(
-        this.ids,
+      const taken = await this.scoped(ctx, userId).insertIgnoringDuplicates(
         pending.map((_id) => ({ _id, c: ctx.clientId, u: userId, at })),
       );
       const contested = taken.map((index) => pending[index]);
       pending = [];
       if (contested.length === 0) break;
-      const holders = await this.ids.find({ _id: { $in: contested } }).toArray();
+      const client = this.scoped(ctx);
+      const holders = await client.find(client.where({ _id: { $in: contested } })).toArray();
       const held = new Map(holders.map((h) => [h._id, h]));
       pending = contested.filter((key) => !held.has(key));
       for (const holder of holders) {
@@ -76,16 +84,20 @@ export class ResourceIdsRepository {
   }
 
   /** The owning user of each key that has a claim. */
-  async owners(keys: readonly string[]): Promise<Map<string, number>> {
+  async owners(ctx: TenantContext, keys: readonly string[]): Promise<Map<string, number>> {
     if (keys.length === 0) return new Map();
-    const docs = await this.ids.find({ _id: { $in: [...keys] } }, { projection: { u: 1 } }).toArray();
+    const client = this.scoped(ctx);
+    const docs = await client
+      .find(client.where({ _id: { $in: [...keys] } }), { projection: { u: 1 } })
+      .toArray();
     return new Map(docs.map((doc) => [doc._id, doc.u]));
   }
 
   /** Gives the claims of removed resources back (after their current documents and history rows). */
   async release(ctx: TenantContext, userId: number, keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;
-    await this.ids.deleteMany({ _id: { $in: [...keys] }, c: ctx.clientId, u: userId });
+    const claims = this.scoped(ctx, userId);
+    await claims.deleteMany(claims.where({ _id: { $in: [...keys] } }));
   }
 
   /** `release` for every key of the user in `[from, to)` but `except` (a purge slice). */
@@ -97,7 +109,8 @@ export class ResourceIdsRepository {
   ): Promise<void> {
     const _id: { $gte: string; $lt: string; $nin?: string[] } = { $gte: range.from, $lt: range.to };
     if (except.length > 0) _id.$nin = [...except];
-    await this.ids.deleteMany({ _id, c: ctx.clientId, u: userId });
+    const claims = this.scoped(ctx, userId);
+    await claims.deleteMany(claims.where({ _id }));
   }
 
   /**
@@ -116,10 +129,10 @@ export class ResourceIdsRepository {
       history.findOne(history.where({ rk: holder._id }), { projection: { _id: 1 } }),
     ]);
     if (current || row) return false;
-    const moved = await this.ids.updateOne(
-      { _id: holder._id, u: holder.u, at: holder.at },
-      { $set: { u: userId, at: new Date() } },
-    );
+    const held = this.scoped(ctx, holder.u);
+    const moved = await held.updateOne(held.where({ _id: holder._id }, { at: holder.at }), {
+      $set: { u: userId, at: new Date() },
+    });
     return moved.matchedCount === 1;
   }
 }

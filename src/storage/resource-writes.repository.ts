@@ -37,7 +37,7 @@ export class ResourceWritesRepository {
     if (ctx.userId === null) return lookup(ctx);
     const own = await lookup(ctx);
     if (own) return own;
-    const owner = (await this.ids.owners([key])).get(key);
+    const owner = (await this.ids.owners(ctx, [key])).get(key);
     if (owner === undefined) return null;
     return lookup(owner === ctx.userId ? clientWide(ctx) : asOwner(ctx, owner));
   }

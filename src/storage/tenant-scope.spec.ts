@@ -37,6 +37,12 @@ function doc(c: string, u: number): ResourceDoc {
 }
 
 describe('ScopedCollection', () => {
+  it('scopes to one user, or to the client when client-wide', () => {
+    const { collection } = recordingCollection();
+    expect(new ScopedCollection(collection, { ...user, clientId: 'c1' }).where()).toEqual({ c: 'c1', u: 7 });
+    expect(new ScopedCollection(collection, { ...client, clientId: 'c1' }).where()).toEqual({ c: 'c1' });
+  });
+
   it('puts the conditions first, the tenant keys next, then the rest (DocumentDB tests them in this order)', () => {
     const { collection } = recordingCollection();
     const filter = new ScopedCollection(collection, user).where({ t: 'Patient' }, { del: false });

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { mongo } from 'mongoose';
-import { TenantContext, tenantFilter } from '../tenancy/tenant-context';
+import type { TenantContext } from '../tenancy/tenant-context';
 import { isDuplicateKey } from './duplicate-key';
 
 // The driver types of the driver Mongoose runs (it may differ from a top-level `mongodb`).
@@ -47,12 +47,13 @@ export type TenantDocument = mongo.Document & { c: string; u?: number | null };
 export type ScopeOwner = Pick<TenantContext, 'clientId' | 'userId' | 'chargeDatabaseMs'>;
 
 /**
- * The scope of records a client owns as a whole (users, grants, conditional keys, id claims):
- * the client key only, whatever user the caller acts as. Not charged: these are look-ups of a
- * caller's own records by key, and the database share charges what reads of resources cost.
+ * The scope of a tenant's records outside the resource collections (users, grants, conditional
+ * keys, id claims, export jobs): the client key, and `userId` when the records are one user's.
+ * Not charged: these are look-ups of a caller's own records by key, and the database share
+ * charges what reads of resources cost.
  */
-export function clientScope(scope: { readonly clientId: string }): ScopeOwner {
-  return { clientId: scope.clientId, userId: null };
+export function clientScope(scope: { readonly clientId: string }, userId: number | null = null): ScopeOwner {
+  return { clientId: scope.clientId, userId };
 }
 
 /**
@@ -74,6 +75,11 @@ export function clientWide(ctx: TenantContext): TenantContext {
  */
 export function asOwner(ctx: TenantContext, owner: number): TenantContext {
   return ctx.userId === owner ? ctx : { ...ctx, userId: owner };
+}
+
+/** The tenant part of every filter: the only place that builds it. */
+function tenantFilter(owner: ScopeOwner): { c: string; u?: number } {
+  return owner.userId === null ? { c: owner.clientId } : { c: owner.clientId, u: owner.userId };
 }
 
 /**

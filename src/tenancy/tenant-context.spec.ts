@@ -1,4 +1,4 @@
-import { isReadOnly, tenantFilter, TenantContext } from './tenant-context';
+import { isReadOnly, TenantContext } from './tenant-context';
 
 const ctx = (over: Partial<TenantContext>): TenantContext => ({
   clientId: 'c1',
@@ -6,12 +6,6 @@ const ctx = (over: Partial<TenantContext>): TenantContext => ({
   scopes: ['user/*.*'],
   form: 'user-token',
   ...over,
-});
-
-describe('tenantFilter', () => {
-  it('scopes to one user', () => expect(tenantFilter(ctx({}))).toEqual({ c: 'c1', u: 7 }));
-  it('scopes to the client when client-wide', () =>
-    expect(tenantFilter(ctx({ userId: null }))).toEqual({ c: 'c1' }));
 });
 
 describe('isReadOnly', () => {

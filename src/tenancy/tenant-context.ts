@@ -28,27 +28,13 @@ export interface TenantContext {
   readonly chargeDatabaseMs?: (ms: number) => void;
 }
 
-/** The tenant part of every database filter. The only place that builds it. */
-export interface TenantFilter {
-  c: string;
-  u?: number;
-}
-
-export function tenantFilter(ctx: Pick<TenantContext, 'clientId' | 'userId'>): TenantFilter {
-  return ctx.userId === null ? { c: ctx.clientId } : { c: ctx.clientId, u: ctx.userId };
-}
-
 /**
- * The client part only, for client-owned records that are not per-user data (the user list, auth
+ * The client only, for client-owned records that are not per-user data (the user list, auth
  * codes). A `TenantContext` is a `ClientScope`; so is the result of authenticating a client.
+ * Their queries are scoped by storage/tenant-scope.ts `clientScope`, as every tenant filter is.
  */
 export interface ClientScope {
   readonly clientId: string;
-}
-
-/** The one builder of the client part of a filter on client-owned collections (field `c`). */
-export function clientFilter(scope: ClientScope): { c: string } {
-  return { c: scope.clientId };
 }
 
 /** True when the context may only read and search (scope `user/*.rs`, `*.read`, `patient/*.rs` …). */

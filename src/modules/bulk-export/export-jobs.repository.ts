@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
-import { Model, Schema } from 'mongoose';
-import type { Collection } from 'mongodb';
+import { Model, Schema, type mongo } from 'mongoose';
 import type { FhirVersion } from '@app/fhir';
-import { TenantContext, tenantFilter } from '../../tenancy/tenant-context';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import { clientScope, ScopedCollection } from '../../storage/tenant-scope';
 
 /**
  * One asynchronous kick-off (Bulk Data IG async flow). The job holds the request and, once computed,
@@ -86,10 +86,19 @@ export type NewExportJob = Omit<ExportJobDoc, 'c' | 'u' | 'state' | 'files' | 'g
 
 @Injectable()
 export class ExportJobsRepository {
-  private readonly collection: Collection<ExportJobDoc>;
+  private readonly collection: mongo.Collection<ExportJobDoc>;
 
   constructor(@InjectModel(EXPORT_JOB_MODEL) model: Model<ExportJobDoc>) {
-    this.collection = model.collection as unknown as Collection<ExportJobDoc>;
+    this.collection = model.collection as unknown as mongo.Collection<ExportJobDoc>;
+  }
+
+  /**
+   * The jobs of the context's tenant: its user's, or for a client-wide credential all its users'
+   * (it sees their data too). Kick-off, status and cancel go through it; the run of a job (complete,
+   * fail, heartbeat, reclaim) works on the one job it was given, by id and claim, with no caller.
+   */
+  private scoped(ctx: TenantContext): ScopedCollection<ExportJobDoc> {
+    return new ScopedCollection(this.collection, clientScope(ctx, ctx.userId));
   }
 
   async create(ctx: TenantContext, job: NewExportJob): Promise<ExportJobDoc> {
@@ -103,7 +112,7 @@ export class ExportJobsRepository {
       group: null,
       error: null,
     };
-    await this.collection.insertOne(doc);
+    await this.scoped(ctx).insertOne(doc);
     return doc;
   }
 
@@ -112,7 +121,8 @@ export class ExportJobsRepository {
    * not found. A client-wide credential sees its users' jobs, as it sees their data.
    */
   async find(ctx: TenantContext, id: string): Promise<ExportJobDoc | null> {
-    return this.collection.findOne({ _id: id, ...tenantFilter(ctx), exp: { $gt: new Date() } });
+    const jobs = this.scoped(ctx);
+    return jobs.findOne(jobs.where({ _id: id }, { exp: { $gt: new Date() } }));
   }
 
   /** Records the plan unless the job was cancelled or re-claimed meanwhile (`startedAt` is the claim). */
@@ -162,12 +172,13 @@ export class ExportJobsRepository {
 
   /** DELETE on the status URL: the job is gone for every later poll. */
   async remove(ctx: TenantContext, id: string): Promise<boolean> {
-    const filter = { _id: id, ...tenantFilter(ctx) };
+    const jobs = this.scoped(ctx);
+    const filter = jobs.where({ _id: id });
     // A delete that meets the run's concurrent `complete` of the same job can match nothing on
     // DocumentDB (seen in e2e once plans became fast): a job still there is deleted again.
     for (let attempt = 0; attempt < 3; attempt += 1) {
-      if ((await this.collection.deleteOne(filter)).deletedCount === 1) return true;
-      if (!(await this.collection.findOne(filter, { projection: { _id: 1 } }))) return false;
+      if ((await jobs.deleteOne(filter)).deletedCount === 1) return true;
+      if (!(await jobs.findOne(filter, { projection: { _id: 1 } }))) return false;
     }
     return false;
   }

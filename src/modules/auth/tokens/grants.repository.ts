@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
-import type { Model } from 'mongoose';
-import { ClientScope, clientFilter } from '../../../tenancy/tenant-context';
+import type { Model, mongo } from 'mongoose';
+import type { ClientScope } from '../../../tenancy/tenant-context';
+import { clientScope, ScopedCollection, type TenantDocument } from '../../../storage/tenant-scope';
 import { AuthCodeDoc, RefreshTokenDoc, RevokedFamilyDoc } from './grant.schemas';
 
 /**
@@ -9,7 +10,12 @@ import { AuthCodeDoc, RefreshTokenDoc, RevokedFamilyDoc } from './grant.schemas'
  * equality and another client's code or token simply does not exist under this client's key.
  */
 function grantKey(scope: ClientScope, hash: string): string {
-  return `${clientFilter(scope).c}|${hash}`;
+  return `${scope.clientId}|${hash}`;
+}
+
+/** One of the grant collections as the client sees it: its own documents only (`c`, besides the key). */
+function scoped<T extends TenantDocument>(model: Model<T>, scope: ClientScope): ScopedCollection<T> {
+  return new ScopedCollection(model.collection as unknown as mongo.Collection<T>, clientScope(scope));
 }
 
 export type NewAuthCode = Omit<AuthCodeDoc, 'c' | 'used' | 'family'>;
@@ -25,7 +31,12 @@ export class GrantsRepository {
   ) {}
 
   async insertCode(scope: ClientScope, code: NewAuthCode): Promise<void> {
-    await this.codes.create({ ...code, _id: grantKey(scope, code._id), ...clientFilter(scope), used: false });
+    await scoped(this.codes, scope).insertOne({
+      ...code,
+      _id: grantKey(scope, code._id),
+      c: scope.clientId,
+      used: false,
+    });
   }
 
   /**
@@ -35,27 +46,23 @@ export class GrantsRepository {
    * exactly one wins: the engine applies the filter and the update as one document operation.
    */
   async consumeCode(scope: ClientScope, hash: string, family: string): Promise<AuthCodeDoc | null> {
-    return this.codes
-      .findOneAndUpdate(
-        { _id: grantKey(scope, hash), used: false, expiresAt: { $gt: new Date() } },
-        { $set: { used: true, family } },
-      )
-      .lean()
-      .exec();
+    const codes = scoped(this.codes, scope);
+    return codes.findOneAndUpdate(
+      codes.where({ _id: grantKey(scope, hash) }, { used: false, expiresAt: { $gt: new Date() } }),
+      { $set: { used: true, family } },
+    );
   }
 
   async findCode(scope: ClientScope, hash: string): Promise<AuthCodeDoc | null> {
-    return this.codes
-      .findOne({ _id: grantKey(scope, hash) })
-      .lean()
-      .exec();
+    const codes = scoped(this.codes, scope);
+    return codes.findOne(codes.where({ _id: grantKey(scope, hash) }));
   }
 
   async insertRefreshToken(scope: ClientScope, token: NewRefreshToken): Promise<void> {
-    await this.refreshTokens.create({
+    await scoped(this.refreshTokens, scope).insertOne({
       ...token,
       _id: grantKey(scope, token._id),
-      ...clientFilter(scope),
+      c: scope.clientId,
       used: false,
       revoked: false,
     });
@@ -63,20 +70,19 @@ export class GrantsRepository {
 
   /** Marks a live (unused, unrevoked, unexpired) refresh token used in one conditional write; returns it as it was, or null. */
   async consumeRefreshToken(scope: ClientScope, hash: string): Promise<RefreshTokenDoc | null> {
-    return this.refreshTokens
-      .findOneAndUpdate(
-        { _id: grantKey(scope, hash), used: false, revoked: false, expiresAt: { $gt: new Date() } },
-        { $set: { used: true } },
-      )
-      .lean()
-      .exec();
+    const tokens = scoped(this.refreshTokens, scope);
+    return tokens.findOneAndUpdate(
+      tokens.where(
+        { _id: grantKey(scope, hash) },
+        { used: false, revoked: false, expiresAt: { $gt: new Date() } },
+      ),
+      { $set: { used: true } },
+    );
   }
 
   async findRefreshToken(scope: ClientScope, hash: string): Promise<RefreshTokenDoc | null> {
-    return this.refreshTokens
-      .findOne({ _id: grantKey(scope, hash) })
-      .lean()
-      .exec();
+    const tokens = scoped(this.refreshTokens, scope);
+    return tokens.findOne(tokens.where({ _id: grantKey(scope, hash) }));
   }
 
   /**
@@ -85,20 +91,24 @@ export class GrantsRepository {
    * a crash in between leaves the refresh tokens usable, never an access token unrecalled.
    */
   async revokeFamily(scope: ClientScope, family: string, accessTokensUntil: Date): Promise<number> {
-    await this.revokedFamilies
-      .updateOne(
-        { _id: grantKey(scope, family) },
-        { $set: { expiresAt: accessTokensUntil }, $setOnInsert: clientFilter(scope) },
-        { upsert: true },
-      )
-      .exec();
-    const r = await this.refreshTokens
-      .updateMany({ ...clientFilter(scope), family }, { $set: { revoked: true } })
-      .exec();
+    const families = scoped(this.revokedFamilies, scope);
+    // an inserted record takes its `_id` and `c` from the filter's equalities
+    await families.updateOne(
+      families.where({ _id: grantKey(scope, family) }),
+      { $set: { expiresAt: accessTokensUntil } },
+      { upsert: true },
+    );
+    const tokens = scoped(this.refreshTokens, scope);
+    const r = await tokens.updateMany(tokens.where({}, { family }), { $set: { revoked: true } });
     return r.modifiedCount;
   }
 
   async isFamilyRevoked(scope: ClientScope, family: string): Promise<boolean> {
-    return (await this.revokedFamilies.exists({ _id: grantKey(scope, family) }).exec()) !== null;
+    const families = scoped(this.revokedFamilies, scope);
+    return (
+      (await families.findOne(families.where({ _id: grantKey(scope, family) }), {
+        projection: { _id: 1 },
+      })) !== null
+    );
   }
 }

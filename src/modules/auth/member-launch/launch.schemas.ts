@@ -1,48 +1,55 @@
 import { Prop, Schema, SchemaFactory } from '@nestjs/mongoose';
 
+/** The field kinds of these documents (each names its type: Mongoose reads no TypeScript type). */
+type FieldType = StringConstructor | NumberConstructor | DateConstructor;
+const Required = (type: FieldType) => Prop({ type, required: true });
+const Optional = (type: FieldType) => Prop({ type, required: false });
+const StringList = () => Prop({ type: [String], default: [] });
+const Flag = () => Prop({ type: Boolean, default: false });
+
 /**
  * A pending SMART App Launch authorization (`tx`): the validated authorize request, kept while the
  * member signs in and decides. `_id` is the random transaction id the pages carry.
  */
 @Schema({ collection: 'smart_authorizations', versionKey: false })
 export class LaunchTransactionDoc {
-  @Prop({ type: String, required: true })
+  @Required(String)
   _id!: string;
 
   /** client_id of the app asking. */
-  @Prop({ type: String, required: true })
+  @Required(String)
   app!: string;
 
   /** client_id of the plan whose member decides. */
-  @Prop({ type: String, required: true })
+  @Required(String)
   plan!: string;
 
-  @Prop({ type: String, required: true })
+  @Required(String)
   redirect_uri!: string;
 
-  @Prop({ type: String, required: true })
+  @Required(String)
   state!: string;
 
   /** The scopes asked for that this server knows, in the order asked. */
-  @Prop({ type: [String], default: [] })
+  @StringList()
   scopes!: string[];
 
   /** FHIR version of `aud` (the tokens read that base). */
-  @Prop({ type: String, required: true })
+  @Required(String)
   version!: string;
 
   /** PKCE S256 challenge (RFC 7636), when sent. */
-  @Prop({ type: String, required: false })
+  @Optional(String)
   code_challenge?: string;
 
-  @Prop({ type: String, required: false })
+  @Optional(String)
   nonce?: string;
 
   /** The member who signed in for this transaction (MemberSessionService.signIn). */
-  @Prop({ type: Number, required: false })
+  @Optional(Number)
   u?: number;
 
-  @Prop({ type: Date, required: true })
+  @Required(Date)
   expiresAt!: Date;
 }
 export const LaunchTransactionSchema = SchemaFactory.createForClass(LaunchTransactionDoc);
@@ -51,19 +58,19 @@ LaunchTransactionSchema.index({ expiresAt: 1 }, { expireAfterSeconds: 0 });
 /** A member's signed-in browser: `_id` is the SHA-256 of the session cookie's random value. */
 @Schema({ collection: 'member_sessions', versionKey: false })
 export class MemberSessionDoc {
-  @Prop({ type: String, required: true })
+  @Required(String)
   _id!: string;
 
-  @Prop({ type: String, required: true })
+  @Required(String)
   plan!: string;
 
-  @Prop({ type: Number, required: true })
+  @Required(Number)
   u!: number;
 
-  @Prop({ type: String, required: true })
+  @Required(String)
   app_user_id!: string;
 
-  @Prop({ type: Date, required: true })
+  @Required(Date)
   expiresAt!: Date;
 }
 export const MemberSessionSchema = SchemaFactory.createForClass(MemberSessionDoc);
@@ -75,35 +82,35 @@ MemberSessionSchema.index({ expiresAt: 1 }, { expireAfterSeconds: 0 });
  */
 @Schema({ collection: 'smart_grants', versionKey: false })
 export class LaunchGrantDoc {
-  @Prop({ type: String, required: true })
+  @Required(String)
   _id!: string;
 
-  @Prop({ type: String, required: true })
+  @Required(String)
   plan!: string;
 
-  @Prop({ type: Number, required: true })
+  @Required(Number)
   u!: number;
 
-  @Prop({ type: String, required: true })
+  @Required(String)
   app_user_id!: string;
 
-  @Prop({ type: String, required: true })
+  @Required(String)
   app!: string;
 
-  @Prop({ type: [String], default: [] })
+  @StringList()
   scopes!: string[];
 
   /** The member's Patient id in the plan's tenant (launch/patient). */
-  @Prop({ type: String, required: false })
+  @Optional(String)
   patient?: string;
 
-  @Prop({ type: String, required: true })
+  @Required(String)
   version!: string;
 
-  @Prop({ type: Date, required: true })
+  @Required(Date)
   created!: Date;
 
-  @Prop({ type: Boolean, default: false })
+  @Flag()
   revoked!: boolean;
 }
 export const LaunchGrantSchema = SchemaFactory.createForClass(LaunchGrantDoc);
@@ -116,32 +123,32 @@ LaunchGrantSchema.index({ plan: 1, u: 1 });
  */
 @Schema({ collection: 'smart_credentials', versionKey: false })
 export class LaunchCredentialDoc {
-  @Prop({ type: String, required: true })
+  @Required(String)
   _id!: string;
 
   @Prop({ type: String, required: true, enum: ['code', 'refresh'] })
   kind!: 'code' | 'refresh';
 
-  @Prop({ type: String, required: true })
+  @Required(String)
   grant!: string;
 
   /** Scopes this credential yields (a refresh may narrow them). */
-  @Prop({ type: [String], default: [] })
+  @StringList()
   scopes!: string[];
 
-  @Prop({ type: String, required: false })
+  @Optional(String)
   redirect_uri?: string;
 
-  @Prop({ type: String, required: false })
+  @Optional(String)
   code_challenge?: string;
 
-  @Prop({ type: String, required: false })
+  @Optional(String)
   nonce?: string;
 
-  @Prop({ type: Date, required: true })
+  @Required(Date)
   expiresAt!: Date;
 
-  @Prop({ type: Boolean, default: false })
+  @Flag()
   used!: boolean;
 }
 export const LaunchCredentialSchema = SchemaFactory.createForClass(LaunchCredentialDoc);

@@ -4,7 +4,8 @@
  * then the same reads from a floor server (Node's HTTP server and the app's driver call, no framework:
  * bench/lib/read-floor-server.ts), then the same point look-ups straight through the driver
  * (`findOne` by `_id` and tenant, without the index entries, as the app reads; 32 in flight, same
- * duration) on the same database, each with its CPU per read (server, engine, load generator).
+ * duration) on the same database, each with its CPU per read (server, engine, load generator);
+ * between them a row per variant of the app (READ_VARIANTS: request logs on).
  * The API is served by the real server in its own process (bench/lib/bench-server serveInOwnProcess).
  * Target: API ≥ 0.6 × driver, p99 < 20 ms. Run: npm run bench -- read
  */
@@ -29,6 +30,11 @@ const CONNECTIONS = 32;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const PATIENTS = process.env.BENCH_PATIENTS ? Number(process.env.BENCH_PATIENTS) : undefined;
 const COPIES = Number(process.env.BENCH_COPIES ?? 5);
+/** The app again with other settings, a row each (BENCH_READ_VARIANTS=none: the three rows only). */
+const READ_VARIANTS: ReadonlyArray<[string, Record<string, string>]> =
+  process.env.BENCH_READ_VARIANTS === 'none'
+    ? []
+    : [['HTTP GET, request logs on (LOG_LEVEL=info)', { LOG_LEVEL: 'info' }]];
 
 async function driverReads(
   lookup: (i: number) => Promise<unknown>,
@@ -159,12 +165,24 @@ export async function benchReads(
   const path = () => `/r4/Observation/${random()}`;
   // The servers run in processes of their own, as operators run them: in this process they would
   // share one event loop with the load generator.
+  const auth = { Authorization: `Bearer ${user.accessToken}` };
   const own = await serveInOwnProcess(server);
   let api: Awaited<ReturnType<typeof httpReads>>;
   try {
-    api = await httpReads(own.url, own.child!.pid!, { Authorization: `Bearer ${user.accessToken}` }, path);
+    api = await httpReads(own.url, own.child!.pid!, auth, path);
   } finally {
     await own.stop();
+  }
+  // Variants of the app, each a row: what a setting costs per read. Request logs: the API row runs
+  // at BENCH_LOG_LEVEL (default silent, no request line); operators run at info, one line a request.
+  const variants: Array<{ label: string; run: Awaited<ReturnType<typeof httpReads>> }> = [];
+  for (const [label, env] of READ_VARIANTS) {
+    const variant = await serveInOwnProcess(server, env);
+    try {
+      variants.push({ label, run: await httpReads(variant.url, variant.child!.pid!, auth, path) });
+    } finally {
+      await variant.stop();
+    }
   }
   const floorServer = await startFloor(server, user);
   let floor: Awaited<ReturnType<typeof httpReads>>;
@@ -201,6 +219,7 @@ export async function benchReads(
   });
   const rows = [
     httpRow('HTTP GET /r4/Observation/{id}', api),
+    ...variants.map(({ label, run }) => httpRow(label, run)),
     httpRow('floor: node:http + same findOne', floor),
     {
       path: 'driver findOne({_id, c, u}, no idx)',
@@ -236,6 +255,11 @@ export async function benchReads(
       { figure: 'API req/s', value: api.result.requests.average },
       { figure: 'API p99', value: api.result.latency.p99, unit: 'ms', target: '< 20 ms' },
       { figure: 'API server CPU / read', value: api.cpu.server ?? 0, unit: 'µs' },
+      ...variants.map(({ label, run }) => ({
+        figure: `${label}: server CPU / read`,
+        value: run.cpu.server ?? 0,
+        unit: 'µs',
+      })),
       { figure: 'floor req/s', value: floor.result.requests.average },
       { figure: 'floor server CPU / read', value: floor.cpu.server ?? 0, unit: 'µs' },
       { figure: 'driver findOne/s', value: driver.perSecond },

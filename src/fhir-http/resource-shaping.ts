@@ -1,7 +1,12 @@
 import type { Request } from 'express';
-import { OperationOutcomeError, SearchError, type FhirVersion, type ParsedSearch } from '@app/fhir';
+import {
+  OperationOutcomeError,
+  SearchError,
+  shapedResourceJson,
+  type FhirVersion,
+  type ParsedSearch,
+} from '@app/fhir';
 import { parseElements } from '@app/fhir/search/result-parameters';
-import { shapedResourceJson } from '../modules/fhir-store/search/searchset-bundle';
 
 const SUMMARY_VALUES = ['true', 'false', 'text', 'data', 'count'] as const;
 

@@ -1,7 +1,39 @@
 import { OperationOutcomeError } from '@app/fhir';
-import { formPairs, queryPairs, type SearchPairs } from '../modules/fhir-store/search/search-request';
+import type { Request } from 'express';
 
-export { queryPairs, type SearchPairs };
+/**
+ * HTTP request → search input. The raw query string is read in order (not Express's parsed object):
+ * repeated parameters AND, order is kept for the paging links, and a key such as `name[$gt]` stays
+ * the literal, unknown parameter name it is (https://hl7.org/fhir/R4/search.html#combining).
+ */
+export type SearchPairs = Array<[string, string]>;
+
+export function queryPairs(req: Request): SearchPairs {
+  const url = req.originalUrl ?? req.url;
+  const question = url.indexOf('?');
+  return question < 0 ? [] : [...new URLSearchParams(url.slice(question + 1))];
+}
+
+/**
+ * `POST …/_search`: the form body (application/x-www-form-urlencoded, parsed by the app's body
+ * parser into strings or arrays of strings) after the query string. Anything else is refused.
+ */
+export function formPairs(body: unknown): SearchPairs {
+  if (body === undefined || body === null) return [];
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw OperationOutcomeError.invalid('the _search body must be application/x-www-form-urlencoded');
+  }
+  const pairs: SearchPairs = [];
+  for (const [name, value] of Object.entries(body as Record<string, unknown>)) {
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (typeof item !== 'string') {
+        throw OperationOutcomeError.invalid(`search parameter '${name}' must have a text value`);
+      }
+      pairs.push([name, item]);
+    }
+  }
+  return pairs;
+}
 
 /**
  * The parameters of a POST body: a `Parameters` resource (an operation invoked with POST, each

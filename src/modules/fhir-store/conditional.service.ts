@@ -6,7 +6,7 @@ import type { TenantContext } from '../../tenancy/tenant-context';
 import type { Matched, Removed, Written } from '../../fhir-http/results';
 import { FhirStoreService } from './fhir-store.service';
 import { assertPatchable, PatchService, type PatchDocument } from './patch.service';
-import { isLenientHandling } from './prefer';
+import { isLenientHandling } from '../../fhir-http/prefer';
 import { SearchService } from './search/search.service';
 import type { ResourceDoc } from '../../storage/documents';
 

@@ -11,3 +11,4 @@ export {
 export { parseSearch, type SearchQueryInput } from './search-parser';
 export { escapeRegex, normalizeText } from './text-normalization';
 export { parseFhirDateRange, plusForSpace, type DateRange } from './fhir-date-range';
+export { shapedResourceJson, SUBSETTED_TAG } from './resource-subset';

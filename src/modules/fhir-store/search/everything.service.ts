@@ -24,7 +24,7 @@ import {
 } from './everything-page';
 import { parseEverythingParams } from './patient-compartment';
 import { resourceEntry, searchLinks, unknownParamsEntry } from './searchset-bundle';
-import type { SearchPairs } from './search-request';
+import type { SearchPairs } from '../../../fhir-http/search-pairs';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './search.service';
 
 /** Compartment resources removed per round. */

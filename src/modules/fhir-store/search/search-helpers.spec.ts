@@ -1,7 +1,7 @@
 import { parseSearch } from '@app/fhir';
 import { parseEverythingParams } from './patient-compartment';
-import { formPairs, isStrictHandling, linkPairs, normalizeReferenceValues } from './search-request';
-import { searchLinks, shapedResourceJson } from './searchset-bundle';
+import { linkPairs, normalizeReferenceValues } from './search-request';
+import { searchLinks } from './searchset-bundle';
 
 describe('search helpers', () => {
   it('paging links keep the parameters, and omit next/last when unknown', () => {
@@ -24,41 +24,6 @@ describe('search helpers', () => {
         ['a', 'b'],
       ]),
     ).toEqual([['a', 'b']]);
-  });
-
-  it('_elements and _summary subsets keep id/meta and tag SUBSETTED', () => {
-    const json = JSON.stringify({
-      resourceType: 'Patient',
-      id: '1',
-      meta: { versionId: '1' },
-      text: { div: 'x' },
-      gender: 'male',
-      name: [],
-    });
-    const subset = JSON.parse(shapedResourceJson('r4', json, { elements: ['gender', 'Observation.name'] }));
-    expect(Object.keys(subset).sort()).toEqual(['gender', 'id', 'meta', 'resourceType']);
-    expect(subset.meta.tag[0].code).toBe('SUBSETTED');
-    expect(JSON.parse(shapedResourceJson('r4', json, { summary: 'data' })).text).toBeUndefined();
-    expect(Object.keys(JSON.parse(shapedResourceJson('r4', json, { summary: 'text' }))).sort()).toEqual([
-      'id',
-      'meta',
-      'resourceType',
-      'text',
-    ]);
-    expect(shapedResourceJson('r4', json, {})).toBe(json);
-  });
-
-  it('reads Prefer handling and refuses non-text form values', () => {
-    expect(isStrictHandling('handling=strict')).toBe(true);
-    expect(isStrictHandling('return=minimal, handling=strict')).toBe(true);
-    expect(isStrictHandling('handling=lenient')).toBe(false);
-    expect(isStrictHandling(undefined)).toBe(false);
-    expect(formPairs({ a: ['1', '2'], b: '3' })).toEqual([
-      ['a', '1'],
-      ['a', '2'],
-      ['b', '3'],
-    ]);
-    expect(() => formPairs({ a: { $gt: '' } })).toThrow('text value');
   });
 
   it('makes references to this server relative and matches both forms', () => {

@@ -1,60 +1,15 @@
-import type { Request } from 'express';
 import { asOutcomeError } from '../../../storage/search/search-executor';
 import {
-  OperationOutcomeError,
   parseSearch,
   type FhirVersion,
   type ParsedSearch,
   type ParseSearchOptions,
   type SearchValue,
 } from '@app/fhir';
-
-/**
- * HTTP request → search input. The raw query string is read in order (not Express's parsed object):
- * repeated parameters AND, order is kept for the paging links, and a key such as `name[$gt]` stays
- * the literal, unknown parameter name it is (https://hl7.org/fhir/R4/search.html#combining).
- */
-export type SearchPairs = Array<[string, string]>;
+import type { SearchPairs } from '../../../fhir-http/search-pairs';
 
 /** Parameters the paging links set themselves (https://hl7.org/fhir/R4/http.html#paging). */
 const PAGING_PARAMS = new Set(['_count', '_skip', '_offset']);
-
-export function queryPairs(req: Request): SearchPairs {
-  const url = req.originalUrl ?? req.url;
-  const question = url.indexOf('?');
-  return question < 0 ? [] : [...new URLSearchParams(url.slice(question + 1))];
-}
-
-/**
- * `POST …/_search`: the form body (application/x-www-form-urlencoded, parsed by the app's body
- * parser into strings or arrays of strings) after the query string. Anything else is refused.
- */
-export function formPairs(body: unknown): SearchPairs {
-  if (body === undefined || body === null) return [];
-  if (typeof body !== 'object' || Array.isArray(body)) {
-    throw OperationOutcomeError.invalid('the _search body must be application/x-www-form-urlencoded');
-  }
-  const pairs: SearchPairs = [];
-  for (const [name, value] of Object.entries(body as Record<string, unknown>)) {
-    for (const item of Array.isArray(value) ? value : [value]) {
-      if (typeof item !== 'string') {
-        throw OperationOutcomeError.invalid(`search parameter '${name}' must have a text value`);
-      }
-      pairs.push([name, item]);
-    }
-  }
-  return pairs;
-}
-
-/** `Prefer: handling=strict` turns unknown parameters into a 400 (search.html#errors). */
-export function isStrictHandling(prefer: string | undefined): boolean {
-  return /(^|[,;\s])handling\s*=\s*strict\b/i.test(prefer ?? '');
-}
-
-/** `Prefer: handling=lenient`, asked for explicitly (search.html#errors). */
-export function isLenientHandling(prefer: string | undefined): boolean {
-  return /(^|[,;\s])handling\s*=\s*lenient\b/i.test(prefer ?? '');
-}
 
 /** Why `_content`/`_text` are refused when full text is off (the setting that turns it on). */
 export const FULL_TEXT_OFF =

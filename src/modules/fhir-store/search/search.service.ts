@@ -5,6 +5,7 @@ import {
   type FhirVersion,
   type ParsedSearch,
   type SearchsetEntry,
+  shapedResourceJson,
 } from '@app/fhir';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
@@ -19,16 +20,10 @@ import {
   IncludeResolver,
   includesTruncatedEntry,
 } from '../../../storage/search/include-resolver';
-import { resourceEntry, searchLinks, shapedResourceJson, unknownParamsEntry } from './searchset-bundle';
-import {
-  FULL_TEXT_OFF,
-  isLenientHandling,
-  isStrictHandling,
-  linkPairs,
-  normalizeReferenceValues,
-  parseOrReject,
-  type SearchPairs,
-} from './search-request';
+import { isLenientHandling, isStrictHandling } from '../../../fhir-http/prefer';
+import type { SearchPairs } from '../../../fhir-http/search-pairs';
+import { resourceEntry, searchLinks, unknownParamsEntry } from './searchset-bundle';
+import { FULL_TEXT_OFF, linkPairs, normalizeReferenceValues, parseOrReject } from './search-request';
 import { totalCount, totalOf } from './search-total';
 
 /** docs/api.md §13: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */

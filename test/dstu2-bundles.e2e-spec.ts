@@ -154,4 +154,65 @@ describe('DSTU2 bundles keep bdl-1 … bdl-7 (e2e)', () => {
     const represented = bodies.find((b) => b.kind === 'batch-response (representation)')!.body.entry[0];
     expect(represented.fullUrl).toBe(`${t.settings.urls.base}/dstu2/Patient/${represented.resource.id}`);
   });
+
+  // Bundles clients send: a stored Bundle (collection, document …) is held to bdl-1 … bdl-7 as
+  // published; a transaction or batch may leave fullUrl out on an entry that creates a resource (it has
+  // no URL yet: HAPI's DSTU2 client sends creates so), but not put a fullUrl on an entry without one.
+  describe('bundles posted by clients', () => {
+    const errorRules = (res: request.Response) =>
+      (res.body.issue as any[])
+        .filter((i) => i.severity === 'error')
+        .map((i) => `${i.location?.[0]} ${i.extension?.[0]?.valueString}`);
+    const collection = (entry: unknown[]) => ({ resourceType: 'Bundle', type: 'collection', entry });
+
+    it('a stored Bundle without fullUrl on an entry is refused with bdl-6 (400), with it accepted', async () => {
+      const refused = await post('', '/dstu2/Bundle', collection([{ resource: patient }]), 400);
+      expect(refused.body.resourceType).toBe('OperationOutcome');
+      expect(errorRules(refused)).toEqual(
+        expect.arrayContaining(['Bundle.entry[0] bdl-6', 'Bundle.entry[0] bdl-7']),
+      );
+      await post(
+        '',
+        '/dstu2/Bundle',
+        collection([{ fullUrl: 'urn:uuid:6b0e9b8e-2f1a-4c1e-9a55-3c5a0a7f0001', resource: patient }]),
+        201,
+      );
+    });
+
+    it('two entries with one fullUrl (and no versionId) break bdl-7', async () => {
+      const fullUrl = 'urn:uuid:6b0e9b8e-2f1a-4c1e-9a55-3c5a0a7f0002';
+      const refused = await post(
+        '',
+        '/dstu2/Bundle',
+        collection([
+          { fullUrl, resource: patient },
+          { fullUrl, resource: patient },
+        ]),
+        400,
+      );
+      expect(errorRules(refused)).toEqual(
+        expect.arrayContaining(['Bundle.entry[0] bdl-7', 'Bundle.entry[1] bdl-7']),
+      );
+    });
+
+    it('$validate of a transaction: creates without fullUrl pass, a fullUrl without a resource is bdl-6', async () => {
+      const transaction = (entry: unknown[]) => ({ resourceType: 'Bundle', type: 'transaction', entry });
+      const create = { resource: patient, request: { method: 'POST', url: 'Patient' } };
+      const fine = await post('', '/dstu2/Bundle/$validate', transaction([create]), 200);
+      expect(errorRules(fine)).toEqual([]);
+      const bad = await post(
+        '',
+        '/dstu2/Bundle/$validate',
+        transaction([
+          create,
+          { fullUrl: 'http://a.org/fhir/Patient/1', request: { method: 'DELETE', url: 'Patient/1' } },
+        ]),
+        200,
+      );
+      expect(errorRules(bad)).toEqual(['Bundle.entry[1] bdl-6']);
+      // and the server takes such a transaction as HAPI's client sends it
+      const done = await post('', '/dstu2', transaction([create]), 200);
+      expect(done.body.entry[0].response.status).toMatch(/^201/);
+    });
+  });
 });

@@ -214,8 +214,16 @@ function runHapiProcess(cases: readonly Case[]): HapiResult[] {
     console.error(
       `HAPI validated ${cases.length} resources in ${((performance.now() - started) / 1000).toFixed(0)} s`,
     );
-    const lines = result.stdout.trim().split('\n');
-    return lines.map((line) => JSON.parse(line) as HapiResult);
+    // HL7's validator prints some notes (e.g. "Can't find …") on stdout too: keep the answer lines.
+    const answers: HapiResult[] = [];
+    for (const line of result.stdout.split('\n')) {
+      if (!line.startsWith('{"i":')) continue;
+      const answer = JSON.parse(line) as HapiResult & { i: number };
+      answers[answer.i] = { issues: answer.issues, ms: answer.ms };
+    }
+    if (answers.length !== cases.length || answers.includes(undefined as never))
+      throw new Error(`HAPI answered ${answers.length} of ${cases.length} resources`);
+    return answers;
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }

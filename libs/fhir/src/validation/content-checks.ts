@@ -6,6 +6,7 @@ import { terminology, UNCHECKED_SYSTEMS, type Terminology } from '../terminology
 import { checkBundle } from './bundle-rules';
 import { checkQuestionnaire } from './questionnaire-rules';
 import { unreferencedContained, type InvariantScope } from './hand-coded-invariants';
+import { dstu2BundleIssues } from './dstu2-bundle-invariants';
 import { analyseNarrative } from './narrative';
 import { InvariantCompiler, type CompiledInvariant } from './invariants';
 import { errorIssue, type ValidationIssue } from './validation-issue';
@@ -69,7 +70,11 @@ export class ContentChecks {
     else if (QUANTITY_TYPES.has(table.key)) this.quantity(object, path, issues);
     else if (table.key === 'Identifier') checkIdentifier(object, path, issues);
     else if (table.key === 'Attachment') checkAttachmentSize(object, path, issues);
-    else if (table.key === 'Bundle') checkBundle(object, path, issues);
+    else if (table.key === 'Bundle') {
+      checkBundle(object, path, issues);
+      // DSTU2 publishes its Bundle invariants as XPath only: coded in dstu2-bundle-invariants.ts
+      if (this.version === 'dstu2') dstu2BundleIssues(object, path, issues);
+    }
     // STU3's enableWhen has the same shape, but the reference checks its targets from R4 on only.
     else if (table.key === 'Questionnaire' && this.version === 'r4') checkQuestionnaire(object, path, issues);
   }

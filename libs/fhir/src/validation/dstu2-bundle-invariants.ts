@@ -1,3 +1,5 @@
+import { errorIssue, type ValidationIssue } from './validation-issue';
+
 /**
  * The invariants of the DSTU2 (1.0.2) Bundle, bdl-1 … bdl-7, coded from their definition
  * (https://hl7.org/fhir/DSTU2/bundle.html#invs; `human` and XPath of bundle.profile.xml): DSTU2
@@ -66,4 +68,33 @@ export function dstu2BundleViolations(bundle: Json): Dstu2BundleViolation[] {
     if (same !== 1) fail('bdl-7', path);
   });
   return found;
+}
+
+/**
+ * A transaction or batch a client sends: its entries that create a resource have no URL yet, so DSTU2
+ * clients (HAPI's generic client among them) send them without fullUrl; STU3 dropped the requirement
+ * for that reason. Such an entry is held to everything but "fullUrl present" (bdl-6) and its
+ * uniqueness (bdl-7, which needs a fullUrl to compare); a fullUrl without a resource still breaks bdl-6.
+ */
+function isUnaddressedRequestEntry(bundle: Json, path: string): boolean {
+  if (bundle.type !== 'transaction' && bundle.type !== 'batch') return false;
+  const index = /^Bundle\.entry\[(\d+)\]$/.exec(path)?.[1];
+  const entry = index === undefined || !Array.isArray(bundle.entry) ? undefined : bundle.entry[Number(index)];
+  return isObject(entry) && entry.resource !== undefined && entry.fullUrl === undefined;
+}
+
+/**
+ * bdl-1 … bdl-7 as validation issues of a DSTU2 Bundle at `path` (a Bundle resource a client writes or
+ * asks $validate about), with the one reading above for transaction and batch entries.
+ */
+export function dstu2BundleIssues(bundle: Json, path: string, issues: ValidationIssue[]): void {
+  for (const violation of dstu2BundleViolations(bundle)) {
+    if (
+      (violation.key === 'bdl-6' || violation.key === 'bdl-7') &&
+      isUnaddressedRequestEntry(bundle, violation.path)
+    )
+      continue;
+    const where = path + violation.path.slice('Bundle'.length);
+    issues.push(errorIssue('invariant', where, `${violation.key}: ${violation.human}`, violation.key));
+  }
 }

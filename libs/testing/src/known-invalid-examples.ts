@@ -60,7 +60,8 @@ export const KNOWN_INVALID_EXAMPLES: Readonly<Record<DefinedFhirVersion, Readonl
  * fullUrl or whose RESTful fullUrl names another id, urn:ietf:rfc:3986 identifiers that are not URIs,
  * logical models without a baseDefinition (sdf-4), relative canonicals (`Library/x`), upper-case
  * `urn:uuid:` values and OIDs with a version suffix. STU3 adds DataElement invariants (dae-1, dae-2),
- * language codes outside BCP-47 and text-only codes under required bindings.
+ * language codes outside BCP-47, text-only codes under required bindings, and bindings without a
+ * value set (eld-12 is then empty, which fails, as HAPI reports for these files).
  */
 export const KNOWN_RULE_BREAKS: Readonly<
   Record<DefinedFhirVersion, Readonly<Record<string, readonly string[]>>>
@@ -225,10 +226,28 @@ export const KNOWN_RULE_BREAKS: Readonly<
     'Claim-760151.json': ['http://unitsofmeasure.org'],
     'Claim-760152.json': ['http://unitsofmeasure.org'],
     'Claim-960151.json': ['http://hl7.org/fhir/ValueSet/v3-ActIncidentCode'],
+    'DataElement-ClinicalImpression.code.json': ['eld-12'],
     'DataElement-Consent.identifier.json': ['value'],
     'DataElement-DomainResource.extension.json': ['dae-2'],
     'DataElement-DomainResource.modifierExtension.json': ['dae-2'],
     'DataElement-Element.extension.json': ['dae-2'],
+    'DataElement-Goal.target.detailX.json': ['eld-12'],
+    'DataElement-Group.characteristic.code.json': ['eld-12'],
+    'DataElement-Group.characteristic.valueX.json': ['eld-12'],
+    'DataElement-Group.code.json': ['eld-12'],
+    'DataElement-HealthcareService.characteristic.json': ['eld-12'],
+    'DataElement-HealthcareService.eligibility.json': ['eld-12'],
+    'DataElement-ResearchStudy.category.json': ['eld-12'],
+    'DataElement-ResearchStudy.focus.json': ['eld-12'],
+    'DataElement-ResearchStudy.keyword.json': ['eld-12'],
+    'DataElement-RiskAssessment.method.json': ['eld-12'],
+    'DataElement-RiskAssessment.prediction.outcome.json': ['eld-12'],
+    'DataElement-Task.businessStatus.json': ['eld-12'],
+    'DataElement-Task.code.json': ['eld-12'],
+    'DataElement-Task.input.type.json': ['eld-12'],
+    'DataElement-Task.output.type.json': ['eld-12'],
+    'DataElement-Task.reason.json': ['eld-12'],
+    'DataElement-Task.statusReason.json': ['eld-12'],
     'DataElement-base64Binary.id.json': ['dae-1'],
     'DataElement-boolean.id.json': ['dae-1'],
     'DataElement-date.id.json': ['dae-1'],
@@ -294,8 +313,19 @@ export const KNOWN_RULE_BREAKS: Readonly<
     'Practitioner-f005.json': ['http://hl7.org/fhir/ValueSet/all-languages'],
     'Questionnaire-zika-virus-exposure-assessment.json': ['txt-2'],
     'QuestionnaireResponse-ussg-fht-answers.json': ['http://unitsofmeasure.org'],
+    'StructureDefinition-11179-de-administrative-status.json': ['eld-12'],
+    'StructureDefinition-ClinicalImpression.json': ['eld-12'],
     'StructureDefinition-Consent.json': ['value'],
+    'StructureDefinition-Goal.json': ['eld-12'],
+    'StructureDefinition-Group.json': ['eld-12'],
+    'StructureDefinition-HealthcareService.json': ['eld-12'],
+    'StructureDefinition-ResearchStudy.json': ['eld-12'],
+    'StructureDefinition-RiskAssessment.json': ['eld-12'],
+    'StructureDefinition-Task.json': ['eld-12'],
     'StructureDefinition-example.json': ['value'],
+    'StructureDefinition-iso21090-SC-coding.json': ['eld-12'],
+    'StructureDefinition-iso21090-verification.json': ['eld-12'],
+    'StructureDefinition-questionnaireresponse-reason.json': ['eld-12'],
     'VisionPrescription-33124.json': ['http://unitsofmeasure.org'],
   },
 };

@@ -49,12 +49,6 @@ export const CORRECTED_EXPRESSIONS: ReadonlyMap<string, string> = new Map([
     "abatement.empty() or (abatement as boolean).not()  or clinicalStatus='resolved' or clinicalStatus='remission' or clinicalStatus='inactive'",
     "abatement.empty() or (abatement is boolean).not() or (abatement as boolean).not() or (clinicalStatus = 'resolved') or (clinicalStatus = 'remission') or (clinicalStatus = 'inactive')",
   ],
-  // eld-12 (STU3): FHIRPath's is() on an empty collection is false in the reference's engine (so a
-  // binding without a value set holds); fhirpath.js answers empty. The same meaning, said explicitly.
-  [
-    "valueSet.is(uri).not() or valueSet.as(uri).startsWith('http:') or valueSet.as(uri).startsWith('https') or valueSet.as(uri).startsWith('urn:')",
-    "valueSet.empty() or valueSet.is(uri).not() or valueSet.as(uri).startsWith('http:') or valueSet.as(uri).startsWith('https') or valueSet.as(uri).startsWith('urn:')",
-  ],
 ]);
 
 /** The expression the reference evaluates for a published one. */

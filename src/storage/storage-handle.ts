@@ -1,9 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { historyKey, resourceKey, type FhirVersion } from '@app/fhir';
+import { historyKey, resourceKey, type FhirVersion, type ParsedSearch } from '@app/fhir';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { historyOf, type HistoryDoc, type ResourceDoc } from './documents';
 import { ResourceRepository } from './resource.repository';
 import { ResourceWritesRepository } from './resource-writes.repository';
+import {
+  SearchExecutor,
+  type SearchPageResult,
+  type SearchPageSize,
+  type SearchWithin,
+} from './search/search-executor';
 import {
   WriteProtocol,
   type BundleWrites,
@@ -79,6 +85,35 @@ export class StorageHandle {
     });
   }
 
+  // ---- search (search/search-executor.ts) --------------------------------------------------
+
+  /**
+   * One page of a search from `parsed.skip` (filter, chains and `_has`, index, page byte budget);
+   * `count`: also count the matches (at most `limit`) when the page does not tell the total.
+   */
+  searchPage(
+    version: FhirVersion,
+    parsed: ParsedSearch,
+    options: { within?: SearchWithin; page: SearchPageSize; count?: { limit?: number } },
+  ): Promise<SearchPageResult> {
+    return this.storage.search.searchPage(this.ctx, version, parsed, options);
+  }
+
+  /** Every match of a search counted (`_summary=count`). */
+  searchCount(version: FhirVersion, parsed: ParsedSearch, within?: SearchWithin): Promise<number> {
+    return this.storage.search.count(this.ctx, version, parsed, within);
+  }
+
+  /** At most `limit` current matches of a search (conditional interactions). */
+  searchMatches(version: FhirVersion, parsed: ParsedSearch, limit: number): Promise<ResourceDoc[]> {
+    return this.storage.search.matches(this.ctx, version, parsed, limit);
+  }
+
+  /** Whether `type/id` is a current resource in the caller's scope (its JSON is not read). */
+  exists(version: FhirVersion, type: string, id: string): Promise<boolean> {
+    return this.storage.search.exists(this.ctx, version, type, id);
+  }
+
   // ---- writes (write-protocol.ts) -----------------------------------------------------------
 
   /** Create with a server-assigned id. */
@@ -137,6 +172,7 @@ export class StorageService {
     readonly reads: ResourceRepository,
     readonly writes: ResourceWritesRepository,
     readonly protocol: WriteProtocol,
+    readonly search: SearchExecutor,
   ) {}
 
   for(ctx: TenantContext): StorageHandle {

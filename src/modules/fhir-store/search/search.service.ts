@@ -13,7 +13,8 @@ import type { TenantContext } from '../../../tenancy/tenant-context';
 import { page, type Page } from '../../../fhir-http/results';
 import type { ResourceDoc } from '../../../storage/documents';
 import { servedWithinBudget } from '../../../storage/page-budget';
-import { SearchExecutor, type SearchWithin } from '../../../storage/search/search-executor';
+import type { SearchWithin } from '../../../storage/search/search-executor';
+import { StorageService } from '../../../storage/storage-handle';
 import { compartmentWithin } from '../../../storage/search/compartment-search-filter';
 import {
   includeDepthCappedEntry,
@@ -39,7 +40,7 @@ export const MAX_PAGE_SIZE = 100;
 @Injectable()
 export class SearchService {
   constructor(
-    private readonly executor: SearchExecutor,
+    private readonly storage: StorageService,
     private readonly includes: IncludeResolver,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
@@ -68,7 +69,7 @@ export class SearchService {
     const base = this.settings.urls.base;
     const restriction = compartmentWithin(version, compartment, id, type, base);
     // its existence only: the Patient is not served
-    if (!(await this.executor.exists(ctx, version, 'Patient', id)))
+    if (!(await this.storage.for(ctx).exists(version, 'Patient', id)))
       throw OperationOutcomeError.notFound(`Patient/${id} is not known`);
     return this.search(ctx, version, type, pairs, prefer, {
       within: { url: `${base}/${version}/${compartment}/${id}/${type ?? '*'}`, restriction },
@@ -116,7 +117,7 @@ export class SearchService {
     const warnings = unknownParamsEntry(parsed.unknown);
 
     if (parsed.summary === 'count') {
-      const total = await this.executor.count(ctx, version, parsed, within?.restriction);
+      const total = await this.storage.for(ctx).searchCount(version, parsed, within?.restriction);
       const links = searchLinks(searchUrl, kept, {
         skip: 0,
         count: parsed.count,
@@ -131,7 +132,7 @@ export class SearchService {
     // matches: SEARCH_PAGE_MAX_BYTES.
     const plan = totalCount(parsed.total, this.settings.searchTotalExactUpTo);
     // no budget left: a page of size 0 still tells whether a match follows (no JSON is read)
-    const page = await this.executor.searchPage(ctx, version, parsed, {
+    const page = await this.storage.for(ctx).searchPage(version, parsed, {
       within: within?.restriction,
       page: maxBytes > 0 ? { size: parsed.count, maxBytes } : { size: 0, maxBytes: 0 },
       count: plan.count ? { limit: plan.limit } : undefined,
@@ -244,7 +245,7 @@ export class SearchService {
       );
     }
     normalizeReferenceValues(parsed, this.settings.urls.base);
-    return this.executor.matches(ctx, version, parsed, options.limit);
+    return this.storage.for(ctx).searchMatches(version, parsed, options.limit);
   }
 
   private bundle(input: Parameters<typeof searchsetBundleJson>[0]): Page {

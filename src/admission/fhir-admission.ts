@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { userOf } from './caller';
 import { ClientConcurrency } from './client-concurrency';
+import { DatabaseClock } from './database-clock';
 import { KnownCredentials } from './known-credentials';
 import { RequestAdmission, type RouteLane } from './request-admission';
 import { setResponseCharge } from './response-charge';
@@ -20,6 +21,9 @@ export class FhirAdmission {
     private readonly credentials: KnownCredentials,
   ) {}
 
+  /** The engine's time, shared among the commands running at once (one clock per process). */
+  private readonly clock = new DatabaseClock();
+
   /**
    * `req`'s credentials were verified as `ctx`'s: the early refusal may know them from now on.
    * Resolves, once the request may run, to the charges the storage layer makes for it to the
@@ -30,7 +34,7 @@ export class FhirAdmission {
     lane: RouteLane,
     req: Request,
     res: Response,
-  ): Promise<Pick<TenantContext, 'chargeUnservedReads' | 'chargeDatabaseMs'>> {
+  ): Promise<Pick<TenantContext, 'chargeUnservedReads' | 'startDatabaseCommand'>> {
     const { clientId } = ctx;
     const user = userOf(ctx);
     this.credentials.remember(req, clientId, user);
@@ -50,12 +54,17 @@ export class FhirAdmission {
     res.once('close', slot.release);
     // then waits for its turn on the database (the client's slot is held while it waits)
     await this.lanes.admit(clientId, lane, res);
-    // Database time of reads: they share the read lanes, and a slow read answers as little as a fast
-    // one. Writes are bounded by their own lane and cost what their resources' index entries cost.
-    const read = lane === 'read';
+    // Database time of reads and writes alike (a slow read answers as little as a fast one; a
+    // write flood holds the engine as a read flood does), each command charged its part of the
+    // engine's time, not its wall-clock time (DatabaseClock). Bulk export and purge run outside
+    // the lanes at their own pace (purge's pacer), and are not charged.
+    if (lane === 'bulk') return { chargeUnservedReads: slot.chargeUnservedReads };
     return {
       chargeUnservedReads: slot.chargeUnservedReads,
-      ...(read ? { chargeDatabaseMs: slot.chargeDatabaseMs } : {}),
+      startDatabaseCommand: () => {
+        const ended = this.clock.start();
+        return () => slot.chargeDatabaseMs(ended());
+      },
     };
   }
 }

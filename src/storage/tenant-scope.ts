@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import type { mongo } from 'mongoose';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { isDuplicateKey } from './duplicate-key';
@@ -42,9 +41,9 @@ export type TenantDocument = mongo.Document & { c: string; u?: number | null };
 /**
  * Whose documents a collection is scoped to: one client, and within it one user or (`userId`
  * null) all of them. A `TenantContext` is one; `clientScope` makes the one of client-owned records.
- * `chargeDatabaseMs`, when set, is charged with the time of every command sent.
+ * `startDatabaseCommand`, when set, is told of every command sent and of its reply.
  */
-export type ScopeOwner = Pick<TenantContext, 'clientId' | 'userId' | 'chargeDatabaseMs'>;
+export type ScopeOwner = Pick<TenantContext, 'clientId' | 'userId' | 'startDatabaseCommand'>;
 
 /**
  * The scope of a tenant's records outside the resource collections (users, grants, conditional
@@ -95,7 +94,7 @@ export type ReadRestriction = (version: string | undefined) => Filter<never> | u
  * `restriction`, when one is given. Options pass through to the driver unchanged.
  *
  * It is also where database time is measured: every command it sends (a cursor when read with
- * `toArray`) is timed and charged to the caller (TenantContext.chargeDatabaseMs), so a client whose
+ * `toArray`) is timed and charged to the caller (TenantContext.startDatabaseCommand), so a client whose
  * queries are slow but answer little pays for the lanes it holds (docs/security.md "Database time").
  */
 export class ScopedCollection<T extends TenantDocument> {
@@ -246,10 +245,8 @@ export class ScopedCollection<T extends TenantDocument> {
 
   /** `work`, its time charged to the caller once it settles (failed commands took database time too). */
   private timed<R>(work: Promise<R>): Promise<R> {
-    const charge = this.ctx.chargeDatabaseMs;
-    if (!charge) return work;
-    const start = performance.now();
-    return work.finally(() => charge(performance.now() - start));
+    const ended = this.ctx.startDatabaseCommand?.();
+    return ended ? work.finally(ended) : work;
   }
 
   /**
@@ -257,7 +254,7 @@ export class ScopedCollection<T extends TenantDocument> {
    * it outside the lanes, paced by the client's socket, and are not charged for that wait).
    */
   private timedCursor<C extends { toArray(): Promise<unknown[]> }>(cursor: C): C {
-    if (!this.ctx.chargeDatabaseMs) return cursor;
+    if (!this.ctx.startDatabaseCommand) return cursor;
     const toArray = cursor.toArray.bind(cursor) as C['toArray'];
     return Object.assign(cursor, { toArray: () => this.timed(toArray()) });
   }

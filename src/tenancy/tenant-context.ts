@@ -24,8 +24,12 @@ export interface TenantContext {
    * calls it where it knows them (byte-budgeted pages); absent elsewhere (CLI, jobs).
    */
   readonly chargeUnservedReads?: (bytes: number) => void;
-  /** Set by admission on a FHIR request: charges the caller's share with database time spent for it. */
-  readonly chargeDatabaseMs?: (ms: number) => void;
+  /**
+   * Set by admission on a FHIR request: called as a database command is sent; the function it
+   * returns, once the reply is in, charges the caller's share with the command's part of the
+   * database's time (admission's processor-sharing DatabaseClock).
+   */
+  readonly startDatabaseCommand?: () => () => void;
 }
 
 /**

@@ -6,6 +6,7 @@ import { Logger } from 'nestjs-pino';
 import { ClientConcurrency } from './admission/client-concurrency';
 import { earlyRefusal, expressSourceAddress, refuseAheadOf } from './admission/early-refusal';
 import { KnownCredentials } from './admission/known-credentials';
+import { narrativesInSlices } from './admission/narratives-in-slices';
 import { ClientAuthenticator } from './modules/auth/rate-limit/client-authenticator';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
 import { fhirBodyGuard, verifyUtf8 } from './common/body-hygiene';
@@ -89,6 +90,8 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   app.use(
     fhirBodyGuard({ maxResourceBytes: settings.maxResourceBytes, maxArrayLength: settings.maxArrayLength }),
   );
+  // long narratives are checked in slices here, never in one piece on the event loop
+  app.use(narrativesInSlices());
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   setupSwagger(app, settings);

@@ -1,4 +1,9 @@
-import { analyseNarrative, NARRATIVE_MAX_DEPTH } from './narrative';
+import {
+  analyseNarrative,
+  analyseNarrativeInSlices,
+  NARRATIVE_MAX_DEPTH,
+  NARRATIVE_SLICE_CHARS,
+} from './narrative';
 
 const XHTML = 'http://www.w3.org/1999/xhtml';
 const nested = (levels: number) =>
@@ -48,5 +53,48 @@ describe('narrative XHTML check', () => {
     const found = analyseNarrative(div).problem;
     if (problem === undefined) expect(found).toBeUndefined();
     else expect(found?.message).toMatch(problem);
+  });
+});
+
+describe('narrative XHTML check in slices', () => {
+  const long = (inner: string) => `<div xmlns="${XHTML}">${inner}</div>`;
+  // each case crosses several slice boundaries, inside tags, attributes, entities and pairs of surrogates
+  const cases: Array<[string, string]> = [
+    ['legal paragraphs', long('<p class="c">x&amp;y&#160;😀</p>'.repeat(3_000))],
+    [
+      'a script URL late in the document',
+      long(`${'<p>x</p>'.repeat(5_000)}<a href="javascript:alert(1)">x</a>`),
+    ],
+    ['an element not allowed', long(`${'<p>😀😀</p>'.repeat(4_000)}<script>x</script>`)],
+    ['not well-formed at the end', long('<p>x</p>'.repeat(5_000)).replace('</p></div>', '</div>')],
+    ['too deep after a long flat part', long(`${'<p>x</p>'.repeat(5_000)}${'<b>'.repeat(300)}`)],
+    ['no content', long('<p> </p>'.repeat(5_000))],
+  ];
+
+  it.each(cases)(
+    '%s: the same analysis as in one piece, with turns of the loop between slices',
+    async (_, div) => {
+      expect(div.length).toBeGreaterThan(2 * NARRATIVE_SLICE_CHARS);
+      const whole = analyseNarrative(div); // in one piece: nothing kept from slices yet
+      let turns = 0;
+      const sliced = await analyseNarrativeInSlices(div, async () => {
+        turns += 1;
+      });
+      expect(turns).toBeGreaterThanOrEqual(2);
+      expect(sliced).toEqual(whole);
+      // the synchronous check of the validation then finds the sliced result, without parsing again
+      analyseNarrative(long('other'));
+      expect(analyseNarrative(div)).toBe(sliced);
+    },
+  );
+
+  it('stops reading at the depth limit: no further slice is parsed', async () => {
+    const div = long(`${'<b>'.repeat(NARRATIVE_MAX_DEPTH + 1)}${'<p>x</p>'.repeat(20_000)}`);
+    let turns = 0;
+    const analysis = await analyseNarrativeInSlices(div, async () => {
+      turns += 1;
+    });
+    expect(analysis.problem?.message).toContain('levels deep');
+    expect(turns).toBe(0);
   });
 });

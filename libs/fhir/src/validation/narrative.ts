@@ -59,9 +59,48 @@ let last: { xhtml: string; analysis: NarrativeAnalysis } | undefined;
 
 export function analyseNarrative(xhtml: string): NarrativeAnalysis {
   if (last?.xhtml === xhtml) return last.analysis;
-  const analysis = cache.get(xhtml) ?? parseNarrative(xhtml);
+  const analysis = cache.get(xhtml) ?? analysedInSlices.get(xhtml) ?? parseNarrative(xhtml);
   if (xhtml.length <= CACHEABLE_LENGTH && cache.size < CACHE_LIMIT) cache.set(xhtml, analysis);
   last = { xhtml, analysis };
+  return analysis;
+}
+
+/**
+ * Long narratives analysed ahead in slices (analyseNarrativeInSlices), kept for the validation of
+ * the request that carried them; the oldest go first. Keys over 16 K characters are hashed by
+ * their length in V8, so a look-up costs a comparison with the one string of that length.
+ */
+const SLICED_KEPT = 64;
+const analysedInSlices = new Map<string, NarrativeAnalysis>();
+
+/** Characters parsed per turn of the event loop (a few ms on a loaded machine). */
+export const NARRATIVE_SLICE_CHARS = 16_384;
+
+/**
+ * The same analysis as analyseNarrative, parsed `NARRATIVE_SLICE_CHARS` at a time with a turn of
+ * the event loop between slices (`nextTurn`), so a long legal narrative (up to the body limit)
+ * never holds the loop for more than one slice; the result is kept, and the synchronous check of
+ * the validation that follows finds it instead of parsing again.
+ */
+export async function analyseNarrativeInSlices(
+  xhtml: string,
+  nextTurn: () => Promise<void> = () => new Promise((resolve) => setImmediate(resolve)),
+): Promise<NarrativeAnalysis> {
+  const known = analysedInSlices.get(xhtml);
+  if (known) return known;
+  const parse = new NarrativeParse();
+  for (let at = 0; at < xhtml.length && !parse.tooDeep;) {
+    let end = Math.min(xhtml.length, at + NARRATIVE_SLICE_CHARS);
+    // never between the two halves of a surrogate pair
+    const code = xhtml.charCodeAt(end - 1);
+    if (end < xhtml.length && code >= 0xd800 && code <= 0xdbff) end -= 1;
+    parse.write(xhtml.slice(at, end));
+    at = end;
+    if (at < xhtml.length && !parse.tooDeep) await nextTurn();
+  }
+  const analysis = parse.end();
+  analysedInSlices.set(xhtml, analysis);
+  if (analysedInSlices.size > SLICED_KEPT) analysedInSlices.delete(analysedInSlices.keys().next().value!);
   return analysis;
 }
 
@@ -122,78 +161,113 @@ function splitName(qualified: string): { prefix: string; local: string } {
 }
 
 function parseNarrative(xhtml: string): NarrativeAnalysis {
-  const problems: NarrativeProblem[] = [];
-  const targets = new Set<string>();
-  const anchors = new Set<string>();
-  let hasContent = false;
-  const open: OpenElement[] = [];
-  const scopes = new NamespaceScopes();
-  const fail = (message: string) => {
-    if (problems.length === 0) problems.push({ rule: 'txt-1', message });
-  };
-  const parser = new SaxesParser({ xmlns: false, position: false });
-  // Only XML's five named entities and numeric references: the reference refuses HTML's (`&nbsp;`,
-  // `&reg;` …) in a narrative, as an XML parser without HTML's DTD does.
-  parser.on('error', (error) => fail(`The narrative is not well-formed XHTML: ${error.message}`));
-  parser.on('doctype', () => fail('A DOCTYPE is not allowed in a narrative'));
-  parser.on('processinginstruction', () => fail('Processing instructions are not allowed in a narrative'));
-  parser.on('opentag', (tag: SaxesTagPlain) => {
-    if (open.length >= NARRATIVE_MAX_DEPTH) throw new TooDeep();
-    const declared: string[] = [];
-    for (const [name, value] of Object.entries(tag.attributes)) {
-      if (name === 'xmlns') declared.push('');
-      else if (name.startsWith('xmlns:')) declared.push(name.slice(6));
-      else continue;
-      scopes.declare(declared[declared.length - 1], value);
+  const parse = new NarrativeParse();
+  parse.write(xhtml);
+  return parse.end();
+}
+
+/** One narrative being parsed, written whole or in slices; `end` gives its analysis. */
+class NarrativeParse {
+  private readonly problems: NarrativeProblem[] = [];
+  private readonly targets = new Set<string>();
+  private readonly anchors = new Set<string>();
+  private hasContent = false;
+  private readonly open: OpenElement[] = [];
+  private readonly scopes = new NamespaceScopes();
+  private readonly parser = new SaxesParser({ xmlns: false, position: false });
+  /** Set at the depth cap: the rest of the document is not read. */
+  tooDeep = false;
+
+  constructor() {
+    const { parser, open, scopes } = this;
+    const fail = (message: string) => this.fail(message);
+    // Only XML's five named entities and numeric references: the reference refuses HTML's (`&nbsp;`,
+    // `&reg;` …) in a narrative, as an XML parser without HTML's DTD does.
+    parser.on('error', (error) => fail(`The narrative is not well-formed XHTML: ${error.message}`));
+    parser.on('doctype', () => fail('A DOCTYPE is not allowed in a narrative'));
+    parser.on('processinginstruction', () => fail('Processing instructions are not allowed in a narrative'));
+    parser.on('opentag', (tag: SaxesTagPlain) => {
+      if (open.length >= NARRATIVE_MAX_DEPTH) throw new TooDeep();
+      const declared: string[] = [];
+      for (const [name, value] of Object.entries(tag.attributes)) {
+        if (name === 'xmlns') declared.push('');
+        else if (name.startsWith('xmlns:')) declared.push(name.slice(6));
+        else continue;
+        scopes.declare(declared[declared.length - 1], value);
+      }
+      const { prefix, local: name } = splitName(tag.name);
+      const uri = scopes.resolve(prefix);
+      if (prefix !== '' && uri === undefined) fail(`Element '${tag.name}' uses an unbound namespace prefix`);
+      if (open.length === 0) {
+        if (name !== 'div') fail(`The narrative's root element must be 'div', found '${tag.name}'`);
+        else if (uri !== XHTML_NS) fail(`The narrative's div must be in the XHTML namespace ${XHTML_NS}`);
+      } else if (uri !== XHTML_NS) {
+        fail(`Element '${tag.name}' is not in the XHTML namespace`);
+      }
+      if (!ELEMENTS.has(name)) fail(`Element '${tag.name}' is not allowed in a narrative`);
+      if (open[open.length - 1]?.local === 'p' && NOT_IN_PARAGRAPH.has(name))
+        fail(`Element '${name}' is not allowed inside 'p'`);
+      open.push({ local: name, declared });
+      if (name === 'img') this.hasContent = true;
+      for (const [attributeName, value] of Object.entries(tag.attributes)) {
+        checkAttribute(name, attributeName, value, scopes, fail);
+        if ((attributeName === 'href' || attributeName === 'src') && value.startsWith('#'))
+          this.targets.add(value.slice(1));
+        if (attributeName === 'id' || attributeName === 'name') this.anchors.add(value);
+      }
+    });
+    parser.on('closetag', () => {
+      const closed = open.pop();
+      if (closed) scopes.undeclare(closed.declared);
+    });
+    parser.on('text', (text) => {
+      if (/\S/.test(text)) this.hasContent = true;
+    });
+  }
+
+  private fail(message: string): void {
+    if (this.problems.length === 0) this.problems.push({ rule: 'txt-1', message });
+  }
+
+  /** Reads the next part of the document (the parser carries what a slice leaves open). */
+  write(slice: string): void {
+    if (this.tooDeep) return;
+    try {
+      this.parser.write(slice);
+    } catch (error) {
+      this.caught(error);
     }
-    const { prefix, local: name } = splitName(tag.name);
-    const uri = scopes.resolve(prefix);
-    if (prefix !== '' && uri === undefined) fail(`Element '${tag.name}' uses an unbound namespace prefix`);
-    if (open.length === 0) {
-      if (name !== 'div') fail(`The narrative's root element must be 'div', found '${tag.name}'`);
-      else if (uri !== XHTML_NS) fail(`The narrative's div must be in the XHTML namespace ${XHTML_NS}`);
-    } else if (uri !== XHTML_NS) {
-      fail(`Element '${tag.name}' is not in the XHTML namespace`);
+  }
+
+  end(): NarrativeAnalysis {
+    if (!this.tooDeep) {
+      try {
+        this.parser.close();
+      } catch (error) {
+        this.caught(error);
+      }
     }
-    if (!ELEMENTS.has(name)) fail(`Element '${tag.name}' is not allowed in a narrative`);
-    if (open[open.length - 1]?.local === 'p' && NOT_IN_PARAGRAPH.has(name))
-      fail(`Element '${name}' is not allowed inside 'p'`);
-    open.push({ local: name, declared });
-    if (name === 'img') hasContent = true;
-    for (const [attributeName, value] of Object.entries(tag.attributes)) {
-      checkAttribute(name, attributeName, value, scopes, fail);
-      if ((attributeName === 'href' || attributeName === 'src') && value.startsWith('#'))
-        targets.add(value.slice(1));
-      if (attributeName === 'id' || attributeName === 'name') anchors.add(value);
-    }
-  });
-  parser.on('closetag', () => {
-    const closed = open.pop();
-    if (closed) scopes.undeclare(closed.declared);
-  });
-  parser.on('text', (text) => {
-    if (/\S/.test(text)) hasContent = true;
-  });
-  try {
-    parser.write(xhtml).close();
-  } catch (error) {
-    if (error instanceof TooDeep) {
+    if (this.tooDeep) {
       const problem: NarrativeProblem = {
         rule: 'txt-1',
         message: `The narrative nests elements more than ${NARRATIVE_MAX_DEPTH} levels deep (the limit)`,
       };
       return { problem, fragments: [] };
     }
-    fail(`The narrative is not well-formed XHTML: ${(error as Error).message}`);
+    const fragments = [...this.targets].filter((target) => !this.anchors.has(target));
+    if (this.problems.length > 0) return { problem: this.problems[0], fragments };
+    if (!this.hasContent)
+      return {
+        problem: { rule: 'txt-2', message: 'The narrative SHALL have some non-whitespace content' },
+        fragments,
+      };
+    return { fragments };
   }
-  const fragments = [...targets].filter((target) => !anchors.has(target));
-  if (problems.length > 0) return { problem: problems[0], fragments };
-  if (!hasContent)
-    return {
-      problem: { rule: 'txt-2', message: 'The narrative SHALL have some non-whitespace content' },
-      fragments,
-    };
-  return { fragments };
+
+  private caught(error: unknown): void {
+    if (error instanceof TooDeep) this.tooDeep = true;
+    else this.fail(`The narrative is not well-formed XHTML: ${(error as Error).message}`);
+  }
 }
 
 function checkAttribute(

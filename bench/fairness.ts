@@ -12,7 +12,10 @@
  * - `fhirpath-pool`, `intra-client`, `wrong-secrets-headers`: see bench/fairness-pools.ts (an attack
  *   with its own victim operation measures that operation alone first);
  * - `everything-amplification`, `revinclude-fan-out`, `slow-small-queries`: the database's work
- *   (bench/lib/database-attacks.ts), honouring Retry-After.
+ *   (bench/lib/database-attacks.ts), honouring Retry-After;
+ * - `narrative`: `$validate` of 32,000 nested elements (refused at the depth limit), ignoring Retry-After;
+ * - `large-narrative`: `$validate` of a legal ~1 MB narrative (parsed in slices), ignoring Retry-After;
+ * - `write-flood`: transactions of 20 Observations (database time of writes), honouring Retry-After.
  * Target: the victim's p99 moves by at most 2× in each. The server's CPU per attacker request is
  * reported too (for refused floods: target < 0.3 ms).
  *
@@ -20,7 +23,8 @@
  * own work (sending, receiving) never shares the server's event loop; the heavy tenant's answers
  * are read to the end but not parsed. The CPU time of the server process and of the embedded engine in each phase is reported
  * (from /proc). Prints a table and writes bench/results/fairness.json.
- * Run: npm run bench -- fairness   (MONGO_URL to use a running database; SERVER_NODE_ARGS to profile)
+ * Run: npm run bench -- fairness   (MONGO_URL to use a running database; SERVER_NODE_ARGS to profile;
+ * FAIRNESS_PHASE_MS=5000 for short phases; FAIRNESS_ATTACKS=a,b to pick attacks)
  */
 import http from 'node:http';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,7 +37,11 @@ import { httpJson, httpJsonPolitely, printTable } from './lib/bench-server';
 import { percentile } from './lib/percentile';
 import { childrenCpuMs } from './lib/process-cpu';
 import { POOL_ATTACKS, poolAttacks, type PoolAttack } from './fairness-pools';
-import { narrativeAttackRequest } from './lib/narrative-attack';
+import {
+  largeNarrativeRequest,
+  narrativeAttackRequest,
+  transactionFloodRequest,
+} from './lib/narrative-attack';
 import { DATABASE_ATTACKS, seedDatabaseAttacks, type DatabaseAttack } from './lib/database-attacks';
 
 const VICTIM_PATIENTS = 50;
@@ -46,6 +54,8 @@ const ATTACKS = [
   'wrong-secrets',
   'history',
   'narrative',
+  'large-narrative',
+  'write-flood',
   ...POOL_ATTACKS,
   ...DATABASE_ATTACKS,
 ] as const;
@@ -243,6 +253,13 @@ async function main(): Promise<void> {
     const heavyClient = clients[1] as { client_id: string };
     let guess = 0;
     const narrative = narrativeAttackRequest();
+    const post = (request: ReturnType<typeof narrativeAttackRequest>) => () =>
+      drain(
+        `${server.url}${request.path}`,
+        { ...auth(heavyToken), 'Content-Type': request.contentType },
+        request.method,
+        request.body,
+      );
     const databaseAttack = (attack: DatabaseAttack): PoolAttack => ({
       send: () => drain(`${server.url}${databasePaths[attack]}`, auth(heavyToken)),
       ignoreRetryAfter: false,
@@ -277,16 +294,9 @@ async function main(): Promise<void> {
         ignoreRetryAfter: true,
       },
       history: { send: () => drain(historyUrl, auth(heavyToken)), ignoreRetryAfter: true },
-      narrative: {
-        send: () =>
-          drain(
-            `${server.url}${narrative.path}`,
-            { ...auth(heavyToken), 'Content-Type': narrative.contentType },
-            narrative.method,
-            narrative.body,
-          ),
-        ignoreRetryAfter: true,
-      },
+      narrative: { send: post(narrative), ignoreRetryAfter: true },
+      'large-narrative': { send: post(largeNarrativeRequest()), ignoreRetryAfter: true },
+      'write-flood': { send: post(transactionFloodRequest()), ignoreRetryAfter: false },
       'everything-amplification': databaseAttack('everything-amplification'),
       'revinclude-fan-out': databaseAttack('revinclude-fan-out'),
       'slow-small-queries': databaseAttack('slow-small-queries'),

@@ -6,6 +6,7 @@ import {
   createTestApp,
   createUser,
   IDENTITY_TEST_ENV,
+  runCliInProcess,
   TestApp,
   TestClient,
 } from '@app/testing';
@@ -221,6 +222,19 @@ describe('identity: users (e2e)', () => {
           .send({ ...creds(a), secret: 'long enough' }),
         /^app_user_id is required$/,
       );
+    });
+
+    it('CLI user set-sign-in-secret: a random secret shown once; an app_user_id breaking the rule is refused', async () => {
+      const u = await createUser(t, a, 'cli-secret');
+      const run = await runCliInProcess(t, ['user', 'set-sign-in-secret', a.client_id, u.app_user_id]);
+      expect(JSON.parse(run.stdout)).toEqual({
+        service_user_id: u.service_user_id,
+        app_user_id: 'cli-secret',
+        sign_in_secret: expect.any(String),
+      });
+      await expect(
+        runCliInProcess(t, ['user', 'set-sign-in-secret', a.client_id, 'x'.repeat(257)]),
+      ).rejects.toThrow(/^app_user_id is longer than 256 characters$/);
     });
 
     it('POST auth-code: a scope that is not a string → 400', async () => {

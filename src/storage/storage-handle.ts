@@ -155,6 +155,24 @@ export class StorageHandle {
     return this.storage.protocol.delete(this.ctx, version, type, id);
   }
 
+  /** A stored version rewritten in place, no new version (see `WriteProtocol.rewriteInPlace`). */
+  rewriteInPlace(
+    version: FhirVersion,
+    key: string,
+    vid: number,
+    resource: Record<string, unknown>,
+  ): Promise<void> {
+    return this.storage.protocol.rewriteInPlace(this.ctx, version, key, vid, resource);
+  }
+
+  /**
+   * Removes resources for good by key (`$everything` DELETE): current documents first, then their
+   * history rows (docs/storage.md "Write protocol" 4). Returns how many current documents went.
+   */
+  removeForGood(keys: readonly string[]): Promise<number> {
+    return this.storage.writes.removeResources(this.ctx, keys);
+  }
+
   /** `DELETE …/_history/{vid}`: the row's version is gone; with `last`, the resource goes for good. */
   async removeVersion(row: HistoryDoc, last: boolean): Promise<void> {
     await this.storage.writes.markVersionGone(this.ctx, row);

@@ -403,6 +403,22 @@ export class WriteProtocol {
   }
 
   /**
+   * Rewrites version `vid` of a resource in place, with no new version: its JSON and its search
+   * index entries (`$everything` DELETE taking removed resources out of a bundle's Provenance, so
+   * that nothing still names them). No-op when the resource moved on meanwhile.
+   */
+  async rewriteInPlace(
+    ctx: TenantContext,
+    version: FhirVersion,
+    key: string,
+    vid: number,
+    resource: Record<string, unknown>,
+  ): Promise<void> {
+    const idx = searchIndexOf(version, resource, this.settings);
+    await this.writes.rewriteInPlace(ctx, key, vid, { json: JSON.stringify(resource), idx });
+  }
+
+  /**
    * The Provenance of a bundle's writes (https://hl7.org/fhir/R4/provenance.html: `target` 1..*):
    * one listing every resource the bundle created or updated, or two when it did both
    * (`activity` is 0..1). Recorded after the bundle's last write; a crash before it leaves

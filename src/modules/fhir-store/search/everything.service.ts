@@ -3,7 +3,6 @@ import {
   issue,
   operationOutcome,
   OperationOutcomeError,
-  resourceKey,
   searchsetBundleJson,
   type FhirVersion,
 } from '@app/fhir';
@@ -13,8 +12,7 @@ import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { OperationOutput, Page } from '../../../fhir-http/results';
 import { ResourceRepository, type SizedRef } from '../../../storage/resource.repository';
 import { EverythingReader, type EverythingScope } from '../../../storage/search/everything-reader';
-import { ResourceWritesRepository } from '../../../storage/resource-writes.repository';
-import { searchIndexOf } from '../../../storage/search-indexing';
+import { StorageService } from '../../../storage/storage-handle';
 import { servedWithinBudget } from '../../../storage/page-budget';
 import {
   compareKeys,
@@ -46,7 +44,7 @@ export class EverythingService {
   constructor(
     private readonly repository: ResourceRepository,
     private readonly reader: EverythingReader,
-    private readonly writes: ResourceWritesRepository,
+    private readonly storage: StorageService,
     @Inject(SETTINGS) private readonly settings: Settings,
   ) {}
 
@@ -164,8 +162,7 @@ export class EverythingService {
     version: FhirVersion,
     patientId: string,
   ): Promise<OperationOutput> {
-    const patientKey = resourceKey(version, ctx.clientId, 'Patient', patientId);
-    const patient = await this.repository.findCurrent(ctx, patientKey);
+    const patient = await this.storage.for(ctx).read(version, 'Patient', patientId);
     if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
     const counts = new Map<string, number>();
     const count = (type: string, removed: number) => counts.set(type, (counts.get(type) ?? 0) + removed);
@@ -204,6 +201,7 @@ export class EverythingService {
     patient: { t: string; id: string },
     count: (type: string, removed: number) => void,
   ): Promise<void> {
+    const store = this.storage.for(ctx);
     const removedRef = new Set([patient, ...docs].map((doc) => `${doc.t}/${doc.id}`));
     const provenances = await this.reader.provenancesTargeting(ctx, version, [...removedRef], BATCH * 10);
     const handled = new Set<string>();
@@ -218,17 +216,13 @@ export class EverythingService {
         own.push(provenance._id);
         continue;
       }
-      const rewritten = { ...resource, target: kept };
-      await this.writes.rewriteInPlace(ctx, provenance._id, provenance.vid!, {
-        json: JSON.stringify(rewritten),
-        idx: searchIndexOf(version, rewritten, this.settings),
-      });
+      await store.rewriteInPlace(version, provenance._id, provenance.vid!, { ...resource, target: kept });
     }
-    if (own.length > 0) count('Provenance', await this.writes.removeResources(ctx, own));
+    if (own.length > 0) count('Provenance', await store.removeForGood(own));
     const byType = new Map<string, string[]>();
     for (const doc of docs) {
       if (!handled.has(doc._id)) byType.set(doc.t, [...(byType.get(doc.t) ?? []), doc._id]);
     }
-    for (const [type, keys] of byType) count(type, await this.writes.removeResources(ctx, keys));
+    for (const [type, keys] of byType) count(type, await store.removeForGood(keys));
   }
 }

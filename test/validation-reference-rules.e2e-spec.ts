@@ -87,4 +87,24 @@ describe('validation rules of the reference validator (e2e)', () => {
     );
     expect(await t.connection.collection('resources').countDocuments({ t: 'Questionnaire' })).toBe(0);
   });
+
+  it('a composite SearchParameter needs two components or more', async () => {
+    await refusedFor(
+      'SearchParameter',
+      {
+        resourceType: 'SearchParameter',
+        url: 'http://a.org/SearchParameter/x',
+        name: 'x',
+        status: 'draft',
+        description: 'x',
+        code: 'x',
+        base: ['Observation'],
+        type: 'composite',
+        expression: 'Observation',
+        component: [{ definition: 'http://a.org/SearchParameter/p1', expression: 'code' }],
+      },
+      'searchparameter-composite',
+      'SearchParameter.component',
+    );
+  });
 });

@@ -5,6 +5,7 @@ import { DSTU2_VALUE_SETS, type Dstu2ValueSets } from '../terminology/dstu2-valu
 import { terminology, UNCHECKED_SYSTEMS, type Terminology } from '../terminology/terminology';
 import { checkBundle } from './bundle-rules';
 import { checkQuestionnaire } from './questionnaire-rules';
+import { checkSearchParameter } from './search-parameter-rules';
 import { unreferencedContained, type InvariantScope } from './hand-coded-invariants';
 import { dstu2BundleIssues } from './dstu2-bundle-invariants';
 import { analyseNarrative } from './narrative';
@@ -77,6 +78,8 @@ export class ContentChecks {
     }
     // STU3's enableWhen has the same shape, but the reference checks its targets from R4 on only.
     else if (table.key === 'Questionnaire' && this.version === 'r4') checkQuestionnaire(object, path, issues);
+    else if (table.key === 'SearchParameter' && this.version !== 'dstu2')
+      checkSearchParameter(object, path, issues);
   }
 
   /**

@@ -97,3 +97,27 @@ describe('Questionnaire enableWhen', () => {
     expect(errorsOf(stu3, 'stu3')).toEqual([]);
   });
 });
+
+describe('SearchParameter', () => {
+  const composite = (component?: unknown[]) => ({
+    resourceType: 'SearchParameter',
+    url: 'http://a.org/SearchParameter/x',
+    name: 'x',
+    status: 'draft',
+    description: 'x',
+    code: 'x',
+    base: ['Observation'],
+    type: 'composite',
+    expression: 'Observation',
+    ...(component ? { component } : {}),
+  });
+  const part = (n: number) => ({ definition: `http://a.org/SearchParameter/p${n}`, expression: 'code' });
+
+  it('a composite one needs two components or more (R4 and STU3)', () => {
+    expect(errorsOf(composite())).toEqual(['SearchParameter.component [searchparameter-composite]']);
+    expect(errorsOf(composite([part(1)]))).toEqual(['SearchParameter.component [searchparameter-composite]']);
+    expect(errorsOf(composite([part(1), part(2)]))).toEqual([]);
+    const stu3 = { ...composite(), xpathUsage: 'normal' };
+    expect(errorsOf(stu3, 'stu3')).toEqual(['SearchParameter.component [searchparameter-composite]']);
+  });
+});

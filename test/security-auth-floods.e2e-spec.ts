@@ -1,9 +1,13 @@
 import request from 'supertest';
 import { createClient, createTestApp, TestApp } from '@app/testing';
-import { secretVerificationCount } from '../src/modules/auth/clients/secret-hash';
+import * as secretHash from '../src/modules/auth/clients/secret-hash';
 
 const EPA = '/auth/realms/epa-uat/protocol/openid-connect/token';
 const LIMIT = 20;
+
+/** Secrets verified by the app in this process (one scrypt run each), counted at the module's export. */
+const verifications = jest.spyOn(secretHash, 'verifySecret');
+const secretVerificationCount = () => verifications.mock.calls.length;
 
 /**
  * Wrong-secret floods (docs/security.md "Throttling failed client authentication"): a failure slot

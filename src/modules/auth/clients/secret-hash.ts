@@ -27,12 +27,6 @@ export async function hashSecret(secret: string): Promise<string> {
 /** A hash of a random secret, checked when the client is unknown so both paths cost the same. */
 let decoyHash: Promise<string> | undefined;
 
-/** Secrets verified by this process (scrypt runs): tests count them to prove the throttle bounds them. */
-let verifications = 0;
-export function secretVerificationCount(): number {
-  return verifications;
-}
-
 /**
  * Verifications run one at a time (docs/security.md "Throttling failed client authentication"):
  * scrypt runs on libuv's thread pool (4 threads), so a burst of wrong secrets verified together
@@ -40,25 +34,10 @@ export function secretVerificationCount(): number {
  * one. Owners rarely wait here: a secret verified as right is remembered (ClientsService).
  */
 let verifying: Promise<unknown> = Promise.resolve();
-let running = 0;
-let mostAtOnce = 0;
 function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
-  const counted = async () => {
-    mostAtOnce = Math.max(mostAtOnce, ++running);
-    try {
-      return await work();
-    } finally {
-      running -= 1;
-    }
-  };
-  const run = verifying.then(counted, counted);
+  const run = verifying.then(work, work);
   verifying = run.catch(() => undefined);
   return run;
-}
-
-/** The most verifications that ever ran at once in this process (tests: one). */
-export function mostConcurrentVerifications(): number {
-  return mostAtOnce;
 }
 
 export function verifySecret(secret: string, stored: string | undefined): Promise<boolean> {
@@ -66,7 +45,6 @@ export function verifySecret(secret: string, stored: string | undefined): Promis
 }
 
 async function verifyNow(secret: string, stored: string | undefined): Promise<boolean> {
-  verifications += 1;
   const encoded = stored ?? (await (decoyHash ??= hashSecret(randomBytes(32).toString('base64url'))));
   const parts = encoded.split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;

@@ -29,7 +29,8 @@ async function main(): Promise<void> {
     process.stderr.write(`Stopping: ${error.message}\n`);
     void (app ? app.close() : stopDatabase()).catch(() => undefined).finally(() => process.exit(1));
   };
-  const database: DatabaseHandle = await resolveDatabase(settings.mongoUrl, settings.dataDir, process.env, {
+  const { mongoUrl, dataDir, engine } = settings;
+  const database: DatabaseHandle = await resolveDatabase(mongoUrl, dataDir, engine, {
     role: 'server',
     onGiveUp: giveUp,
   }).catch((e: Error) => {

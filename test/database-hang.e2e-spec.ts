@@ -5,6 +5,7 @@ import request from 'supertest';
 import { bearer, createClient, createTestApp, createUser, IDENTITY_TEST_ENV, TestApp } from '@app/testing';
 import { documentDbPaths, RunningDocumentDb, startDocumentDb } from '../src/database/documentdb-process';
 import { freePort } from '../src/database/free-port';
+import { parseEngineSettings } from '../src/config/settings';
 
 const DB_TIMEOUT_MS = 1500;
 /** Requests of each kind sent at once during the hang: more than the idle pool holds, so most wait for new connections. */
@@ -19,7 +20,7 @@ const COPIES = 6;
  */
 describe('hung database (e2e)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'fhir-hang-'));
-  const paths = documentDbPaths(process.env);
+  const paths = documentDbPaths(parseEngineSettings(process.env));
   let db: RunningDocumentDb;
   let t: TestApp;
   let paused = false;

@@ -5,6 +5,7 @@ import request from 'supertest';
 import { createTestApp, TestApp } from '@app/testing';
 import { documentDbPaths, RunningDocumentDb, startDocumentDb } from '../src/database/documentdb-process';
 import { freePort } from '../src/database/free-port';
+import { parseEngineSettings } from '../src/config/settings';
 
 /**
  * The database goes away under a running app and comes back: /health says 503 meanwhile,
@@ -13,7 +14,7 @@ import { freePort } from '../src/database/free-port';
  */
 describe('database outage (e2e)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'fhir-outage-'));
-  const paths = documentDbPaths(process.env);
+  const paths = documentDbPaths(parseEngineSettings(process.env));
   let port: number;
   let db: RunningDocumentDb;
   let t: TestApp;

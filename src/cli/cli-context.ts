@@ -10,9 +10,9 @@ import { resolveDatabase } from '../database/embedded-database';
  * (the embedded database included). Logs go to stderr so that stdout holds only results.
  */
 export async function withAppContext<T>(fn: (app: INestApplicationContext) => Promise<T>): Promise<T> {
-  const base = parseSettings(process.env);
-  const settings = { ...base, logLevel: process.env.LOG_LEVEL ? base.logLevel : ('warn' as const) };
-  const database = await resolveDatabase(settings.mongoUrl, settings.dataDir);
+  // warnings only on stderr unless LOG_LEVEL asks for more
+  const settings = parseSettings(process.env, { logLevel: 'warn' });
+  const database = await resolveDatabase(settings.mongoUrl, settings.dataDir, settings.engine);
   let app: INestApplicationContext | undefined;
   try {
     app = await NestFactory.createApplicationContext(

@@ -8,6 +8,8 @@ export interface Settings {
   mongoUrl?: string;
   mongoDb: string;
   dataDir: string;
+  /** The embedded database, when MONGO_URL is unset (src/database/embedded-database.ts). */
+  engine: EngineSettings;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Public URLs of the spec's hosts, used only to write absolute links. */
   urls: {
@@ -87,6 +89,23 @@ export interface Settings {
    * `search_txt` index, `_content`/`_text` answered 400 (docs/storage.md: about 30% of a write's index work).
    */
   fullText: boolean;
+}
+
+/** How the embedded database is found and run (README "Configuration", docs/storage.md "Engines"). */
+export interface EngineSettings {
+  /** DOCUMENTDB_KIT: the DocumentDB kit; unset, the new kit when it is installed, else 0.108. */
+  kit?: 'next' | '0.108';
+  /** DOCUMENTDB_PG_BIN_DIR / DOCUMENTDB_GATEWAY_BIN: binaries elsewhere, over the kit's paths. */
+  pgBinDir?: string;
+  gatewayBin?: string;
+  /** EMBEDDED_RESOURCE_ROWS: how `resources` rows are stored (src/database/resource-row-storage.ts). */
+  resourceRows: 'plain' | 'compressed';
+  /** EMBEDDED_INDEX_UPKEEP=on: a tool (not the server) that owns the engine keeps its indexes small too. */
+  indexUpkeep: boolean;
+  /** MONGOMS_SYSTEM_BINARY: a mongod to run, before looking on PATH. */
+  mongodBinary?: string;
+  /** MONGOMS_DISABLE_DOWNLOAD: never download a MongoDB through mongodb-memory-server. */
+  downloadDisabled: boolean;
 }
 
 export class SettingsError extends Error {
@@ -193,7 +212,36 @@ function trustProxy(raw: string | undefined): boolean | number | string {
   return raw;
 }
 
-export function parseSettings(env: Env): Settings {
+function engineSettings(r: Reader): EngineSettings {
+  const kit = r.oneOf('DOCUMENTDB_KIT', ['next', '0.108'] as const, 'next');
+  return {
+    kit: r.optional('DOCUMENTDB_KIT') === undefined ? undefined : kit,
+    pgBinDir: r.optional('DOCUMENTDB_PG_BIN_DIR'),
+    gatewayBin: r.optional('DOCUMENTDB_GATEWAY_BIN'),
+    resourceRows: r.oneOf('EMBEDDED_RESOURCE_ROWS', ['plain', 'compressed'] as const, 'plain'),
+    indexUpkeep: r.oneOf('EMBEDDED_INDEX_UPKEEP', ['on', 'off'] as const, 'off') === 'on',
+    mongodBinary: r.optional('MONGOMS_SYSTEM_BINARY'),
+    downloadDisabled: r.bool('MONGOMS_DISABLE_DOWNLOAD', false),
+  };
+}
+
+/**
+ * The embedded database's settings alone, for what starts an engine without the app (the test
+ * setup, benches, engine tests); a bad value throws the same `SettingsError` as `parseSettings`.
+ */
+export function parseEngineSettings(env: Env): EngineSettings {
+  const r = new Reader(env);
+  const engine = engineSettings(r);
+  if (r.problems.length > 0) throw new SettingsError(r.problems);
+  return engine;
+}
+
+/** Defaults a caller sets apart from the service's own (the CLI logs warnings only unless LOG_LEVEL says). */
+export interface SettingDefaults {
+  logLevel?: Settings['logLevel'];
+}
+
+export function parseSettings(env: Env, defaults: SettingDefaults = {}): Settings {
   const r = new Reader(env);
   const port = r.int('PORT', 8080, 0, 65535);
   const host = r.str('HOST', '127.0.0.1');
@@ -206,7 +254,8 @@ export function parseSettings(env: Env): Settings {
     // The database named in MONGO_URL's path wins; MONGO_DB applies only when the URL names none.
     mongoDb: databaseInUrl(r.optional('MONGO_URL')) ?? r.str('MONGO_DB', 'fhir'),
     dataDir: r.str('DATA_DIR', './data'),
-    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    engine: engineSettings(r),
+    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, defaults.logLevel ?? 'info'),
     urls: {
       base,
       auth: r.url('AUTH_URL', base),

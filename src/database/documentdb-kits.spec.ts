@@ -1,4 +1,5 @@
 import { documentDbPaths, extensionDir } from './documentdb-kits';
+import { parseEngineSettings } from '../config/settings';
 
 describe('DocumentDB kits', () => {
   it('finds the extensions of a PostgreSQL tree from its bin folder', () => {
@@ -11,23 +12,25 @@ describe('DocumentDB kits', () => {
   });
 
   it('DOCUMENTDB_KIT picks a kit; the bin settings win over it; anything else is refused', () => {
-    expect(documentDbPaths({ DOCUMENTDB_KIT: '0.108' })).toMatchObject({
+    expect(documentDbPaths(parseEngineSettings({ DOCUMENTDB_KIT: '0.108' }))).toMatchObject({
       pgBinDir: '/usr/lib/postgresql/15/bin',
       gatewayBin: '/opt/documentdb/bin/documentdb_gateway',
     });
-    expect(documentDbPaths({ DOCUMENTDB_KIT: 'next' })).toMatchObject({
+    expect(documentDbPaths(parseEngineSettings({ DOCUMENTDB_KIT: 'next' }))).toMatchObject({
       pgBinDir: '/opt/documentdb-next/pg/usr/lib/postgresql/15/bin',
       gatewayBin: '/opt/documentdb-next/bin/documentdb_gateway',
     });
     expect(
-      documentDbPaths({
-        DOCUMENTDB_KIT: 'next',
-        DOCUMENTDB_PG_BIN_DIR: '/x/bin',
-        DOCUMENTDB_GATEWAY_BIN: '/x/gw',
-      }),
+      documentDbPaths(
+        parseEngineSettings({
+          DOCUMENTDB_KIT: 'next',
+          DOCUMENTDB_PG_BIN_DIR: '/x/bin',
+          DOCUMENTDB_GATEWAY_BIN: '/x/gw',
+        }),
+      ),
     ).toMatchObject({ pgBinDir: '/x/bin', gatewayBin: '/x/gw' });
-    expect(() => documentDbPaths({ DOCUMENTDB_KIT: '0.112' })).toThrow(
-      /DOCUMENTDB_KIT must be next or 0.108/,
+    expect(() => parseEngineSettings({ DOCUMENTDB_KIT: '0.112' })).toThrow(
+      /DOCUMENTDB_KIT must be one of next, 0.108/,
     );
   });
 });

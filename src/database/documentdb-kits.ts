@@ -1,6 +1,7 @@
 import { existsSync } from 'fs';
 import { join, resolve } from 'path';
-import { resourceRowStorageOf, type ResourceRowStorage } from './resource-row-storage';
+import type { EngineSettings } from '../config/settings';
+import type { ResourceRowStorage } from './resource-row-storage';
 
 /**
  * The DocumentDB kits the embedded engine runs on (docs/storage.md "Engines"):
@@ -36,25 +37,20 @@ export interface DocumentDbPaths {
   resourceRows: ResourceRowStorage;
 }
 
-/**
- * DOCUMENTDB_KIT chooses a kit (`next` or `0.108`); unset, the new kit when it is installed, else
- * the 0.108 one. DOCUMENTDB_PG_BIN_DIR / DOCUMENTDB_GATEWAY_BIN point at binaries elsewhere and win
- * over the kit's paths.
- */
-export function documentDbPaths(env: NodeJS.ProcessEnv): DocumentDbPaths {
-  const kit = KITS[chosenKit(env)];
-  return {
-    pgBinDir: env.DOCUMENTDB_PG_BIN_DIR || kit.pgBinDir,
-    gatewayBin: env.DOCUMENTDB_GATEWAY_BIN || kit.gatewayBin,
-    resourceRows: resourceRowStorageOf(env.EMBEDDED_RESOURCE_ROWS),
-  };
-}
+/** The engine settings `documentDbPaths` reads. */
+export type DocumentDbChoice = Pick<EngineSettings, 'kit' | 'pgBinDir' | 'gatewayBin' | 'resourceRows'>;
 
-function chosenKit(env: NodeJS.ProcessEnv): DocumentDbKit {
-  const asked = env.DOCUMENTDB_KIT;
-  if (asked === 'next' || asked === '0.108') return asked;
-  if (asked) throw new Error(`DOCUMENTDB_KIT must be next or 0.108, not '${asked}'`);
-  return missingDocumentDb(KITS.next) ? '0.108' : 'next';
+/**
+ * The settings' kit (`next` or `0.108`); unset, the new kit when it is installed, else the 0.108
+ * one. Binaries set elsewhere (DOCUMENTDB_PG_BIN_DIR / DOCUMENTDB_GATEWAY_BIN) win over the kit's paths.
+ */
+export function documentDbPaths(engine: DocumentDbChoice): DocumentDbPaths {
+  const kit = KITS[engine.kit ?? (missingDocumentDb(KITS.next) ? '0.108' : 'next')];
+  return {
+    pgBinDir: engine.pgBinDir || kit.pgBinDir,
+    gatewayBin: engine.gatewayBin || kit.gatewayBin,
+    resourceRows: engine.resourceRows,
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
+import { parseEngineSettings } from '../config/settings';
 import { resolveDatabase } from './embedded-database';
 
 describe('resolveDatabase with MONGO_URL (production)', () => {
@@ -8,15 +9,10 @@ describe('resolveDatabase with MONGO_URL (production)', () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'fhir-external-')), 'data');
     try {
       const gaveUp: Error[] = [];
-      const handle = await resolveDatabase(
-        'mongodb://db.example:27017/fhir',
-        dir,
-        {},
-        {
-          role: 'server',
-          onGiveUp: (e) => gaveUp.push(e),
-        },
-      );
+      const handle = await resolveDatabase('mongodb://db.example:27017/fhir', dir, parseEngineSettings({}), {
+        role: 'server',
+        onGiveUp: (e) => gaveUp.push(e),
+      });
       expect(handle.engine).toBe('external');
       expect(handle.uri).toBe('mongodb://db.example:27017/fhir');
       await handle.stop();

@@ -1,4 +1,5 @@
 import { execFileSync } from 'child_process';
+import { parseEngineSettings, type EngineSettings } from '../config/settings';
 import { existsSync, mkdirSync } from 'fs';
 import { join, resolve } from 'path';
 import { documentDbPaths, INSTALL_COMMAND, missingDocumentDb } from './documentdb-kits';
@@ -30,8 +31,8 @@ export interface ResolveOptions {
   onGiveUp?: (error: Error) => void;
 }
 
-function findMongod(env: NodeJS.ProcessEnv): string | undefined {
-  if (env.MONGOMS_SYSTEM_BINARY && existsSync(env.MONGOMS_SYSTEM_BINARY)) return env.MONGOMS_SYSTEM_BINARY;
+function findMongod(engine: EngineSettings): string | undefined {
+  if (engine.mongodBinary && existsSync(engine.mongodBinary)) return engine.mongodBinary;
   try {
     const p = execFileSync('sh', ['-c', 'command -v mongod'], { encoding: 'utf8' }).trim();
     return p || undefined;
@@ -66,14 +67,14 @@ async function startMongoMemoryServer(dataDir: string, systemBinary?: string): P
 export async function resolveDatabase(
   mongoUrl: string | undefined,
   dataDir: string,
-  env: NodeJS.ProcessEnv = process.env,
+  engine: EngineSettings = parseEngineSettings(process.env),
   opts: ResolveOptions = {},
 ): Promise<DatabaseHandle> {
   if (mongoUrl) return { uri: mongoUrl, engine: 'external', stop: async () => undefined };
   const dir = resolve(dataDir);
   const failures: string[] = [];
 
-  const mongod = findMongod(env);
+  const mongod = findMongod(engine);
   if (mongod) {
     try {
       return await startMongoMemoryServer(dir, mongod);
@@ -84,7 +85,7 @@ export async function resolveDatabase(
     failures.push('local mongod: not found (MONGOMS_SYSTEM_BINARY unset, no mongod on PATH)');
   }
 
-  let paths = documentDbPaths(env);
+  let paths = documentDbPaths(engine);
   let missing = missingDocumentDb(paths);
   const kit = kitBeside(process.cwd());
   // `npm start` run as root on a machine without the engine installs the kit found beside the
@@ -94,11 +95,11 @@ export async function resolveDatabase(
     kit &&
     opts.role === 'server' &&
     process.getuid?.() === 0 &&
-    !env.DOCUMENTDB_PG_BIN_DIR &&
-    !env.DOCUMENTDB_KIT
+    !engine.pgBinDir &&
+    !engine.kit
   ) {
     await installKitBeside(kit, (line) => process.stderr.write(`documentdb install: ${line}\n`));
-    paths = documentDbPaths(env);
+    paths = documentDbPaths(engine);
     missing = missingDocumentDb(paths);
   }
   if (!missing) {
@@ -110,8 +111,7 @@ export async function resolveDatabase(
         supervise: role === 'server' && onGiveUp ? { onGiveUp } : undefined,
         // the owner that runs for days keeps the indexes small; a tool (CLI, tests) only when asked
         // (EMBEDDED_INDEX_UPKEEP=on: the soak benchmark, whose process owns the engine)
-        indexUpkeep:
-          role === 'server' || env.EMBEDDED_INDEX_UPKEEP === 'on' ? DEFAULT_INDEX_UPKEEP : undefined,
+        indexUpkeep: role === 'server' || engine.indexUpkeep ? DEFAULT_INDEX_UPKEEP : undefined,
         // a server waits as long as an operator command may run on the folder's database
         waitMs: role === 'server' ? 10 * 60_000 : undefined,
       });
@@ -123,7 +123,7 @@ export async function resolveDatabase(
   } else {
     failures.push(`DocumentDB: ${missing}`);
   }
-  if (kit && env.MONGOMS_DISABLE_DOWNLOAD !== '1') {
+  if (kit && !engine.downloadDisabled) {
     failures.push(
       `mongodb-memory-server download: not tried (the DocumentDB kit is beside the project: ${kit})`,
     );
@@ -131,7 +131,7 @@ export async function resolveDatabase(
 
   // With the kit beside the project this is one of the project's machines, which reach no MongoDB
   // download site: its retries would keep a newcomer waiting minutes for nothing.
-  if (env.MONGOMS_DISABLE_DOWNLOAD !== '1' && !kit) {
+  if (!engine.downloadDisabled && !kit) {
     try {
       return await startMongoMemoryServer(dir);
     } catch (e) {

@@ -1,16 +1,6 @@
-import { resourceRowStorageOf, resourceRowStorageSql } from './resource-row-storage';
+import { resourceRowStorageSql } from './resource-row-storage';
 
-describe('resource row storage setting', () => {
-  it('is plain unless EMBEDDED_RESOURCE_ROWS says compressed; anything else is refused by name', () => {
-    expect(resourceRowStorageOf(undefined)).toBe('plain');
-    expect(resourceRowStorageOf('')).toBe('plain');
-    expect(resourceRowStorageOf('plain')).toBe('plain');
-    expect(resourceRowStorageOf('compressed')).toBe('compressed');
-    expect(() => resourceRowStorageOf('lz4')).toThrow(
-      /EMBEDDED_RESOURCE_ROWS must be plain or compressed, not 'lz4'/,
-    );
-  });
-
+describe('resource row storage', () => {
   it('plain installs the trigger for new resources tables; compressed drops it; both set the existing tables', () => {
     const plain = resourceRowStorageSql('plain');
     expect(plain).toMatch(/CREATE EVENT TRIGGER fhir_resource_row_storage ON ddl_command_end/);

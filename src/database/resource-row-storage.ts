@@ -1,3 +1,5 @@
+import type { EngineSettings } from '../config/settings';
+
 /**
  * How the embedded engine stores the rows of `resources` collections (docs/storage.md "Storage,
  * not queries").
@@ -10,20 +12,13 @@
  * `resources`). Only `resources` is stored plain: it is what every search and read filters; the
  * history and the other collections are read by key.
  */
-export type ResourceRowStorage = 'plain' | 'compressed';
+export type ResourceRowStorage = EngineSettings['resourceRows'];
 
 /** toast_tuple_target's largest value (BLCKSZ 8192 less the page header). */
 const WHOLE_PAGE = 8160;
 
 const COLLECTION = 'resources';
 const TRIGGER = 'fhir_resource_row_storage';
-
-/** EMBEDDED_RESOURCE_ROWS: plain (the default) or compressed; anything else is refused. */
-export function resourceRowStorageOf(value: string | undefined): ResourceRowStorage {
-  if (value === undefined || value === '' || value === 'plain') return 'plain';
-  if (value === 'compressed') return 'compressed';
-  throw new Error(`EMBEDDED_RESOURCE_ROWS must be plain or compressed, not '${value}'`);
-}
 
 /**
  * Statements run as the engine's superuser at every start (idempotent): an event trigger sets the

@@ -7,6 +7,7 @@ import { buildIfNeeded, ServerProcess } from '@app/testing';
 import { serverSelectionTimeoutMs } from '../../src/database/database-liveness';
 import { documentDbPaths } from '../../src/database/documentdb-process';
 import { embeddedEnv, processesUnder, START_MS, until, withChildren } from './embedded-engine-helpers';
+import { parseEngineSettings } from '../../src/config/settings';
 
 const root = join(__dirname, '..', '..');
 
@@ -160,7 +161,7 @@ describe('one embedded database per data folder, shared by the server and the CL
     writeFileSync(
       wrapper,
       `#!/bin/sh\n[ -e ${flag} ] || { echo "gateway refused by the test" >&2; exit 7; }\n` +
-        `exec ${documentDbPaths(process.env).gatewayBin} "$@"\n`,
+        `exec ${documentDbPaths(parseEngineSettings(process.env)).gatewayBin} "$@"\n`,
       { mode: 0o755 },
     );
     writeFileSync(flag, '');

@@ -7,6 +7,7 @@ import { createTestApp } from '@app/testing';
 import { documentDbPaths, startDocumentDb } from '../../src/database/documentdb-process';
 import { UPGRADE_FILE } from '../../src/database/documentdb-upgrade';
 import { seedHotPaths } from '../query-plans.catalogue';
+import { parseEngineSettings } from '../../src/config/settings';
 
 interface Snapshot {
   counts: Record<string, number>;
@@ -77,7 +78,7 @@ describe('engine upgrade of a 0.108 data folder (fault)', () => {
     chmodSync(dir, 0o755);
     // past the test's own time-out: documents a TTL index removes before then are left out of the counts
     const liveUntil = Date.now() + 15 * 60_000;
-    const old = await startDocumentDb(documentDbPaths({ DOCUMENTDB_KIT: '0.108' }), dir);
+    const old = await startDocumentDb(documentDbPaths(parseEngineSettings({ DOCUMENTDB_KIT: '0.108' })), dir);
     let before: Snapshot;
     const testUrl = process.env.TEST_MONGO_URL;
     try {
@@ -119,8 +120,11 @@ describe('engine upgrade of a 0.108 data folder (fault)', () => {
     expect(upgradeState(dir).collections.filter((c: { done: boolean }) => c.done)).toHaveLength(2);
 
     const lines: string[] = [];
-    const db = await startDocumentDb(documentDbPaths({ DOCUMENTDB_KIT: 'next' }), dir, undefined, (line) =>
-      lines.push(line),
+    const db = await startDocumentDb(
+      documentDbPaths(parseEngineSettings({ DOCUMENTDB_KIT: 'next' })),
+      dir,
+      undefined,
+      (line) => lines.push(line),
     );
     try {
       expect(lines.join('\n')).toMatch(/resuming the engine upgrade .* at its step "indexes"/);

@@ -9,6 +9,7 @@ import {
   startDocumentDb,
 } from '../../../src/database/documentdb-process';
 import { freePort } from '../../../src/database/free-port';
+import { parseEngineSettings } from '../../../src/config/settings';
 
 export interface OwnDocumentDb {
   db: DocumentDbInstance;
@@ -25,7 +26,13 @@ export function ownDocumentDbForSuite(folderPrefix: string, recycling?: BackendR
   const own = {} as OwnDocumentDb;
   beforeAll(async () => {
     chmodSync(dir, 0o755);
-    own.db = await startDocumentDb(documentDbPaths(process.env), dir, await freePort(), undefined, recycling);
+    own.db = await startDocumentDb(
+      documentDbPaths(parseEngineSettings(process.env)),
+      dir,
+      await freePort(),
+      undefined,
+      recycling,
+    );
     own.client = new MongoClient(own.db.uri, { maxPoolSize: 4 });
   }, 120_000);
   afterAll(async () => {

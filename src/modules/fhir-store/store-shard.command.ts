@@ -12,7 +12,7 @@ import { shardCollections } from '../../storage/shard-keys';
  */
 export async function storeShard(): Promise<void> {
   const settings = parseSettings(process.env);
-  const database = await resolveDatabase(settings.mongoUrl, settings.dataDir);
+  const database = await resolveDatabase(settings.mongoUrl, settings.dataDir, settings.engine);
   const client = new mongo.MongoClient(database.uri);
   try {
     await client.connect();

@@ -4,8 +4,8 @@ const tsJest = ['ts-jest', { diagnostics: false }];
 const moduleNameMapper = {
   '^@app/fhir$': '<rootDir>/libs/fhir/src',
   '^@app/fhir/(.*)$': '<rootDir>/libs/fhir/src/$1',
-  '^@app/testing$': '<rootDir>/libs/testing/src',
-  '^@app/testing/(.*)$': '<rootDir>/libs/testing/src/$1',
+  '^@app/testing$': '<rootDir>/test/support',
+  '^@app/testing/(.*)$': '<rootDir>/test/support/$1',
 };
 const common = {
   rootDir: __dirname,

@@ -18,8 +18,8 @@ import { mkdirSync, mkdtempSync, chmodSync, readFileSync, rmSync, writeFileSync 
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mongo } from 'mongoose';
-import { startCluster, type RunningCluster } from '../libs/testing/src/cluster';
-import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
+import { startCluster, type RunningCluster } from '../test/support/cluster';
+import { loadSyntheaResources } from '../test/support/synthea-data';
 import { detectShardEngine } from '../src/storage/shard-engine';
 import { shardCollections } from '../src/storage/shard-keys';
 import {

@@ -13,8 +13,8 @@ import { readFileSync, writeFileSync, mkdtempSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import { MongoClient } from 'mongodb';
-import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
-import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
+import { buildIfNeeded, runCli, ServerProcess } from '../test/support/server-process';
+import { loadSyntheaResources } from '../test/support/synthea-data';
 import { resolveDatabase } from '../src/database/embedded-database';
 import { call } from './lib/fhir-load';
 

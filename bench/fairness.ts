@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveDatabase } from '../src/database/embedded-database';
 import { parseSettings } from '../src/config/settings';
-import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
+import { buildIfNeeded, runCli, ServerProcess } from '../test/support/server-process';
 import { httpJson, httpJsonPolitely, printTable } from './lib/bench-server';
 import { percentile } from './lib/percentile';
 import { childrenCpuMs } from './lib/process-cpu';

@@ -18,7 +18,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Document, IndexDescription } from 'mongodb';
 import type { mongo } from 'mongoose';
-import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
+import { loadSyntheaResources } from '../test/support/synthea-data';
 import { historyOf } from '../src/storage/documents';
 import { WriteProtocol } from '../src/storage/write-protocol';
 import type { TenantContext } from '../src/tenancy/tenant-context';

@@ -11,7 +11,7 @@ import {
   loadSyntheaResources,
   syntheaAvailable,
   type SyntheaArchiveVersion,
-} from '../libs/testing/src/synthea-data';
+} from '../test/support/synthea-data';
 
 interface VersionResult {
   version: SyntheaArchiveVersion;

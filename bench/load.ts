@@ -9,10 +9,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import { resolveDatabase } from '../src/database/embedded-database';
-import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
+import { buildIfNeeded, runCli, ServerProcess } from '../test/support/server-process';
 import { httpJson, printTable } from './lib/bench-server';
 import { percentile } from './lib/percentile';
-import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
+import { loadSyntheaResources } from '../test/support/synthea-data';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
 const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? 200);

@@ -20,7 +20,7 @@ import { getConnectionToken } from '@nestjs/mongoose';
 import type { CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent } from 'mongodb';
 import type { Connection } from 'mongoose';
 import type { INestApplication } from '@nestjs/common';
-import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
+import { loadSyntheaResources } from '../test/support/synthea-data';
 import { parseSettings } from '../src/config/settings';
 import { createApp } from '../src/create-app';
 import { resolveDatabase } from '../src/database/embedded-database';

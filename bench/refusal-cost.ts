@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveDatabase } from '../src/database/embedded-database';
-import { buildIfNeeded, runCli, ServerProcess } from '../libs/testing/src/server-process';
+import { buildIfNeeded, runCli, ServerProcess } from '../test/support/server-process';
 import { httpJson, printTable } from './lib/bench-server';
 
 const REQUESTS = Number(process.env.REFUSAL_REQUESTS ?? 3000);

@@ -19,8 +19,8 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { BSON } from 'mongodb';
-import { recordQueries, type RecordedQuery } from '../libs/testing/src/query-plans';
-import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
+import { recordQueries, type RecordedQuery } from '../test/support/query-plans';
+import { loadSyntheaResources } from '../test/support/synthea-data';
 import {
   createBenchUsers,
   httpJson,

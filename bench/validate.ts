@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { resourceTypes, structureDefinitions, validateResource } from '@app/fhir';
 import { terminology } from '../libs/fhir/src/terminology/terminology';
-import { loadSyntheaResources, SYNTHEA_KNOWN_DEFECTS } from '../libs/testing/src/synthea-data';
+import { loadSyntheaResources, SYNTHEA_KNOWN_DEFECTS } from '../test/support/synthea-data';
 
 function heapMb(): number {
   global.gc?.();

@@ -14,7 +14,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { mongo } from 'mongoose';
 import { extractIndex, historyKey, resourceKey } from '../libs/fhir/src';
-import { loadSyntheaResources } from '../libs/testing/src/synthea-data';
+import { loadSyntheaResources } from '../test/support/synthea-data';
 import { inParallel, printTable, startBenchServer } from './lib/bench-server';
 
 const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 6);

@@ -17,7 +17,7 @@ import { credentialHeaders, HOT_PATHS, seedHotPaths, type HotPathFixture } from 
 /**
  * Every hot query is an equality/range match on indexed fields with the client key in
  * the filter, proven with `explain`. Each case serves a real request through the app with command
- * monitoring on, then explains every query command the repositories sent (libs/testing/src/
+ * monitoring on, then explains every query command the repositories sent (test/support/
  * query-plans.ts): none may be a collection scan, each must read an index. The queries are the
  * code's own, so this breaks when a repository or the search lib drifts. The requests are the
  * hot-path catalogue (query-plans.catalogue.ts) that the routing suite on the cluster runs too.

@@ -11,7 +11,7 @@ import { parseSettings, type Settings } from '../../src/config/settings';
 import { createApp } from '../../src/create-app';
 import { resolveDatabase, type DatabaseHandle } from '../../src/database/embedded-database';
 import { ClientsService } from '../../src/modules/auth/clients/clients.service';
-import { buildIfNeeded, ServerProcess } from '../../libs/testing/src/server-process';
+import { buildIfNeeded, ServerProcess } from '../../test/support/server-process';
 import { GrantService } from '../../src/modules/auth/tokens/grant.service';
 import { UsersService } from '../../src/modules/users/users.service';
 

@@ -1,4 +1,4 @@
-import type { ServerProcess } from '../../libs/testing/src/server-process';
+import type { ServerProcess } from '../../test/support/server-process';
 import {
   createBenchUsers,
   serveInOwnProcess,

@@ -1,5 +1,5 @@
-import { loadSyntheaResources } from '../../libs/testing/src/synthea-data';
-import { splitRefused } from '../../libs/testing/src/synthea-data';
+import { loadSyntheaResources } from '../../test/support/synthea-data';
+import { splitRefused } from '../../test/support/synthea-data';
 import { httpJson, inParallel, type BenchServer, type BenchUser } from './bench-server';
 
 /**

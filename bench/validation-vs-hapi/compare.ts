@@ -26,7 +26,7 @@ import { performance } from 'node:perf_hooks';
 import { validateResource } from '@app/fhir';
 import type { DefinedFhirVersion } from '../../libs/fhir/src/definitions/fhir-version';
 import { packageDirectory, readPackageJson } from '../../libs/fhir/src/definitions/structure-definitions';
-import { loadSyntheaResources } from '../../libs/testing/src/synthea-data';
+import { loadSyntheaResources } from '../../test/support/synthea-data';
 import { bundleCases, MUTATIONS, type Json } from './mutations';
 
 interface Case {

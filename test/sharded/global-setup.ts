@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import { mongo } from 'mongoose';
-import { startCluster } from '../../libs/testing/src/cluster';
+import { startCluster } from '../support/cluster';
 import { detectShardEngine } from '../../src/storage/shard-engine';
 import e2eGlobalSetup from '../global-setup';
 

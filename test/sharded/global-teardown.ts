@@ -1,5 +1,5 @@
 import { rmSync } from 'fs';
-import type { RunningCluster } from '../../libs/testing/src/cluster';
+import type { RunningCluster } from '../support/cluster';
 import e2eGlobalTeardown from '../global-teardown';
 
 export default async function globalTeardown(): Promise<void> {

@@ -9,7 +9,7 @@ import { credentialHeaders, HOT_PATHS, seedHotPaths, type HotPathFixture } from 
  * Routing on a sharded cluster (`npm run test:sharded`: each test database sharded as `store shard`
  * does, docs/scaling.md): every hot path of the query-plan catalogue
  * (test/query-plans.catalogue.ts) served through the real app with command monitoring on, and each
- * query it sent to a sharded collection explained for its route (libs/testing/src/query-routing.ts:
+ * query it sent to a sharded collection explained for its route (test/support/query-routing.ts:
  * the router's explain, and Citus' `Task Count` on the coordinator of DocumentDB distributed).
  *
  * - With one user's credential every query goes to exactly one shard: the shard key (client, user)

@@ -2,14 +2,10 @@ import { chmodSync, mkdtempSync, rmSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import { MongoClient } from 'mongodb';
-import type { BackendRecycling } from '../../../src/database/gateway-backend-recycling';
-import {
-  DocumentDbInstance,
-  documentDbPaths,
-  startDocumentDb,
-} from '../../../src/database/documentdb-process';
-import { freePort } from '../../../src/database/free-port';
-import { parseEngineSettings } from '../../../src/config/settings';
+import type { BackendRecycling } from '../../src/database/gateway-backend-recycling';
+import { DocumentDbInstance, documentDbPaths, startDocumentDb } from '../../src/database/documentdb-process';
+import { freePort } from '../../src/database/free-port';
+import { parseEngineSettings } from '../../src/config/settings';
 
 export interface OwnDocumentDb {
   db: DocumentDbInstance;

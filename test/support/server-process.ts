@@ -1,8 +1,8 @@
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import { join } from 'path';
-import { freePort } from '../../../src/database/free-port';
+import { freePort } from '../../src/database/free-port';
 
-const root = join(__dirname, '..', '..', '..');
+const root = join(__dirname, '..', '..');
 
 /** Builds dist/ when the sources are newer (the same script `npm start` uses). */
 export function buildIfNeeded(): void {

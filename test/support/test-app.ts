@@ -2,10 +2,10 @@ import { randomBytes } from 'crypto';
 import { INestApplication } from '@nestjs/common';
 import { getConnectionToken } from '@nestjs/mongoose';
 import { mongo, type Connection } from 'mongoose';
-import { parseSettings, Settings } from '../../../src/config/settings';
-import { createApp } from '../../../src/create-app';
-import type { ShardEngine } from '../../../src/storage/shard-engine';
-import { shardCollections } from '../../../src/storage/shard-keys';
+import { parseSettings, Settings } from '../../src/config/settings';
+import { createApp } from '../../src/create-app';
+import type { ShardEngine } from '../../src/storage/shard-engine';
+import { shardCollections } from '../../src/storage/shard-keys';
 
 export interface TestApp {
   app: INestApplication;

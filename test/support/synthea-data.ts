@@ -13,7 +13,7 @@ import { validateResource, type FhirVersion } from '@app/fhir';
 export type SyntheaArchiveVersion = 'r4' | 'stu3' | 'dstu2';
 
 export const SYNTHEA_DIRECTORY =
-  process.env.SYNTHEA_DIR ?? resolve(__dirname, '../../..', '../shared/data/synthea');
+  process.env.SYNTHEA_DIR ?? resolve(__dirname, '../..', '../shared/data/synthea');
 
 export function syntheaArchivePath(version: SyntheaArchiveVersion): string {
   return join(SYNTHEA_DIRECTORY, `synthea-${version}.tgz`);

@@ -1,4 +1,4 @@
-import { buildProgram } from '../../../src/cli/cli';
+import { buildProgram } from '../../src/cli/cli';
 import type { TestApp } from './test-app';
 
 export interface CliRun {

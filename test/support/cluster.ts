@@ -2,8 +2,8 @@ import { ChildProcess, spawn } from 'child_process';
 import { randomBytes } from 'crypto';
 import { existsSync } from 'fs';
 import { mongo } from 'mongoose';
-import { stopChild } from '../../../src/database/child-processes';
-import { freePort } from '../../../src/database/free-port';
+import { stopChild } from '../../src/database/child-processes';
+import { freePort } from '../../src/database/free-port';
 
 /**
  * The DocumentDB distributed kit's cluster (../shared/engines/documentdb-distributed: PostgreSQL +

@@ -1,6 +1,6 @@
 import { randomBytes } from 'crypto';
 import request from 'supertest';
-import { ClientsService } from '../../../src/modules/auth/clients/clients.service';
+import { ClientsService } from '../../src/modules/auth/clients/clients.service';
 import type { TestApp } from './test-app';
 
 /** Factories for identity test data, going through the app's real services and routes. */

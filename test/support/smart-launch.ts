@@ -1,8 +1,8 @@
 import { createHash, randomBytes, randomUUID } from 'crypto';
 import request from 'supertest';
-import { ClientsService, IssuedSmartApp } from '../../../src/modules/auth/clients/clients.service';
-import { LaunchRepository } from '../../../src/modules/auth/member-launch/launch.repository';
-import { TokenService } from '../../../src/modules/auth/tokens/token.service';
+import { ClientsService, IssuedSmartApp } from '../../src/modules/auth/clients/clients.service';
+import { LaunchRepository } from '../../src/modules/auth/member-launch/launch.repository';
+import { TokenService } from '../../src/modules/auth/tokens/token.service';
 import { clientHeaders, createClient, createUser, TestClient, TestUser } from './factories';
 import type { TestApp } from './test-app';
 

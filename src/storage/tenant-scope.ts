@@ -67,12 +67,13 @@ export function clientWide(ctx: TenantContext): TenantContext {
 }
 
 /**
- * Named re-aim: the context of `owner`, another user of the same client, whom an id claim names
- * (resource-ids.repository.ts). Allowed only to route a look-up of that key to its owner's
- * documents (on a sharded store: the owner's shard, docs/scaling.md): a writer's 409 check, and
- * whether a stale claim still has anything under it. The client never changes.
+ * Named re-aim: the context of `owner`, a user of the same client who owns a record: the user an id
+ * claim names (resource-ids.repository.ts), to route a look-up of that key to its owner's documents
+ * (on a sharded store: the owner's shard, docs/scaling.md) for a writer's 409 check or a stale
+ * claim's takeover; or the user (null: the whole client) of an export job or file link the caller
+ * was allowed to find, or of a bundle's writes its Provenance records. The client never changes.
  */
-export function asOwner(ctx: TenantContext, owner: number): TenantContext {
+export function asOwner(ctx: TenantContext, owner: number | null): TenantContext {
   return ctx.userId === owner ? ctx : { ...ctx, userId: owner };
 }
 

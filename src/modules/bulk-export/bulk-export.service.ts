@@ -11,6 +11,7 @@ import { ExportPlan, ExportPlanner, ExportScope } from './export-planner';
 import { ExportResourcesRepository } from './export-resources.repository';
 import { EXPORT_SIGNING_KEY } from './export-signing-key';
 import type { LineSource } from './ndjson-response';
+import { asOwner } from '../../storage/tenant-scope';
 
 /** Which of the spec's hosts a route belongs to (its public URL is a setting). */
 export type ExportHost = 'analytics' | 'gateway' | 'base';
@@ -154,7 +155,7 @@ export class BulkExportService {
    * after a silence, cancelled), the run stops instead of racing the new one.
    */
   private runJob(ctx: TenantContext, job: ExportJobDoc): void {
-    const jobCtx: TenantContext = { ...ctx, userId: job.u };
+    const jobCtx = asOwner(ctx, job.u);
     const scope: ExportScope = { ...job };
     const run = new AbortController();
     const beat = setInterval(
@@ -203,7 +204,7 @@ export class BulkExportService {
       }
       return { progress: 'computing the file list', retryAfterSeconds: 1 };
     }
-    const jobCtx: TenantContext = { ...ctx, userId: job.u };
+    const jobCtx = asOwner(ctx, job.u);
     return {
       manifest: this.manifest(
         jobCtx,
@@ -274,7 +275,7 @@ export class BulkExportService {
     const claims = check.claims;
     const sameTenant = claims.c === ctx.clientId && (ctx.userId === null || ctx.userId === claims.u);
     if (claims.v !== v || claims.t !== type || !sameTenant) throw notFound();
-    const fileCtx: TenantContext = { ...ctx, userId: claims.u };
+    const fileCtx = asOwner(ctx, claims.u);
     const scope: ExportScope = {
       v,
       kind: claims.g ? 'group' : (claims.k ?? 'system'),

@@ -18,6 +18,7 @@ import { historyOf, type HistoryDoc, type ResourceDoc } from './documents';
 import { ResourceRepository } from './resource.repository';
 import { ResourceWritesRepository } from './resource-writes.repository';
 import { searchIndexOf } from './search-indexing';
+import { asOwner } from './tenant-scope';
 
 /** One version written: what the response needs. */
 export interface WrittenVersion {
@@ -465,7 +466,7 @@ export class WriteProtocol {
       activity,
       clientId: ctx.clientId,
     });
-    return this.buildDoc({ ...ctx, userId: first.u }, version, 'Provenance', id, 1, recorded, provenance);
+    return this.buildDoc(asOwner(ctx, first.u), version, 'Provenance', id, 1, recorded, provenance);
   }
 }
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectModel } from '@nestjs/mongoose';
 import type { Model, mongo } from 'mongoose';
 import type { ClientScope } from '../../../tenancy/tenant-context';
+import { isDuplicateKey } from '../../../storage/duplicate-key';
 import { clientScope, ScopedCollection, type TenantDocument } from '../../../storage/tenant-scope';
 import { AuthCodeDoc, RefreshTokenDoc, RevokedFamilyDoc } from './grant.schemas';
 
@@ -93,11 +94,19 @@ export class GrantsRepository {
   async revokeFamily(scope: ClientScope, family: string, accessTokensUntil: Date): Promise<number> {
     const families = scoped(this.revokedFamilies, scope);
     // an inserted record takes its `_id` and `c` from the filter's equalities
-    await families.updateOne(
-      families.where({ _id: grantKey(scope, family) }),
-      { $set: { expiresAt: accessTokensUntil } },
-      { upsert: true },
-    );
+    const record = () =>
+      families.updateOne(
+        families.where({ _id: grantKey(scope, family) }),
+        { $set: { expiresAt: accessTokensUntil } },
+        { upsert: true },
+      );
+    // Concurrent replays revoke the same family at once: the upserts that lose the insert race
+    // answer a duplicate key (the engine retries such upserts only for a filter on `_id` alone,
+    // and the scope adds `c`); the record then exists, so the retry updates it.
+    await record().catch((error: unknown) => {
+      if (!isDuplicateKey(error)) throw error;
+      return record();
+    });
     const tokens = scoped(this.refreshTokens, scope);
     const r = await tokens.updateMany(tokens.where({}, { family }), { $set: { revoked: true } });
     return r.modifiedCount;

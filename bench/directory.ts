@@ -245,12 +245,16 @@ async function main(): Promise<void> {
     );
 
     const client = await app.get(ClientsService).create({ name: 'bench', programs: [] });
-    const user = await app
-      .get(UsersService)
-      .createUser(
-        { clientId: client.client_id, secret: client.client_secret, basic: false, address: '127.0.0.1' },
-        'bench-user',
-      );
+    const users = app.get(UsersService);
+    const user = await users.createUser(
+      await users.authenticateClient({
+        clientId: client.client_id,
+        secret: client.client_secret,
+        basic: false,
+        address: '127.0.0.1',
+      }),
+      'bench-user',
+    );
     const headers = { authorization: `Bearer ${user.access_token}` };
 
     const copyInUse = (await repositoryOf(app).searchInMemory({ words: ['health'] }, 0, 1)) !== null;

@@ -75,7 +75,12 @@ async function main(): Promise<void> {
     const client = await app.get(ClientsService).create({ name: 'bench', programs: ['epa'] });
     const users = app.get(UsersService);
     const created = await users.createUser(
-      { clientId: client.client_id, secret: client.client_secret, basic: false, address: '127.0.0.1' },
+      await users.authenticateClient({
+        clientId: client.client_id,
+        secret: client.client_secret,
+        basic: false,
+        address: '127.0.0.1',
+      }),
       'bench-user',
     );
     const user = { userId: created.service_user_id, appUserId: 'bench-user' };

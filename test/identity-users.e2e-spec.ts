@@ -125,6 +125,27 @@ describe('identity: users (e2e)', () => {
         .send({ app_user_id: 'x', client_id: 'nope', client_secret: a.client_secret })
         .expect(401);
     });
+
+    it('credentials are checked before the body: a bad body with bad or no credentials → 401, never 400', async () => {
+      const badBody = { app_user_id: ['not', 'a string'], service_user_id: 'x', secret: 1 };
+      const wrongSecret = { client_id: a.client_id, client_secret: b.client_secret };
+      const routes = [
+        () => request(t.server).post(USERS),
+        () => request(t.server).put(USERS),
+        () => request(t.server).put(`${USERS}/sign-in-secret`),
+        () => request(t.server).post(`${USERS}/auth-code`),
+      ];
+      for (const route of routes) {
+        const none = await route().send(badBody);
+        const wrong = await route().send({ ...badBody, ...wrongSecret });
+        expect([none.status, none.body.error, wrong.status, wrong.body.error]).toEqual([
+          401,
+          'unauthorized',
+          401,
+          'unauthorized',
+        ]);
+      }
+    });
   });
 
   describe('request bodies: every rule of the DTOs answers 400 { error, message }', () => {

@@ -23,7 +23,7 @@ export function registerUserCommands(program: Command): void {
         { type: 'body', metatype: CreateUserBody },
       )) as CreateUserBody;
       const result = await withAppContext((app) =>
-        app.get(UsersService).setSignInSecretOf({ clientId }, member.app_user_id, undefined),
+        app.get(UsersService).setSignInSecret({ clientId }, member.app_user_id, undefined),
       );
       process.stdout.write(`${JSON.stringify(result)}\n`);
     });

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Post, Put, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Post, Put, Query, UseGuards } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -16,8 +16,7 @@ import { API_BODY } from '../../common/body-validation';
 import { SECURITY } from '../../configure-app';
 import { Tenant, UseTenant } from '../../tenancy/use-tenant.decorator';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import { ClientCredentials } from '../auth/clients/client-credentials';
-import type { PresentedClientCredentials } from '../auth/clients/client-credentials';
+import { ManagingClientGuard, ManagingClientOf } from './managing-client.guard';
 import {
   AuthCodeBody,
   AuthCodeView,
@@ -29,7 +28,7 @@ import {
   UserListView,
   UserView,
 } from './user.dto';
-import { UsersService } from './users.service';
+import { UsersService, type ManagingClient } from './users.service';
 
 const CONSUMES = ['application/json', 'application/x-www-form-urlencoded'];
 
@@ -42,6 +41,7 @@ export class UsersController {
 
   @Post()
   @HttpCode(200)
+  @UseGuards(ManagingClientGuard)
   @ApiOperation({
     summary: 'Create a user (or return the existing one with "this user already exists")',
     description:
@@ -53,11 +53,8 @@ export class UsersController {
   @ApiOkResponse({ type: CreatedUserView })
   @ApiBadRequestResponse({ description: 'app_user_id missing, blank, too long or with control characters' })
   @ApiUnauthorizedResponse({ description: 'bad client credentials' })
-  create(
-    @ClientCredentials() creds: PresentedClientCredentials | null,
-    @Body(API_BODY) body: CreateUserBody,
-  ) {
-    return this.users.createUser(creds, body.app_user_id);
+  create(@ManagingClientOf() client: ManagingClient, @Body(API_BODY) body: CreateUserBody) {
+    return this.users.createUser(client, body.app_user_id);
   }
 
   @Get()
@@ -74,6 +71,7 @@ export class UsersController {
   }
 
   @Put()
+  @UseGuards(ManagingClientGuard)
   @ApiOperation({ summary: 'Rename a user (only app_user_id changes)' })
   @ApiConsumes(...CONSUMES)
   @ApiBody({ type: RenameUserBody })
@@ -83,14 +81,12 @@ export class UsersController {
   @ApiNotFoundResponse({ description: 'no such user in this client' })
   @ApiConflictResponse({ description: 'the new app_user_id is taken in this client' })
   @ApiUnauthorizedResponse({ description: 'bad client credentials' })
-  rename(
-    @ClientCredentials() creds: PresentedClientCredentials | null,
-    @Body(API_BODY) body: RenameUserBody,
-  ) {
-    return this.users.renameUser(creds, body.service_user_id, body.app_user_id);
+  rename(@ManagingClientOf() client: ManagingClient, @Body(API_BODY) body: RenameUserBody) {
+    return this.users.renameUser(client, body.service_user_id, body.app_user_id);
   }
 
   @Put('sign-in-secret')
+  @UseGuards(ManagingClientGuard)
   @ApiOperation({
     summary: "Set a member's sign-in secret (SMART App Launch built-in sign-in; backend use only)",
     description:
@@ -103,15 +99,13 @@ export class UsersController {
   @ApiBadRequestResponse({ description: 'a bad app_user_id, or a secret not of 8 to 200 characters' })
   @ApiNotFoundResponse({ description: 'no such user in this client' })
   @ApiUnauthorizedResponse({ description: 'bad client credentials' })
-  signInSecret(
-    @ClientCredentials() creds: PresentedClientCredentials | null,
-    @Body(API_BODY) body: SignInSecretBody,
-  ) {
-    return this.users.setSignInSecret(creds, body.app_user_id, body.secret);
+  signInSecret(@ManagingClientOf() client: ManagingClient, @Body(API_BODY) body: SignInSecretBody) {
+    return this.users.setSignInSecret(client, body.app_user_id, body.secret);
   }
 
   @Post('auth-code')
   @HttpCode(200)
+  @UseGuards(ManagingClientGuard)
   @ApiOperation({ summary: 'Issue an authorization code for a user (backend use only)' })
   @ApiConsumes(...CONSUMES)
   @ApiBody({ type: AuthCodeBody })
@@ -120,10 +114,7 @@ export class UsersController {
   @ApiBadRequestResponse({ description: 'a bad app_user_id or scope' })
   @ApiNotFoundResponse({ description: 'no such user in this client' })
   @ApiUnauthorizedResponse({ description: 'bad client credentials' })
-  authCode(
-    @ClientCredentials() creds: PresentedClientCredentials | null,
-    @Body(API_BODY) body: AuthCodeBody,
-  ) {
-    return this.users.issueAuthCode(creds, body.app_user_id, body.scope);
+  authCode(@ManagingClientOf() client: ManagingClient, @Body(API_BODY) body: AuthCodeBody) {
+    return this.users.issueAuthCode(client, body.app_user_id, body.scope);
   }
 }

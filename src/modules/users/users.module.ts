@@ -1,3 +1,4 @@
+import { ManagingClientGuard } from './managing-client.guard';
 import { Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
 import { AuthModule } from '../auth/auth.module';
@@ -15,7 +16,7 @@ import { UsersService } from './users.service';
     ]),
   ],
   controllers: [UsersController],
-  providers: [UsersRepository, UsersService],
+  providers: [UsersRepository, UsersService, ManagingClientGuard],
   exports: [UsersService],
 })
 export class UsersModule {}

@@ -36,6 +36,9 @@ export interface UserListPage {
  * User management and authorization codes (docs/api.md §3). Inputs arrive checked by the DTOs of
  * user.dto.ts (the controller's ValidationPipe, the CLI through the same pipe).
  */
+/** The client a user-management call was authenticated as (ManagingClientGuard). */
+export type ManagingClient = ClientRecord & ClientScope;
+
 @Injectable()
 export class UsersService {
   constructor(
@@ -54,8 +57,7 @@ export class UsersService {
     return this.repo.findByAppUserId({ clientId }, appUserId);
   }
 
-  async createUser(creds: PresentedClientCredentials | null, appUserId: string): Promise<CreatedUser> {
-    const client = await this.authenticate(creds);
+  async createUser(client: ManagingClient, appUserId: string): Promise<CreatedUser> {
     const existing = await this.repo.findByAppUserId(client, appUserId);
     if (existing) return existingUser(existing);
     const { user, created } = await this.insertWithNewId(client, appUserId);
@@ -100,11 +102,10 @@ export class UsersService {
 
   /** PUT: only the name changes (docs/api.md §3); `app_id_user` is the reference's name for the field. */
   async renameUser(
-    creds: PresentedClientCredentials | null,
+    client: ManagingClient,
     serviceUserId: number,
     newName: string,
   ): Promise<Omit<UserRecord, 'client_id'>> {
-    const client = await this.authenticate(creds);
     let renamed: UserRecord | null;
     try {
       renamed = await this.repo.rename(client, serviceUserId, newName);
@@ -119,21 +120,11 @@ export class UsersService {
   }
 
   /**
-   * The plan's backend sets a member's sign-in secret for the built-in SMART App Launch sign-in
-   * (stored scrypt-hashed like client secrets). Without `chosen` a random one is made and
-   * returned, the only time it is shown.
+   * The plan's backend (or the operator CLI `user set-sign-in-secret`) sets a member's sign-in
+   * secret for the built-in SMART App Launch sign-in (stored scrypt-hashed like client secrets).
+   * Without `chosen` a random one is made and returned, the only time it is shown.
    */
   async setSignInSecret(
-    creds: PresentedClientCredentials | null,
-    appUserId: string,
-    chosen: string | undefined,
-  ): Promise<{ service_user_id: number; app_user_id: string; sign_in_secret?: string }> {
-    const client = await this.authenticate(creds);
-    return this.setSignInSecretOf(client, appUserId, chosen);
-  }
-
-  /** `user set-sign-in-secret` (operator CLI): as setSignInSecret, for the plan `clientId`. */
-  async setSignInSecretOf(
     plan: ClientScope,
     appUserId: string,
     chosen: string | undefined,
@@ -157,11 +148,10 @@ export class UsersService {
   }
 
   async issueAuthCode(
-    creds: PresentedClientCredentials | null,
+    client: ManagingClient,
     appUserId: string,
     scope: string | undefined,
   ): Promise<{ code: string; expires_in: number; scope: string }> {
-    const client = await this.authenticate(creds);
     const scopes = this.grants.userScopes(scope);
     const user = await this.repo.findByAppUserId(client, appUserId);
     if (!user) throw new NotFoundException(`no user "${appUserId}" in this client`);
@@ -190,8 +180,8 @@ export class UsersService {
     }
   }
 
-  /** Client authentication for the user-management routes, counted against the hourly limit. */
-  private async authenticate(creds: PresentedClientCredentials | null): Promise<ClientRecord & ClientScope> {
+  /** Client authentication for the user-management routes (ManagingClientGuard), counted against the hourly limit. */
+  async authenticateClient(creds: PresentedClientCredentials | null): Promise<ManagingClient> {
     if (!creds) throw unauthorized('client_id and client_secret are required (body or headers)');
     const client = await this.clientAuth.authenticate(creds.clientId, creds.secret, creds.address);
     if (!client) throw unauthorized('unknown client, wrong secret, or disabled client');

@@ -2,6 +2,7 @@ import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
 import { routeState } from './fhir-route-state';
+import { patchDocument, type PatchDocument } from './patch-body';
 import { parametersPairs, queryPairs, type SearchPairs } from './search-pairs';
 
 function request(context: ExecutionContext): Request {
@@ -57,5 +58,13 @@ export const FhirResourceBody = createParamDecorator(
       throw OperationOutcomeError.invalid('the request body must be a JSON object (a FHIR resource)');
     }
     return body as Record<string, unknown>;
+  },
+);
+
+/** The body of a PATCH request as the patch document its Content-Type names (415 for any other type). */
+export const FhirPatchBody = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): PatchDocument => {
+    const req = request(context);
+    return patchDocument(req.headers['content-type'], req.body);
   },
 );

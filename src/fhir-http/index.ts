@@ -8,6 +8,8 @@ export {
   FhirIdParam,
   FhirSearchParams,
   FhirResourceBody,
+  FhirPatchBody,
 } from './fhir-params';
+export type { PatchDocument } from './patch-body';
 export { OperationRegistry, type RegisteredOperation } from './operation-registry';
 export { FhirHttpModule } from './fhir-http.module';

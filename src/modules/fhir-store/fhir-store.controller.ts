@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Headers, Param, Patch, Post, Put } from '@nestjs/common';
+import { Controller, Delete, Get, Headers, Param, Patch, Post, Put } from '@nestjs/common';
 import {
   ApiBody,
   ApiConflictResponse,
@@ -15,11 +15,13 @@ import {
 import type { FhirVersion } from '@app/fhir';
 import {
   FhirIdParam,
+  FhirPatchBody,
   FhirResourceBody,
   FhirRoute,
   FhirSearchParams,
   FhirTypeParam,
   FhirVersionParam,
+  type PatchDocument,
 } from '../../fhir-http';
 import type { SearchPairs } from '../../fhir-http/search-pairs';
 import { Tenant } from '../../tenancy/use-tenant.decorator';
@@ -27,7 +29,7 @@ import type { TenantContext } from '../../tenancy/tenant-context';
 import { BundleService } from './bundle.service';
 import { ConditionalService } from './conditional.service';
 import { FhirStoreService } from './fhir-store.service';
-import { patchDocument, PatchService } from './patch.service';
+import { PatchService } from './patch.service';
 
 const VERSION = { name: 'version', description: 'FHIR version: r4, stu3 or dstu2 (any case)', example: 'r4' };
 const TYPE = { name: 'type', description: 'FHIR resource type', example: 'Patient' };
@@ -161,12 +163,10 @@ export class FhirStoreController {
     @FhirVersionParam() version: FhirVersion,
     @FhirTypeParam() type: string,
     @FhirSearchParams() query: SearchPairs,
-    @Body() body: unknown,
-    @Headers('content-type') contentType: string | undefined,
+    @FhirPatchBody() document: PatchDocument,
     @Headers('if-match') ifMatch: string | undefined,
     @Headers('prefer') prefer: string | undefined,
   ) {
-    const document = patchDocument(contentType, body);
     return this.conditional.patch(ctx, version, type, query, document, ifMatch, prefer);
   }
 
@@ -225,11 +225,10 @@ export class FhirStoreController {
     @FhirVersionParam() version: FhirVersion,
     @FhirTypeParam() type: string,
     @FhirIdParam() id: string,
-    @Body() body: unknown,
-    @Headers('content-type') contentType: string | undefined,
+    @FhirPatchBody() document: PatchDocument,
     @Headers('if-match') ifMatch: string | undefined,
   ) {
-    return this.patches.patch(ctx, version, type, id, patchDocument(contentType, body), ifMatch);
+    return this.patches.patch(ctx, version, type, id, document, ifMatch);
   }
 
   @Delete(':version/:type/:id')

@@ -14,12 +14,9 @@ import { versionHeaders } from '../../fhir-http/reply-presenter';
 import { found, written, type Found, type Removed, type Written } from '../../fhir-http/results';
 import type { ResourceDoc } from '../../storage/documents';
 import { StorageService, type StorageHandle } from '../../storage/storage-handle';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './page-size';
 
 export type QueryParams = Record<string, string | string[] | undefined>;
-
-/** Default and largest page size of searches and history (docs/api.md §13: 10 per bundle by default). */
-export const DEFAULT_PAGE_SIZE = 10;
-export const MAX_PAGE_SIZE = 100;
 
 /**
  * Throws the validation issues of a resource as one OperationOutcome, all issues at once: 400 for

@@ -10,16 +10,11 @@ import {
 import { FhirPathTurns } from '../../admission/fhirpath-turns';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { written, type Written } from '../../fhir-http/results';
+import type { PatchDocument } from '../../fhir-http/patch-body';
 import { StorageService } from '../../storage/storage-handle';
 import type { BundleWrites } from '../../storage/write-protocol';
 import { assertValid, ifMatchVersion } from './fhir-store.service';
 
-/** The patch document and the format its Content-Type (or a transaction entry) names. */
-export type PatchDocument =
-  | { format: 'json-patch'; operations: unknown }
-  | { format: 'fhirpath-patch'; parameters: Record<string, unknown> };
-
-const JSON_PATCH_TYPE = 'application/json-patch+json';
 /** How often a patch is re-applied when another writer got in between (without If-Match). */
 const ATTEMPTS = 5;
 
@@ -39,22 +34,6 @@ export function entryPatchDocument(resource: Record<string, unknown> | undefined
   }
   throw OperationOutcomeError.invalid(
     'a PATCH entry holds a Parameters (FHIRPath Patch) or a Binary (JSON Patch)',
-  );
-}
-
-/** The document of a PATCH request from its Content-Type: JSON Patch, or FHIRPath Patch (Parameters). */
-export function patchDocument(contentType: string | undefined, body: unknown): PatchDocument {
-  const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
-  if (type === JSON_PATCH_TYPE) return { format: 'json-patch', operations: body };
-  if (type === 'application/fhir+json' || type === 'application/json') {
-    if (body && typeof body === 'object' && !Array.isArray(body))
-      return { format: 'fhirpath-patch', parameters: body as Record<string, unknown> };
-    throw OperationOutcomeError.invalid('a FHIRPath Patch body is a Parameters resource');
-  }
-  throw new OperationOutcomeError(
-    'not-supported',
-    `Content-Type ${contentType ?? '(none)'} is not a patch format: send ${JSON_PATCH_TYPE} or a Parameters resource as application/fhir+json`,
-    { status: 415 },
   );
 }
 

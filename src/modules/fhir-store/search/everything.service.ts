@@ -23,7 +23,7 @@ import {
 import { parseEverythingParams } from './patient-compartment';
 import { resourceEntry, searchLinks, unknownParamsEntry } from './searchset-bundle';
 import type { SearchPairs } from '../../../fhir-http/search-pairs';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './search.service';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../page-size';
 
 /** Compartment resources removed per round. */
 const BATCH = 1000;

@@ -26,10 +26,7 @@ import type { SearchPairs } from '../../../fhir-http/search-pairs';
 import { resourceEntry, searchLinks, unknownParamsEntry } from './searchset-bundle';
 import { FULL_TEXT_OFF, linkPairs, normalizeReferenceValues, parseOrReject } from './search-request';
 import { totalCount, totalOf } from './search-total';
-
-/** docs/api.md §13: 10 resources per search bundle by default; larger `_count` values are clamped to 100. */
-export const DEFAULT_PAGE_SIZE = 10;
-export const MAX_PAGE_SIZE = 100;
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../page-size';
 
 /**
  * FHIR search (docs/api.md §6; https://hl7.org/fhir/R4/search.html): type-level

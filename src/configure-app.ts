@@ -15,14 +15,7 @@ import { Settings } from './config/settings';
 import { corsMiddleware } from './common/cors';
 import { ClientsService } from './modules/auth/clients/clients.service';
 import { requestIdMiddleware } from './logging/logging.module';
-
-export const SECURITY = {
-  bearer: 'bearer',
-  clientId: 'client_id',
-  clientSecret: 'client_secret',
-  serviceUserId: 'x-service-user-id',
-  appUserId: 'x-app-user-id',
-} as const;
+import { SECURITY } from './tenancy/security-schemes';
 
 function setupSwagger(app: NestExpressApplication, settings: Settings): void {
   const config = new DocumentBuilder()

@@ -2,6 +2,7 @@
 import 'reflect-metadata';
 import { Command, CommanderError } from 'commander';
 import { SettingsError } from '../config/settings';
+import { withAppContext } from './cli-context';
 import { COMMAND_REGISTRARS } from './commands';
 
 /** `npm run -s cli -- <command>`: operator commands. Results on stdout, everything else on stderr. */
@@ -10,7 +11,7 @@ export function buildProgram(): Command {
     .description('Operator commands of the FHIR data service (uses MONGO_URL or the embedded database)')
     .showHelpAfterError()
     .exitOverride();
-  for (const register of COMMAND_REGISTRARS) register(program);
+  for (const register of COMMAND_REGISTRARS) register(program, withAppContext);
   return program;
 }
 

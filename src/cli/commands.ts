@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import type { CommandRegistrar } from '../common/cli-registrar';
 import { registerClientCommands } from '../modules/auth/clients/client.cli';
 import { registerMemberSignInCommand } from '../modules/auth/member-federation/member-sign-in.cli';
 import { registerUserCommands } from '../modules/users/users.cli';
@@ -6,12 +6,7 @@ import { registerDirectoryCommands } from '../modules/directory/directory.cli';
 import { registerStoreCommands } from '../modules/fhir-store/store.command';
 import { registerReindexCommand } from '../modules/fhir-store/search/reindex.command';
 
-/**
- * Each feature registers its CLI commands here in one line (e.g. `client create`,
- * `store check`, `directory import`). A registrar adds commands to the root program.
- */
-export type CommandRegistrar = (program: Command) => void;
-
+/** Each feature registers its CLI commands here in one line. */
 export const COMMAND_REGISTRARS: CommandRegistrar[] = [
   registerClientCommands,
   registerMemberSignInCommand,

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { OperationOutcomeError } from '@app/fhir';
-import { sourceAddress } from '../modules/auth/clients/client-credentials';
+import { sourceAddress } from '../common/source-address';
 import { BearerCredential, unauthorized } from './bearer-credential';
 import { IDENTITY_LOOKUP, type IdentityLookup, type TenantClient } from './identity-lookup';
 import { isReadOnly, TenantContext } from './tenant-context';

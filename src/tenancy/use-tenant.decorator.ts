@@ -13,7 +13,7 @@ import {
   ApiSecurity,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
-import { SECURITY } from '../configure-app';
+import { SECURITY } from './security-schemes';
 import { TenantContext } from './tenant-context';
 import { TENANT_OPTIONS, TenantGuard, TenantRequest } from './tenant.guard';
 import { TenantOptions } from './tenant-resolver';

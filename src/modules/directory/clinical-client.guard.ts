@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable, UnauthorizedException } from '@nestjs/common';
 import type { Request } from 'express';
-import { sourceAddress } from '../auth/clients/client-credentials';
+import { sourceAddress } from '../../common/source-address';
 import { ClientAuthenticator } from '../auth/rate-limit/client-authenticator';
 
 type Fields = Record<string, unknown>;

@@ -11,7 +11,7 @@ import {
 } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { API_BODY } from '../../common/body-validation';
-import { SECURITY } from '../../configure-app';
+import { SECURITY } from '../../tenancy/security-schemes';
 import { ClinicalClientGuard } from './clinical-client.guard';
 import { DirectoryEntry } from './directory-entry';
 import { ClinicalListInputDto, DirectoryEntryDto, ErrorBodyDto } from './directory.dto';

@@ -2,7 +2,7 @@ import { createWriteStream, readFileSync } from 'fs';
 import { once } from 'events';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import { withAppContext } from '../../cli/cli-context';
+import type { WithAppContext } from '../../common/cli-registrar';
 import { formatFromFileName, ImportFormat, parseImport } from './directory-import-parser';
 import { DirectoryService, ImportSummary } from './directory.service';
 
@@ -42,7 +42,7 @@ export async function importDirectoryFile(
 }
 
 /** `directory import <file>` and `directory export`. */
-export function registerDirectoryCommands(program: Command): void {
+export function registerDirectoryCommands(program: Command, withAppContext: WithAppContext): void {
   const directory = program.command('directory').description('Provider and health-system directory');
 
   directory

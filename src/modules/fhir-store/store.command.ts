@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { withAppContext } from '../../cli/cli-context';
+import type { WithAppContext } from '../../common/cli-registrar';
 import { StoreCheckService } from './store-check.service';
 import { storeShard } from './store-shard.command';
 
@@ -7,7 +7,7 @@ import { storeShard } from './store-shard.command';
  * `store check [--repair]`: prints a JSON report on stdout (progress on stderr); exits 1 when
  * problems were found and not repaired, so a cron job or CI can alert on it.
  */
-export function registerStoreCommands(program: Command): void {
+export function registerStoreCommands(program: Command, withAppContext: WithAppContext): void {
   const store = program.command('store').description('FHIR resource store maintenance');
   store
     .command('check')

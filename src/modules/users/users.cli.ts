@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { withAppContext } from '../../cli/cli-context';
+import type { WithAppContext } from '../../common/cli-registrar';
 import { API_BODY } from '../../common/body-validation';
 import { CreateUserBody } from './user.dto';
 import { UsersService } from './users.service';
@@ -9,7 +9,7 @@ import { UsersService } from './users.service';
  * plan's member (SMART App Launch built-in sign-in), printed once as JSON. The plan's backend can
  * set one of its own choosing with PUT /user-management/v1/user/sign-in-secret.
  */
-export function registerUserCommands(program: Command): void {
+export function registerUserCommands(program: Command, withAppContext: WithAppContext): void {
   const user = program.command('user').description("a client's users (a health plan's members)");
   user
     .command('set-sign-in-secret <client_id> <app_user_id>')

@@ -13,7 +13,7 @@ import {
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import { API_BODY } from '../../common/body-validation';
-import { SECURITY } from '../../configure-app';
+import { SECURITY } from '../../tenancy/security-schemes';
 import { Tenant, UseTenant } from '../../tenancy/use-tenant.decorator';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { ManagingClientGuard, ManagingClientOf } from './managing-client.guard';

@@ -1,6 +1,7 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
 import type { Request } from 'express';
+import { sourceAddress } from '../../../common/source-address';
 
 /** Client credentials as presented, before authentication; `basic` tells which scheme carried them. */
 export interface PresentedClientCredentials {
@@ -9,11 +10,6 @@ export interface PresentedClientCredentials {
   basic: boolean;
   /** The source address of the request (Express `req.ip`, so TRUST_PROXY applies): failures are counted per client and address. */
   address: string;
-}
-
-/** The request's source address as Express sees it (the forwarded one when TRUST_PROXY trusts the hop). */
-export function sourceAddress(req: Request): string {
-  return req.ip ?? req.socket?.remoteAddress ?? 'unknown';
 }
 
 function str(v: unknown): string | undefined {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { withAppContext } from '../../../cli/cli-context';
+import type { WithAppContext } from '../../../common/cli-registrar';
 import { BackendServicesService } from '../backend-services/backend-services.service';
 import { ClientRecord } from './client.schema';
 import { ClientsService, IssuedClientCredentials, IssuedSmartApp } from './clients.service';
@@ -53,7 +53,7 @@ function print(value: unknown): void {
  * `client create|list|rotate-secret|disable`: operators script these commands, so one JSON value on stdout. The plain
  * secret appears only in the output of create and rotate-secret.
  */
-export function registerClientCommands(program: Command): void {
+export function registerClientCommands(program: Command, withAppContext: WithAppContext): void {
   const client = program.command('client').description('client applications (client_id + client_secret)');
   client
     .command('create')

@@ -1,6 +1,6 @@
 import { BadRequestException } from '@nestjs/common';
 import type { Command } from 'commander';
-import { withAppContext } from '../../../cli/cli-context';
+import type { WithAppContext } from '../../../common/cli-registrar';
 import { Settings } from '../../../config/settings';
 import { SETTINGS } from '../../../config/config.module';
 import { ClientsService } from '../clients/clients.service';
@@ -37,7 +37,7 @@ function requestedSignIn(opts: MemberSignInOptions): MemberSignInDoc {
  * record. Prints the plan's settings (never the provider's secret) and, when federated, the
  * redirect URI to register at the plan's provider.
  */
-export function registerMemberSignInCommand(program: Command): void {
+export function registerMemberSignInCommand(program: Command, withAppContext: WithAppContext): void {
   const client = program.commands.find((c) => c.name() === 'client');
   if (!client) throw new Error('the client commands register first');
   client

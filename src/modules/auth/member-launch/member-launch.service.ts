@@ -5,7 +5,7 @@ import type { FhirVersion } from '@app/fhir';
 import { SETTINGS } from '../../../config/config.module';
 import { Settings } from '../../../config/settings';
 import { ResourceRepository } from '../../../storage/resource.repository';
-import { sourceAddress } from '../clients/client-credentials';
+import { sourceAddress } from '../../../common/source-address';
 import { ClientRecord } from '../clients/client.schema';
 import { ClientsService } from '../clients/clients.service';
 import { TooManyRequests } from '../rate-limit/rate-limit.service';

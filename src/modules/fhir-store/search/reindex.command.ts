@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { isResourceType, parseFhirVersion } from '@app/fhir';
-import { withAppContext } from '../../../cli/cli-context';
+import type { WithAppContext } from '../../../common/cli-registrar';
 import { ReindexService } from './reindex.service';
 
 /**
@@ -8,7 +8,7 @@ import { ReindexService } from './reindex.service';
  * versions unless one is named), progress on stderr, one JSON report per version on stdout.
  * Joins the `store` command group of the store's registrar when it exists.
  */
-export function registerReindexCommand(program: Command): void {
+export function registerReindexCommand(program: Command, withAppContext: WithAppContext): void {
   const store =
     program.commands.find((command) => command.name() === 'store') ??
     program.command('store').description('FHIR resource store maintenance');

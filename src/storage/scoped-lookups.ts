@@ -1,4 +1,6 @@
-import type { Conditions, ScopedCollection, TenantDocument } from './tenant-scope';
+import type { ResourceDoc } from './documents';
+import { USER_TYPE_INDEX } from './indexes';
+import type { Conditions, ScopedCollection, ScopedFilter, TenantDocument } from './tenant-scope';
 
 /** Stored documents are read without their search index entries: large, and never served. */
 export const WITHOUT_INDEX = { idx: 0 } as const;
@@ -26,4 +28,24 @@ export async function byIds<T extends TenantDocument>(
     .toArray();
   const byId = new Map(docs.map((d) => [d._id, d]));
   return ids.map((id) => byId.get(id)).filter((d): d is T => d !== undefined);
+}
+
+/**
+ * Up to `limit` current resources of a user matching `filter`, as key, type and version count
+ * only (what a removal needs), in no particular order.
+ */
+export async function matchingResourceKeys(
+  resources: ScopedCollection<ResourceDoc>,
+  filter: ScopedFilter<ResourceDoc>,
+  limit: number,
+): Promise<{ key: string; type: string; versions: number }[]> {
+  const docs = await resources
+    .find(filter, {
+      projection: { _id: 1, t: 1, vid: 1 },
+      // DocumentDB's planner cannot tell the selectivity of the (v, c, t, …) search indexes
+      hint: USER_TYPE_INDEX,
+      limit,
+    })
+    .toArray();
+  return docs.map((doc) => ({ key: doc._id, type: doc.t, versions: doc.vid }));
 }

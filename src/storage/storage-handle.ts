@@ -53,6 +53,17 @@ export class StorageHandle {
     return this.storage.reads.findManyCurrent(this.ctx, keys);
   }
 
+  /** The current versions of these resources that are not deleted (the entries a page serves); absent ones left out. */
+  readLive(version: FhirVersion, refs: readonly { type: string; id: string }[]): Promise<ResourceDoc[]> {
+    return this.storage.reads.findByKeys(this.ctx, version, refs);
+  }
+
+  /** The newest `limit` current resources of one type (deleted ones left out), without a total. */
+  async newestOfType(version: FhirVersion, type: string, limit: number): Promise<ResourceDoc[]> {
+    const { docs } = await this.storage.reads.search(this.ctx, version, { type, limit });
+    return docs.filter((doc) => !doc.del);
+  }
+
   /**
    * Version `vid` of a resource whose current version is `current`, or null. The current version's
    * row may be missing after a crash (write protocol step 2): the current document stands in.

@@ -2,9 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { HistoryDoc, ResourceDoc } from '../../storage/documents';
-import { USER_TYPE_INDEX } from '../../storage/indexes';
 import { ResourceIdsRepository } from '../../storage/resource-ids.repository';
 import { ResourceStorage, type TenantStore } from '../../storage/resource-storage';
+import { matchingResourceKeys } from '../../storage/scoped-lookups';
 import type { Conditions, ScopedCollection, ScopedFilter } from '../../storage/tenant-scope';
 import { groupBy } from './group-by';
 import type { KeyRange } from './key-ranges';
@@ -61,15 +61,7 @@ export class PurgeRepository {
     selection: PurgeSelection,
     limit: number,
   ): Promise<ResourceKeyRef[]> {
-    const docs = await this.scoped(ctx)
-      .resources.find(this.currentFilter(ctx, selection), {
-        projection: { _id: 1, t: 1, vid: 1 },
-        // DocumentDB's planner cannot tell the selectivity of the (v, c, t, …) search indexes
-        hint: USER_TYPE_INDEX,
-        limit,
-      })
-      .toArray();
-    return docs.map((doc) => ({ key: doc._id, type: doc.t, versions: doc.vid }));
+    return matchingResourceKeys(this.scoped(ctx).resources, this.currentFilter(ctx, selection), limit);
   }
 
   /**

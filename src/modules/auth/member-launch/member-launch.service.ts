@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import type { FhirVersion } from '@app/fhir';
 import { SETTINGS } from '../../../config/config.module';
 import { Settings } from '../../../config/settings';
-import { ResourceRepository } from '../../../storage/resource.repository';
+import { StorageService } from '../../../storage/storage-handle';
 import { sourceAddress } from '../../../common/source-address';
 import { ClientRecord } from '../clients/client.schema';
 import { ClientsService } from '../clients/clients.service';
@@ -42,7 +42,7 @@ export class MemberLaunchService {
     private readonly clients: ClientsService,
     private readonly sessions: MemberSessionService,
     private readonly launchTokens: LaunchTokensService,
-    private readonly resources: ResourceRepository,
+    private readonly storage: StorageService,
   ) {}
 
   /** GET|POST /oauth2/authorize */
@@ -345,9 +345,9 @@ export class MemberLaunchService {
   /** The member's Patient resources in the plan's tenant, in the version the app launched against. */
   private async patientsOf(plan: string, userId: number, version: FhirVersion): Promise<PatientChoice[]> {
     const ctx = { clientId: plan, userId, scopes: [], form: 'user-token' as const };
-    const { docs } = await this.resources.search(ctx, version, { type: 'Patient', limit: MAX_PATIENTS });
+    const docs = await this.storage.for(ctx).newestOfType(version, 'Patient', MAX_PATIENTS);
     return docs
-      .filter((d) => d.json !== null && !d.del)
+      .filter((d) => d.json !== null)
       .map((d) => ({ id: d.id, label: patientLabel(JSON.parse(d.json!) as Record<string, unknown>, d.id) }));
   }
 }

@@ -10,7 +10,7 @@ import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { OperationOutput, Page } from '../../../fhir-http/results';
-import { ResourceRepository, type SizedRef } from '../../../storage/resource.repository';
+import type { SizedRef } from '../../../storage/resource.repository';
 import { EverythingReader, type EverythingScope } from '../../../storage/search/everything-reader';
 import { StorageService } from '../../../storage/storage-handle';
 import { servedWithinBudget } from '../../../storage/page-budget';
@@ -42,7 +42,6 @@ const SINGLES_AHEAD = 200;
 @Injectable()
 export class EverythingService {
   constructor(
-    private readonly repository: ResourceRepository,
     private readonly reader: EverythingReader,
     private readonly storage: StorageService,
     @Inject(SETTINGS) private readonly settings: Settings,
@@ -105,8 +104,7 @@ export class EverythingService {
     const fitting = servedWithinBudget(ctx, sizes, this.settings.searchPageMaxBytes);
     const inBudget = page.slice(0, fitting);
     // A resource removed between the count and the page query leaves its slot empty.
-    const docs = await this.repository.findByKeys(
-      ctx,
+    const docs = await this.storage.for(ctx).readLive(
       version,
       inBudget.filter((ref) => ref !== undefined).map((ref) => ({ type: ref.t, id: ref.id })),
     );

@@ -6,7 +6,7 @@ import { FhirAdmission } from '../admission/fhir-admission';
 import type { TenantRequest } from '../tenancy/tenant.guard';
 import type { TenantOptions } from '../tenancy/tenant-options';
 import { TenantResolver } from '../tenancy/tenant-resolver';
-import { FHIR_OPERATION, type FhirOperationDefinition } from './fhir-operation.decorator';
+import { FHIR_OPERATION, type FhirOperationDefinition } from './fhir-operation-definition';
 import { FHIR_ROUTE, laneOf, type FhirRequest, type FhirRouteOptions } from './fhir-route-state';
 import { checkRequestBody, responseContentType } from './negotiation';
 import { idParam, typeParam, versionParam } from './path-params';

@@ -1,7 +1,7 @@
 export * from './fhir-route-state';
 export { FhirRoute } from './fhir-route.decorator';
 export { FhirOperation } from './fhir-operation.decorator';
-export type { FhirOperationDefinition, OperationLevel, OperationMethod } from './fhir-operation.decorator';
+export type { FhirOperationDefinition, OperationLevel, OperationMethod } from './fhir-operation-definition';
 export {
   FhirVersionParam,
   FhirTypeParam,

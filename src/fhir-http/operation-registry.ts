@@ -4,7 +4,7 @@ import {
   FHIR_OPERATION,
   type FhirOperationDefinition,
   type OperationLevel,
-} from './fhir-operation.decorator';
+} from './fhir-operation-definition';
 
 /** One operation at one level, as the CapabilityStatement lists it. */
 export interface RegisteredOperation {

@@ -7,7 +7,7 @@ import {
   type Permission,
 } from '../tenancy/smart-scopes';
 import type { TenantContext } from '../tenancy/tenant-context';
-import type { FhirOperationDefinition } from './fhir-operation.decorator';
+import type { FhirOperationDefinition } from './fhir-operation-definition';
 import type { FhirRouteState } from './fhir-route-state';
 
 /** What the scope check needs to know of a request besides its route state. */

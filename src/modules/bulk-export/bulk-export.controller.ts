@@ -13,7 +13,7 @@ import type { Request, Response } from 'express';
 import { issue, operationOutcome, type FhirVersion } from '@app/fhir';
 import { FhirOperation, FhirRoute, FhirVersionParam } from '../../fhir-http';
 import type { Accepted, InProgress, OperationOutput } from '../../fhir-http/results';
-import type { FhirOperationDefinition } from '../../fhir-http/fhir-operation.decorator';
+import type { FhirOperationDefinition } from '../../fhir-http/fhir-operation-definition';
 import { FhirIdParam, FhirTypeParam } from '../../fhir-http/fhir-params';
 import { MetricsService } from '../../metrics/metrics.service';
 import { Tenant } from '../../tenancy/use-tenant.decorator';

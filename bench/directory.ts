@@ -18,8 +18,6 @@ import type { Connection } from 'mongoose';
 import { parseSettings } from '../src/config/settings';
 import { createApp } from '../src/create-app';
 import { resolveDatabase } from '../src/database/embedded-database';
-import { ClientsService } from '../src/modules/auth/clients/clients.service';
-import { UsersService } from '../src/modules/users/users.service';
 import {
   DirectoryEntryInput,
   MAX_PREFIX_LENGTH,
@@ -28,6 +26,7 @@ import {
 } from '../src/modules/directory/directory-entry';
 import { storedForm } from '../src/modules/directory/directory.repository';
 import { engineLabel, serveInOwnProcess } from './lib/bench-server';
+import { createBenchUser } from './lib/bench-user';
 import { percentile } from './lib/percentile';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 import { DirectoryRepository } from '../src/modules/directory/directory.repository';
@@ -244,17 +243,7 @@ async function main(): Promise<void> {
       `in-memory copy built in ${copySeconds.toFixed(1)} s, heap +${copyHeapMb.toFixed(0)} MB\n`,
     );
 
-    const client = await app.get(ClientsService).create({ name: 'bench', programs: [] });
-    const users = app.get(UsersService);
-    const user = await users.createUser(
-      await users.authenticateClient({
-        clientId: client.client_id,
-        secret: client.client_secret,
-        basic: false,
-        address: '127.0.0.1',
-      }),
-      'bench-user',
-    );
+    const { user } = await createBenchUser(app, { programs: [] });
     const headers = { authorization: `Bearer ${user.access_token}` };
 
     const copyInUse = (await repositoryOf(app).searchInMemory({ words: ['health'] }, 0, 1)) !== null;

@@ -13,11 +13,11 @@ import type { Request } from 'express';
 import { parseSettings } from '../src/config/settings';
 import { createApp } from '../src/create-app';
 import { resolveDatabase } from '../src/database/embedded-database';
-import { ClientsService } from '../src/modules/auth/clients/clients.service';
 import { GrantService } from '../src/modules/auth/tokens/grant.service';
 import { TokenService } from '../src/modules/auth/tokens/token.service';
-import { UsersService } from '../src/modules/users/users.service';
+import { ClientsService } from '../src/modules/auth/clients/clients.service';
 import { TenantResolver } from '../src/tenancy/tenant-resolver';
+import { createBenchUser } from './lib/bench-user';
 
 interface Row {
   scenario: string;
@@ -72,17 +72,7 @@ async function main(): Promise<void> {
   const base = `http://127.0.0.1:${address.port}`;
   const rows: Row[] = [];
   try {
-    const client = await app.get(ClientsService).create({ name: 'bench', programs: ['epa'] });
-    const users = app.get(UsersService);
-    const created = await users.createUser(
-      await users.authenticateClient({
-        clientId: client.client_id,
-        secret: client.client_secret,
-        basic: false,
-        address: '127.0.0.1',
-      }),
-      'bench-user',
-    );
+    const { client, user: created } = await createBenchUser(app, { programs: ['epa'] });
     const user = { userId: created.service_user_id, appUserId: 'bench-user' };
     const grants = app.get(GrantService);
     const scope = { clientId: client.client_id };

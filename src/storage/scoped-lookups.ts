@@ -34,11 +34,18 @@ export async function byIds<T extends TenantDocument>(
  * Up to `limit` current resources of a user matching `filter`, as key, type and version count
  * only (what a removal needs), in no particular order.
  */
+/** A current document found by a batch: its key, type and number of versions (its versionId). */
+export interface ResourceKeyRef {
+  key: string;
+  type: string;
+  versions: number;
+}
+
 export async function matchingResourceKeys(
   resources: ScopedCollection<ResourceDoc>,
   filter: ScopedFilter<ResourceDoc>,
   limit: number,
-): Promise<{ key: string; type: string; versions: number }[]> {
+): Promise<ResourceKeyRef[]> {
   const docs = await resources
     .find(filter, {
       projection: { _id: 1, t: 1, vid: 1 },

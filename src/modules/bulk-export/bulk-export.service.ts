@@ -161,7 +161,7 @@ export class BulkExportService {
     const beat = setInterval(
       () => {
         this.jobs
-          .heartbeat(job._id, job.startedAt)
+          .heartbeat(job)
           .then((mine) => (mine ? undefined : run.abort()))
           .catch(() => undefined); // a missed beat: the next one tries again
       },
@@ -170,7 +170,7 @@ export class BulkExportService {
     beat.unref();
     this.planner
       .plan(jobCtx, scope, this.settings.exportFileMaxResources, run.signal)
-      .then((plan) => this.jobs.complete(job._id, job.startedAt, plan.files, plan.group))
+      .then((plan) => this.jobs.complete(job, plan.files, plan.group))
       .catch(async (err: unknown) => {
         if (run.signal.aborted) {
           this.logger.warn({ job: job._id }, 'export run stopped: the job was taken over or cancelled');
@@ -180,7 +180,7 @@ export class BulkExportService {
           err instanceof OperationOutcomeError ? err.message : 'the export could not be prepared';
         if (!(err instanceof OperationOutcomeError))
           this.logger.error({ err, job: job._id }, 'export job failed');
-        await this.jobs.fail(job._id, job.startedAt, message).catch(() => undefined);
+        await this.jobs.fail(job, message).catch(() => undefined);
       })
       .finally(() => clearInterval(beat));
   }
@@ -199,7 +199,7 @@ export class BulkExportService {
     if (job.state === 'in-progress') {
       const silentSince = new Date(Date.now() - this.settings.exportJobStaleMs);
       if ((job.beat ?? job.startedAt) < silentSince) {
-        const claimed = await this.jobs.reclaim(job._id, job.startedAt, silentSince);
+        const claimed = await this.jobs.reclaim(job, silentSince);
         if (claimed) this.runJob(ctx, { ...job, startedAt: claimed, beat: claimed });
       }
       return { progress: 'computing the file list', retryAfterSeconds: 1 };

@@ -3,7 +3,12 @@ import { InjectModel } from '@nestjs/mongoose';
 import { Model, Schema, type mongo } from 'mongoose';
 import type { FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
-import { clientScope, ScopedCollection } from '../../storage/tenant-scope';
+import {
+  clientScope,
+  type Conditions,
+  ScopedCollection,
+  type ScopedFilter,
+} from '../../storage/tenant-scope';
 
 /**
  * One asynchronous kick-off (Bulk Data IG async flow). The job holds the request and, once computed,
@@ -82,6 +87,9 @@ export const ExportJobSchema = new Schema<ExportJobDoc>(
 );
 ExportJobSchema.index({ exp: 1 }, { name: 'export_job_expiry', expireAfterSeconds: 0 });
 
+/** One run of a job: the job, its owner and the run's claim. */
+export type JobRun = Pick<ExportJobDoc, '_id' | 'c' | 'u' | 'startedAt'>;
+
 export type NewExportJob = Omit<ExportJobDoc, 'c' | 'u' | 'state' | 'files' | 'group' | 'error' | 'beat'>;
 
 @Injectable()
@@ -95,7 +103,7 @@ export class ExportJobsRepository {
   /**
    * The jobs of the context's tenant: its user's, or for a client-wide credential all its users'
    * (it sees their data too). Kick-off, status and cancel go through it; the run of a job (complete,
-   * fail, heartbeat, reclaim) works on the one job it was given, by id and claim, with no caller.
+   * fail, heartbeat, reclaim) works on the one job it was given, in that job's own scope.
    */
   private scoped(ctx: TenantContext): ScopedCollection<ExportJobDoc> {
     return new ScopedCollection(this.collection, clientScope(ctx, ctx.userId));
@@ -125,35 +133,37 @@ export class ExportJobsRepository {
     return jobs.findOne(jobs.where({ _id: id }, { exp: { $gt: new Date() } }));
   }
 
-  /** Records the plan unless the job was cancelled or re-claimed meanwhile (`startedAt` is the claim). */
-  async complete(
-    id: string,
-    startedAt: Date,
-    files: PlannedFile[],
-    group: ExportJobDoc['group'],
-  ): Promise<void> {
-    await this.collection.updateOne(
-      { _id: id, state: 'in-progress', startedAt },
-      { $set: { state: 'complete', files, group } },
-    );
+  /**
+   * The run of a job works on that one job, with no caller: it is scoped to the job's own owner
+   * (its client, and its user or the whole client), by id and claim (`startedAt`).
+   */
+  private ofRun(
+    run: JobRun,
+    also: Conditions<ExportJobDoc> = {},
+  ): { jobs: ScopedCollection<ExportJobDoc>; claim: ScopedFilter<ExportJobDoc> } {
+    const jobs = new ScopedCollection(this.collection, clientScope({ clientId: run.c }, run.u));
+    const claim = jobs.where({ _id: run._id, state: 'in-progress', startedAt: run.startedAt }, also);
+    return { jobs, claim };
   }
 
-  async fail(id: string, startedAt: Date, error: string): Promise<void> {
-    await this.collection.updateOne(
-      { _id: id, state: 'in-progress', startedAt },
-      { $set: { state: 'failed', error } },
-    );
+  /** Records the plan unless the job was cancelled or re-claimed meanwhile (`startedAt` is the claim). */
+  async complete(run: JobRun, files: PlannedFile[], group: ExportJobDoc['group']): Promise<void> {
+    const { jobs, claim } = this.ofRun(run);
+    await jobs.updateOne(claim, { $set: { state: 'complete', files, group } });
+  }
+
+  async fail(run: JobRun, error: string): Promise<void> {
+    const { jobs, claim } = this.ofRun(run);
+    await jobs.updateOne(claim, { $set: { state: 'failed', error } });
   }
 
   /**
    * The running plan says it is alive. False when the job is no longer this run's (re-claimed by
    * another poller, cancelled, finished): the run then stops.
    */
-  async heartbeat(id: string, startedAt: Date): Promise<boolean> {
-    const res = await this.collection.updateOne(
-      { _id: id, state: 'in-progress', startedAt },
-      { $set: { beat: new Date() } },
-    );
+  async heartbeat(run: JobRun): Promise<boolean> {
+    const { jobs, claim } = this.ofRun(run);
+    const res = await jobs.updateOne(claim, { $set: { beat: new Date() } });
     return res.matchedCount === 1;
   }
 
@@ -161,12 +171,10 @@ export class ExportJobsRepository {
    * Takes over a job whose run has not beaten since `silentSince` (compare-and-set on the claim, so
    * one poller wins). Returns the new claim time, or null when the job is alive or someone else took it.
    */
-  async reclaim(id: string, previous: Date, silentSince: Date): Promise<Date | null> {
+  async reclaim(previous: JobRun, silentSince: Date): Promise<Date | null> {
     const now = new Date();
-    const res = await this.collection.updateOne(
-      { _id: id, state: 'in-progress', startedAt: previous, beat: { $lt: silentSince } },
-      { $set: { startedAt: now, beat: now } },
-    );
+    const { jobs, claim } = this.ofRun(previous, { beat: { $lt: silentSince } });
+    const res = await jobs.updateOne(claim, { $set: { startedAt: now, beat: now } });
     return res.modifiedCount === 1 ? now : null;
   }
 

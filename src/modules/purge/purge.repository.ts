@@ -4,7 +4,7 @@ import type { TenantContext } from '../../tenancy/tenant-context';
 import type { HistoryDoc, ResourceDoc } from '../../storage/documents';
 import { ResourceIdsRepository } from '../../storage/resource-ids.repository';
 import { ResourceStorage, type TenantStore } from '../../storage/resource-storage';
-import { matchingResourceKeys } from '../../storage/scoped-lookups';
+import { matchingResourceKeys, type ResourceKeyRef } from '../../storage/scoped-lookups';
 import type { Conditions, ScopedCollection, ScopedFilter } from '../../storage/tenant-scope';
 import { groupBy } from './group-by';
 import type { KeyRange } from './key-ranges';
@@ -14,13 +14,6 @@ export interface PurgeSelection {
   version: FhirVersion;
   types: readonly string[] | null;
   before: Date | null;
-}
-
-/** A current document found by a batch: its key, type and number of versions (its versionId). */
-export interface ResourceKeyRef {
-  key: string;
-  type: string;
-  versions: number;
 }
 
 export interface TypeCount {

@@ -2,7 +2,8 @@ import { OperationOutcomeError } from '@app/fhir';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { KeyRange } from './key-ranges';
-import type { PurgeRepository, ResourceKeyRef } from './purge.repository';
+import type { ResourceKeyRef } from '../../storage/scoped-lookups';
+import type { PurgeRepository } from './purge.repository';
 import { PurgeService, remainingCount } from './purge.service';
 
 /**

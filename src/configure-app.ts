@@ -1,10 +1,11 @@
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { urlencoded } from 'body-parser';
+import { json, urlencoded } from 'body-parser';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { ClientConcurrency } from './admission/client-concurrency';
 import { earlyRefusal, expressSourceAddress, refuseAheadOf } from './admission/early-refusal';
+import { EventLoopTime } from './admission/event-loop-time';
 import { KnownCredentials } from './admission/known-credentials';
 import { narrativesInSlices } from './admission/narratives-in-slices';
 import { ClientAuthenticator } from './modules/auth/rate-limit/client-authenticator';
@@ -73,18 +74,28 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   // member pages never (src/common/cors.ts).
   const clients = app.get(ClientsService);
   app.use(corsMiddleware(settings.fhirCorsOrigins, () => clients.appOrigins()));
-  app.useBodyParser('json', {
-    limit: settings.bodyLimitBytes,
-    // `application/json+fhir`: the DSTU2 type (https://hl7.org/fhir/DSTU2/http.html#mime-type)
-    type: ['application/json', 'application/fhir+json', 'application/*+json', 'application/json+fhir'],
-    verify: verifyUtf8,
-  });
+  // the event-loop time of the body's parse and walk is charged to the caller (its cost budget)
+  const loop = app.get(EventLoopTime);
+  app.use(
+    loop.timedBodyParser(
+      (verify) =>
+        json({
+          limit: settings.bodyLimitBytes,
+          // `application/json+fhir`: the DSTU2 type (https://hl7.org/fhir/DSTU2/http.html#mime-type)
+          type: ['application/json', 'application/fhir+json', 'application/*+json', 'application/json+fhir'],
+          verify,
+        }),
+      verifyUtf8,
+    ),
+  );
   app.use(formBody);
   app.use(
-    fhirBodyGuard({ maxResourceBytes: settings.maxResourceBytes, maxArrayLength: settings.maxArrayLength }),
+    loop.timedStep(
+      fhirBodyGuard({ maxResourceBytes: settings.maxResourceBytes, maxArrayLength: settings.maxArrayLength }),
+    ),
   );
   // long narratives are checked in slices here, never in one piece on the event loop
-  app.use(narrativesInSlices());
+  app.use(narrativesInSlices(loop));
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   setupSwagger(app, settings);

@@ -36,6 +36,7 @@ const UNIT_NAMES: Record<CostUnit, { what: string; setting: string }> = {
   bytes: { what: 'response bytes', setting: 'CLIENT_RESPONSE_BYTES_PER_SECOND' },
   databaseMs: { what: 'ms of database time', setting: 'CLIENT_DATABASE_MS_PER_SECOND' },
   workerMs: { what: 'ms of FHIRPath worker time', setting: 'CLIENT_WORKER_MS_PER_SECOND' },
+  loopMs: { what: 'ms of event-loop time', setting: 'CLIENT_LOOP_MS_PER_SECOND' },
 };
 
 /** The user's last refusal: when it was told to come back, and how many came back sooner. */
@@ -75,7 +76,8 @@ export interface ClientSlot {
  *   server is not capped (work-conserving). Within a client, a user holding its part of the
  *   client's slots (the cap over the client's active users) is refused while the client's other
  *   users are active, and a user under its part is admitted even when the client is at its cap;
- * - a cost budget in several units (CostUnit: response bytes, database ms, FHIRPath worker ms),
+ * - a cost budget in several units (CostUnit: response bytes, database ms, FHIRPath worker ms,
+ *   event-loop ms),
  *   token buckets with a burst of BURST_SECONDS: a caller past its share in any unit gets 429 with
  *   Retry-After until it has refilled. Each request is charged to its user's share (the client's
  *   rate divided among its active users) and to its client's. Each admitted request reserves the
@@ -255,12 +257,12 @@ export class ClientConcurrency {
   }
 
   private rate(unit: CostUnit): number {
-    const rate =
-      unit === 'bytes'
-        ? this.settings.clientResponseBytesPerSecond
-        : unit === 'databaseMs'
-          ? this.settings.clientDatabaseMsPerSecond
-          : this.settings.clientWorkerMsPerSecond;
+    const rate = {
+      bytes: this.settings.clientResponseBytesPerSecond,
+      databaseMs: this.settings.clientDatabaseMsPerSecond,
+      workerMs: this.settings.clientWorkerMsPerSecond,
+      loopMs: this.settings.clientLoopMsPerSecond,
+    }[unit];
     return rate > 0 ? rate : 0;
   }
 

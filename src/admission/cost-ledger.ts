@@ -4,11 +4,13 @@
  * - `bytes`: FHIR response bytes, and stored bytes the engine read but left out of the answer
  *   (the event loop's cost grows with them: BSON decoding, building and writing the answer);
  * - `databaseMs`: database time of the caller's commands, summed (a slow small query holds a lane);
- * - `workerMs`: time the caller's FHIRPath held a worker of the shared pool.
+ * - `workerMs`: time the caller's FHIRPath held a worker of the shared pool;
+ * - `loopMs`: time the caller's request steps held the event loop, which every caller shares (its
+ *   body's JSON parse, the walk of the body guard, its long narratives' slices: event-loop-time.ts).
  */
-export type CostUnit = 'bytes' | 'databaseMs' | 'workerMs';
+export type CostUnit = 'bytes' | 'databaseMs' | 'workerMs' | 'loopMs';
 
-export const COST_UNITS: readonly CostUnit[] = ['bytes', 'databaseMs', 'workerMs'];
+export const COST_UNITS: readonly CostUnit[] = ['bytes', 'databaseMs', 'workerMs', 'loopMs'];
 
 /** A unit's level for one key: `left` at time `at` (negative: served ahead of its share). */
 interface Level {

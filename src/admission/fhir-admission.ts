@@ -4,6 +4,7 @@ import type { TenantContext } from '../tenancy/tenant-context';
 import { userOf } from './caller';
 import { ClientConcurrency } from './client-concurrency';
 import { DatabaseClock } from './database-clock';
+import { EventLoopTime } from './event-loop-time';
 import { KnownCredentials } from './known-credentials';
 import { RequestAdmission, type RouteLane } from './request-admission';
 import { setResponseCharge } from './response-charge';
@@ -19,6 +20,7 @@ export class FhirAdmission {
     private readonly concurrency: ClientConcurrency,
     private readonly lanes: RequestAdmission,
     private readonly credentials: KnownCredentials,
+    private readonly loop: EventLoopTime,
   ) {}
 
   /** The engine's time, shared among the commands running at once (one clock per process). */
@@ -38,6 +40,8 @@ export class FhirAdmission {
     const { clientId } = ctx;
     const user = userOf(ctx);
     this.credentials.remember(req, clientId, user);
+    // the event-loop time its body took before the caller was known counts before it is let in
+    this.loop.admitted(req, clientId, user);
     const slot = this.concurrency.acquire(clientId, user);
     // Every answer is charged to the client's share: by the reply path when it knows the size
     // (chargeResponse), otherwise here once it is written (errors, manifests, streams, …).

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { analyseNarrativeInSlices } from '@app/fhir';
 import { isFhirPath } from '../fhir-http/fhir-route-state';
+import type { EventLoopTime } from './event-loop-time';
 
 /** Narratives at least this long are parsed in slices ahead of routing (shorter ones take < 1 ms). */
 export const SLICED_NARRATIVE_MIN_CHARS = 32_768;
@@ -11,19 +11,18 @@ export const SLICED_NARRATIVE_MIN_CHARS = 32_768;
  * body parser on FHIR routes: every long `<div …>` string of the body (a resource's text.div, in a
  * Bundle, a Parameters, a JSON Patch value) is parsed in slices with turns of the event loop
  * between them (analyseNarrativeInSlices), and the validation that follows finds the result. The
- * narrative rules stay in one place (libs/fhir narrative.ts). A request without credentials is
- * answered 401 before any validation and is not parsed here.
+ * narrative rules stay in one place (libs/fhir narrative.ts). The slices' turns and the charge of
+ * their time to the caller are EventLoopTime's. A request without credentials is answered 401
+ * before any validation and is not parsed here.
  */
-export function narrativesInSlices() {
+export function narrativesInSlices(loop: EventLoopTime) {
   return (req: Request, _res: Response, next: NextFunction): void => {
     const body: unknown = req.body;
     if (body === null || typeof body !== 'object' || !isFhirPath(req.path) || !carriesCredentials(req))
       return next();
     const divs = longNarratives(body);
     if (divs.length === 0) return next();
-    void (async () => {
-      for (const div of divs) await analyseNarrativeInSlices(div);
-    })().then(() => next(), next);
+    loop.narrativesInSlices(req, divs).then(() => next(), next);
   };
 }
 

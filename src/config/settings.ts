@@ -49,6 +49,8 @@ export interface Settings {
   clientDatabaseMsPerSecond: number;
   /** Time (ms) one client's FHIRPath may hold workers of the shared pool per second on average while others are active; over → 429. */
   clientWorkerMsPerSecond: number;
+  /** Event-loop time (ms) one client's request steps (body parse, body walk, narrative slices) may take per second on average while others are active; over → 429. */
+  clientLoopMsPerSecond: number;
   /** FHIR reads (GET, `_search`) that run at once, all clients together; more wait (fair queue). */
   serverMaxConcurrentReads: number;
   /** FHIR writes (create, update, delete, bundles) that run at once, all clients together; more wait. */
@@ -284,6 +286,7 @@ export function parseSettings(env: Env, defaults: SettingDefaults = {}): Setting
     clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 4 * 1024 * 1024),
     clientDatabaseMsPerSecond: r.int('CLIENT_DATABASE_MS_PER_SECOND', 2000, 0, 10000000),
     clientWorkerMsPerSecond: r.int('CLIENT_WORKER_MS_PER_SECOND', 500, 0, 10000000),
+    clientLoopMsPerSecond: r.int('CLIENT_LOOP_MS_PER_SECOND', 250, 0, 10000000),
     serverMaxConcurrentReads: r.int('SERVER_MAX_CONCURRENT_READS', 8, 1, 1000),
     serverMaxConcurrentWrites: r.int('SERVER_MAX_CONCURRENT_WRITES', 4, 1, 1000),
     serverQueueWaitMs: r.int('SERVER_QUEUE_WAIT_MS', 250, 0, 600000),

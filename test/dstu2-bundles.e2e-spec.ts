@@ -214,5 +214,37 @@ describe('DSTU2 bundles keep bdl-1 … bdl-7 (e2e)', () => {
       const done = await post('', '/dstu2', transaction([create]), 200);
       expect(done.body.entry[0].response.status).toMatch(/^201/);
     });
+
+    it('POST /dstu2 refuses an envelope that breaks a Bundle invariant, naming it, and stores nothing', async () => {
+      const before = await t.connection.collection('resources').countDocuments({ t: 'Patient' });
+      const refused = await post(
+        '',
+        '/dstu2',
+        {
+          resourceType: 'Bundle',
+          type: 'batch',
+          entry: [
+            { resource: patient, request: { method: 'POST', url: 'Patient' } },
+            { fullUrl: 'http://a.org/fhir/Patient/1', request: { method: 'DELETE', url: 'Patient/1' } },
+          ],
+        },
+        400,
+      );
+      expect(refused.body.resourceType).toBe('OperationOutcome');
+      expect(errorRules(refused)).toEqual(['Bundle.entry[1] bdl-6']);
+      const withTotal = await post(
+        '',
+        '/dstu2',
+        {
+          resourceType: 'Bundle',
+          type: 'transaction',
+          total: 1,
+          entry: [{ resource: patient, request: { method: 'POST', url: 'Patient' } }],
+        },
+        400,
+      );
+      expect(errorRules(withTotal)).toEqual(['Bundle bdl-1']);
+      expect(await t.connection.collection('resources').countDocuments({ t: 'Patient' })).toBe(before);
+    });
   });
 });

@@ -88,6 +88,130 @@ describe('validation rules of the reference validator (e2e)', () => {
     expect(await t.connection.collection('resources').countDocuments({ t: 'Questionnaire' })).toBe(0);
   });
 
+  it('a code with a non-breaking space is refused', async () => {
+    const res = await create('CodeSystem', {
+      resourceType: 'CodeSystem',
+      url: 'http://a.org/cs',
+      status: 'active',
+      content: 'complete',
+      concept: [{ code: 'CHEST\u00a0' }],
+    }).expect(400);
+    expect(res.body.resourceType).toBe('OperationOutcome');
+    expect(res.body.issue).toEqual(
+      expect.arrayContaining([expect.objectContaining({ expression: ['CodeSystem.concept[0].code'] })]),
+    );
+  });
+
+  it('a required code given only as an extension (`_status`) is refused', async () => {
+    await refusedFor(
+      'DocumentReference',
+      {
+        resourceType: 'DocumentReference',
+        _status: {
+          extension: [
+            { url: 'http://hl7.org/fhir/StructureDefinition/data-absent-reason', valueCode: 'unknown' },
+          ],
+        },
+        content: [{ attachment: { url: 'http://a.org/doc' } }],
+      },
+      'http://hl7.org/fhir/ValueSet/document-reference-status',
+      'DocumentReference.status',
+    );
+  });
+
+  it('the url of a canonical resource is absolute', async () => {
+    const valueSet = { resourceType: 'ValueSet', url: 'ValueSet/x', status: 'active' };
+    await refusedFor('ValueSet', valueSet, 'canonical-url-absolute', 'ValueSet.url');
+    await create('ValueSet', { ...valueSet, url: 'http://a.org/ValueSet/x' }).expect(201);
+  });
+
+  it('opd-3 lets a parameter of a resource type name target profiles (as the reference corrects it)', async () => {
+    const parameter = {
+      name: 'p',
+      use: 'in',
+      min: 0,
+      max: '1',
+      targetProfile: ['http://a.org/StructureDefinition/p'],
+    };
+    const operation = (type: string) => ({
+      resourceType: 'OperationDefinition',
+      url: 'http://a.org/OperationDefinition/x',
+      name: 'X',
+      status: 'draft',
+      kind: 'operation',
+      code: 'x',
+      system: true,
+      type: false,
+      instance: false,
+      parameter: [{ ...parameter, type }],
+    });
+    await create('OperationDefinition', operation('QuestionnaireResponse')).expect(201);
+    await refusedFor('OperationDefinition', operation('string'), 'opd-3', 'OperationDefinition.parameter[0]');
+  });
+
+  it('a reference that matches two entries of a Bundle is refused', async () => {
+    const observation = (versionId: string) => ({
+      fullUrl: 'http://a.org/fhir/Observation/o1',
+      resource: {
+        resourceType: 'Observation',
+        id: 'o1',
+        meta: { versionId },
+        status: 'final',
+        code: { text: 'x' },
+      },
+    });
+    const list = {
+      fullUrl: 'http://a.org/fhir/List/l1',
+      resource: {
+        resourceType: 'List',
+        id: 'l1',
+        status: 'current',
+        mode: 'working',
+        entry: [{ item: { reference: 'Observation/o1' } }],
+      },
+    };
+    const bundle = {
+      resourceType: 'Bundle',
+      type: 'collection',
+      entry: [list, observation('1'), observation('2')],
+    };
+    await refusedFor(
+      'Bundle',
+      bundle,
+      'bundle-multiple-matches',
+      'Bundle.entry[0].resource.entry[0].item.reference',
+    );
+    list.resource.entry[0].item.reference = 'Observation/o1/_history/2';
+    await create('Bundle', bundle).expect(201);
+  });
+
+  it('a transaction or batch envelope keeps the Bundle invariants (R4, STU3): 400 naming the rule', async () => {
+    for (const version of ['r4', 'stu3']) {
+      const res = await request(t.server)
+        .post(`/${version}`)
+        .set(bearer(user.access_token))
+        .set('Content-Type', 'application/fhir+json')
+        .send(
+          JSON.stringify({
+            resourceType: 'Bundle',
+            type: 'batch',
+            entry: [
+              {
+                resource: { resourceType: 'Patient', gender: 'female' },
+                request: { method: 'POST', url: 'Patient' },
+                response: { status: '201' },
+              },
+            ],
+          }),
+        )
+        .expect(400);
+      expect(res.body.resourceType).toBe('OperationOutcome');
+      const rules = res.body.issue.map((i: any) => i.extension?.[0]?.valueString);
+      expect(rules).toContain('bdl-4');
+    }
+    expect(await t.connection.collection('resources').countDocuments({ t: 'Patient' })).toBe(0);
+  });
+
   it('a composite SearchParameter needs two components or more', async () => {
     await refusedFor(
       'SearchParameter',

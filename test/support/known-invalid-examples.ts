@@ -59,7 +59,8 @@ export const KNOWN_INVALID_EXAMPLES: Readonly<Record<DefinedFhirVersion, Readonl
  * anchors that are not there (the v3 code system pages), empty narratives (txt-2), entries without a
  * fullUrl or whose RESTful fullUrl names another id, urn:ietf:rfc:3986 identifiers that are not URIs,
  * logical models without a baseDefinition (sdf-4), relative canonicals (`Library/x`), upper-case
- * `urn:uuid:` values and OIDs with a version suffix. STU3 adds DataElement invariants (dae-1, dae-2),
+ * `urn:uuid:` values, OIDs with a version suffix, and codes ending in a no-break space
+ * (v2-0550 `CHEST\u00a0`). STU3 adds DataElement invariants (dae-1, dae-2),
  * language codes outside BCP-47, text-only codes under required bindings, and bindings without a
  * value set (eld-12 is then empty, which fails, as HAPI reports for these files).
  */
@@ -83,6 +84,7 @@ export const KNOWN_RULE_BREAKS: Readonly<
     'Bundle-father.json': ['http://unitsofmeasure.org'],
     'Bundle-lri-example.json': ['invalid'],
     'Bundle-resources.json': ['value'],
+    'Bundle-v2-valuesets.json': ['value'],
     'Bundle-v3-valuesets.json': ['txt-1'],
     'Bundle-valueset-expansions.json': ['value'],
     'CapabilityStatement-example.json': ['value'],
@@ -92,6 +94,7 @@ export const KNOWN_RULE_BREAKS: Readonly<
     'CapabilityStatement-terminology-server.json': ['value'],
     'Claim-760151.json': ['http://unitsofmeasure.org'],
     'Claim-760152.json': ['http://unitsofmeasure.org'],
+    'CodeSystem-v2-0550.json': ['value'],
     'CodeSystem-v3-ActCode.json': ['txt-1'],
     'CodeSystem-v3-ActReason.json': ['txt-1'],
     'CodeSystem-v3-ActRelationshipType.json': ['txt-1'],
@@ -226,6 +229,7 @@ export const KNOWN_RULE_BREAKS: Readonly<
     'Claim-760151.json': ['http://unitsofmeasure.org'],
     'Claim-760152.json': ['http://unitsofmeasure.org'],
     'Claim-960151.json': ['http://hl7.org/fhir/ValueSet/v3-ActIncidentCode'],
+    'CodeSystem-v2-0550.json': ['value'],
     'DataElement-ClinicalImpression.code.json': ['eld-12'],
     'DataElement-Consent.identifier.json': ['value'],
     'DataElement-DomainResource.extension.json': ['dae-2'],

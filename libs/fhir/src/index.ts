@@ -5,7 +5,7 @@ export { structureDefinitions } from './definitions/structure-definitions';
 export { summarySubset } from './definitions/summary-subset';
 export type { StructureDefinitionSet, BaseStructureDefinition } from './definitions/structure-definitions';
 export type { ValidationIssue, ValidationIssueCode } from './validation/validation-issue';
-export { validateResource, isValidId } from './validation/validate-resource';
+export { validateResource, isValidId, bundleInvariantIssues } from './validation/validate-resource';
 export { analyseNarrativeInSlices } from './validation/narrative';
 export { dstu2BundleViolations, type Dstu2BundleViolation } from './validation/dstu2-bundle-invariants';
 export * from './storage';

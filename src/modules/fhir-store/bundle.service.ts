@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   bundleIntegrityProblems,
+  bundleInvariantIssues,
   entryIdSource,
   issue,
   newResourceId,
@@ -92,6 +93,7 @@ export class BundleService {
     prefer?: string,
   ): Promise<Page> {
     const { kind, entries } = readBundle(body);
+    assertBundleInvariants(version, body);
     const responses: TransactionResponseEntry[] = new Array<TransactionResponseEntry>(entries.length);
     try {
       return await this.run(ctx, version, kind, entries, responses, prefer);
@@ -475,6 +477,22 @@ function readBundle(body: Record<string, unknown>): {
     });
   }
   return { kind: body.type, entries };
+}
+
+/**
+ * The envelope keeps the Bundle invariants of its version (bdl-*, e.g. no `total`, no `response` in a
+ * transaction, one fullUrl per resource), each broken one named in a 400; every entry's resource is
+ * validated as its own write. DSTU2 creates without a fullUrl pass (dstu2-bundle-invariants.ts).
+ */
+function assertBundleInvariants(version: FhirVersion, body: Record<string, unknown>): void {
+  const broken = bundleInvariantIssues(version, body);
+  if (broken.length === 0) return;
+  throw new OperationOutcomeError('invalid', broken.map((i) => `${i.path}: ${i.message}`).join('; '), {
+    status: 400,
+    issues: broken.map((i) =>
+      issue(i.code, `${i.message}; nothing was stored`, { path: i.path, rule: i.rule }),
+    ),
+  });
 }
 
 /** Type and id of a POST/PUT entry (docs/api.md §5 id rules). */

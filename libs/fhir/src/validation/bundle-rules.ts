@@ -38,6 +38,7 @@ export function checkBundle(bundle: JsonObject, path: string, issues: Validation
   }
   if (!Array.isArray(bundle.entry)) return;
   if (type === 'searchset') checkSearchset(bundle, path, issues);
+  if (type !== 'history') checkAmbiguousReferences(bundle.entry as unknown[], path, issues);
   bundle.entry.forEach((entry: unknown, i) => {
     if (typeof entry !== 'object' || entry === null) return;
     const { fullUrl, resource } = entry as JsonObject;
@@ -76,6 +77,24 @@ export function checkBundle(bundle: JsonObject, path: string, issues: Validation
         ),
       );
   });
+}
+
+/**
+ * Before R4 a document's date is its Bundle's meta.lastUpdated, "mandatory"
+ * (https://hl7.org/fhir/STU3/documents.html#content; R4 moved it to Bundle.timestamp, bdl-10).
+ */
+export function checkDocumentDate(bundle: JsonObject, path: string, issues: ValidationIssue[]): void {
+  if (bundle.type !== 'document') return;
+  const meta = bundle.meta as JsonObject | undefined;
+  if (typeof meta?.lastUpdated === 'string') return;
+  issues.push(
+    errorIssue(
+      'required',
+      `${path}.meta.lastUpdated`,
+      'A document must have a date (Bundle.meta.lastUpdated)',
+      'document-date',
+    ),
+  );
 }
 
 /**
@@ -122,4 +141,97 @@ function searchedTypes(bundle: JsonObject): string[] | undefined {
   }
   const last = pathPart.split('/').pop() ?? '';
   return TYPE_NAME.test(last) ? [last] : undefined;
+}
+
+/**
+ * A reference between entries resolves by the fullUrl rules (https://hl7.org/fhir/R4/bundle.html#references):
+ * `Type/id` against the base of the referring entry's fullUrl (`http://x.org/fhir/` of
+ * `http://x.org/fhir/Composition/1`, or `urn:uuid:`), `Type/id/_history/v` to the entry of that fullUrl
+ * whose meta.versionId is v. Entries may share a fullUrl when their versions differ (bdl-7): a
+ * reference without a version then matches more than one entry, and the reference validator refuses it
+ * (Bundle_BUNDLE_MultipleMatches), since nothing says which version is meant. Not in a history: there
+ * every version of a resource has its entry under one fullUrl by design (bdl-7 exempts it), so a
+ * reference between entries naming no version is the normal case (the reference refuses it there too;
+ * this server writes such histories and holds them valid).
+ */
+function checkAmbiguousReferences(
+  entries: readonly unknown[],
+  path: string,
+  issues: ValidationIssue[],
+): void {
+  const byFullUrl = new Map<string, JsonObject[]>();
+  for (const entry of entries) {
+    const { fullUrl, resource } = (entry ?? {}) as JsonObject;
+    if (typeof fullUrl !== 'string' || typeof resource !== 'object' || resource === null) continue;
+    const list = byFullUrl.get(fullUrl) ?? [];
+    list.push(resource as JsonObject);
+    byFullUrl.set(fullUrl, list);
+  }
+  // Only a fullUrl held by two entries or more can be matched twice: most Bundles stop here.
+  if (![...byFullUrl.values()].some((list) => list.length > 1)) return;
+  entries.forEach((entry, i) => {
+    const { fullUrl, resource } = (entry ?? {}) as JsonObject;
+    if (typeof fullUrl !== 'string' || typeof resource !== 'object' || resource === null) return;
+    forEachReference(resource, `${path}.entry[${i}].resource`, 0, (reference, at) => {
+      const target = resolutionTarget(reference, fullUrl);
+      if (!target) return;
+      const candidates = byFullUrl.get(target.url) ?? [];
+      const matches = target.version
+        ? candidates.filter((r) => (r.meta as JsonObject | undefined)?.versionId === target.version)
+        : candidates;
+      if (matches.length > 1)
+        issues.push(
+          errorIssue(
+            'invalid',
+            at,
+            `Multiple matches in bundle for reference ${reference}`,
+            'bundle-multiple-matches',
+          ),
+        );
+    });
+  });
+}
+
+const HISTORY = '/_history/';
+
+/** The fullUrl (and version) a reference from the entry at `fullUrl` points to, by the Bundle rules. */
+function resolutionTarget(reference: string, fullUrl: string): { url: string; version?: string } | undefined {
+  const at = reference.indexOf(HISTORY);
+  const unversioned = at < 0 ? reference : reference.slice(0, at);
+  const version = at < 0 ? undefined : reference.slice(at + HISTORY.length);
+  if (ABSOLUTE.test(reference)) return { url: unversioned, version };
+  const parts = unversioned.split('/');
+  if (parts.length !== 2 || !parts[0] || !parts[1]) return undefined;
+  if (fullUrl.startsWith('urn:')) {
+    // urn:uuid:… entries: `Type/id` means urn:uuid:id
+    return { url: `${fullUrl.slice(0, fullUrl.lastIndexOf(':') + 1)}${parts[1]}`, version };
+  }
+  const segments = fullUrl.split('/');
+  if (segments.length < 3) return undefined;
+  return { url: `${segments.slice(0, -2).join('/')}/${unversioned}`, version };
+}
+
+/**
+ * Each `reference` string under an entry's resource, with its path. A Bundle (the entry's resource or
+ * one nested deeper) is left out: its entries resolve in it, checked when the walker reaches it.
+ */
+function forEachReference(
+  value: unknown,
+  path: string,
+  depth: number,
+  visit: (reference: string, path: string) => void,
+): void {
+  if (depth > 100 || typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => forEachReference(item, `${path}[${i}]`, depth + 1, visit));
+    return;
+  }
+  const object = value as JsonObject;
+  if (object.resourceType === 'Bundle') return;
+  for (const key in object) {
+    const child = object[key];
+    if (key === 'reference' && typeof child === 'string') {
+      if (!child.startsWith('#')) visit(child, `${path}.reference`);
+    } else forEachReference(child, `${path}.${key}`, depth + 1, visit);
+  }
 }

@@ -3,7 +3,8 @@ import type { FhirVersion } from '../definitions/fhir-version';
 import { UCUM, isUcumCode } from '../terminology/external-systems';
 import { DSTU2_VALUE_SETS, type Dstu2ValueSets } from '../terminology/dstu2-value-sets';
 import { terminology, UNCHECKED_SYSTEMS, type Terminology } from '../terminology/terminology';
-import { checkBundle } from './bundle-rules';
+import { checkBundle, checkDocumentDate } from './bundle-rules';
+import { checkDefiningUrl } from './canonical-url-rules';
 import { checkQuestionnaire } from './questionnaire-rules';
 import { checkSearchParameter } from './search-parameter-rules';
 import { unreferencedContained, type InvariantScope } from './hand-coded-invariants';
@@ -67,12 +68,15 @@ export class ContentChecks {
       this.byTable.set(table, compiled);
     }
     this.run(compiled, object, path, issues, scope);
+    if (table.isResource)
+      checkDefiningUrl(this.version, object, path, scope.resource !== scope.rootResource, issues);
     if (table.key === 'Coding') this.coding(object, path, issues);
     else if (QUANTITY_TYPES.has(table.key)) this.quantity(object, path, issues);
     else if (table.key === 'Identifier') checkIdentifier(object, path, issues);
     else if (table.key === 'Attachment') checkAttachmentSize(object, path, issues);
     else if (table.key === 'Bundle') {
       checkBundle(object, path, issues);
+      if (this.version !== 'r4') checkDocumentDate(object, path, issues);
       // DSTU2 publishes its Bundle invariants as XPath only: coded in dstu2-bundle-invariants.ts
       if (this.version === 'dstu2') dstu2BundleIssues(object, path, issues);
     }
@@ -120,6 +124,40 @@ export class ContentChecks {
       if (rule.binding.maxValueSet)
         this.bound(rule.binding.maxValueSet, rule.typeCode, value, path, issues, true);
     }
+  }
+
+  /**
+   * A primitive under a required binding that has only extensions (`_status` without `status`): a
+   * required binding means a code SHALL be present (https://hl7.org/fhir/R4/terminologies.html#required);
+   * an extension such as data-absent-reason does not stand in for it.
+   */
+  codeOnlyExtended(
+    rule: ElementRule,
+    value: unknown,
+    extension: unknown,
+    path: string,
+    issues: ValidationIssue[],
+  ): void {
+    const url = rule.binding?.valueSet;
+    if (!url) return;
+    const missing = (at: string) =>
+      issues.push(
+        errorIssue(
+          'code-invalid',
+          at,
+          `No code provided, and a code is required from the value set ${url}`,
+          url,
+        ),
+      );
+    if (!rule.isArray) {
+      if (value === undefined || value === null) missing(path);
+      return;
+    }
+    if (!Array.isArray(extension)) return;
+    const values = Array.isArray(value) ? value : [];
+    extension.forEach((item, i) => {
+      if (item !== null && (values[i] === undefined || values[i] === null)) missing(`${path}[${i}]`);
+    });
   }
 
   /** Contained resources need an id, and something in the resource must point at them (dom-3). */

@@ -5,6 +5,9 @@
  * conversion of an empty collection does); this server does the same so that both judge a resource
  * alike. Keyed by the exact published text, so a later, fixed publication is evaluated as written.
  */
+/** The one value set a corrected expression asks `memberOf` about (invariants.ts answers it). */
+export const RESOURCE_TYPES_VALUE_SET = 'http://hl7.org/fhir/ValueSet/resource-types';
+
 export const CORRECTED_EXPRESSIONS: ReadonlyMap<string, string> = new Map([
   // que-12 (R4): the human text says "more than one enableWhen", the expression said more than two.
   [
@@ -28,6 +31,12 @@ export const CORRECTED_EXPRESSIONS: ReadonlyMap<string, string> = new Map([
   [
     "reference.startsWith('#').not() or (reference.substring(1).trace('url') in %resource.contained.id.trace('ids'))",
     "reference.exists() implies (reference = '#' or (reference.startsWith('#').not() or (reference.substring(1).trace('url') in %rootResource.contained.id.trace('ids'))))",
+  ],
+  // opd-3 (R4): a parameter typed by a resource type may name target profiles too, as R5 allows; the
+  // R4 text was a publication error (the reference validator evaluates this form for R4 and R4B).
+  [
+    "targetProfile.exists() implies (type = 'Reference' or type = 'canonical')",
+    `targetProfile.exists() implies (type = 'Reference' or type = 'canonical' or type.memberOf('${RESOURCE_TYPES_VALUE_SET}'))`,
   ],
   // bdl-8 (R4, STU3): an entry without fullUrl has nothing to check.
   ["fullUrl.contains('/_history/').not()", "fullUrl.exists() implies fullUrl.contains('/_history/').not()"],

@@ -4,7 +4,8 @@ import * as r4Model from 'fhirpath/fhir-context/r4';
 import * as stu3Model from 'fhirpath/fhir-context/stu3';
 import type { DefinedFhirVersion } from '../definitions/fhir-version';
 import type { ConstraintLite } from '../definitions/structure-definitions';
-import { correctedExpression } from './expression-corrections';
+import { isResourceType } from '../definitions/resource-types';
+import { correctedExpression, RESOURCE_TYPES_VALUE_SET } from './expression-corrections';
 import { HAND_CODED, NOT_EVALUATED, type InvariantCheck, type InvariantScope } from './hand-coded-invariants';
 
 export type { InvariantScope } from './hand-coded-invariants';
@@ -32,10 +33,34 @@ const MODELS = { r4: r4Model, stu3: stu3Model } as const;
  * engine's compares every pair, so sdf-16 or bdl-7 on a resource with 100,000 items would take
  * minutes; this one keys each item once (same answer for the values these invariants compare).
  */
-const OPTIONS: Parameters<typeof compile>[2] = {
-  traceFn: () => undefined,
-  userInvocationTable: { isDistinct: { fn: (items: unknown[]) => [isDistinct(items)], arity: { 0: [] } } },
-};
+function optionsFor(version: DefinedFhirVersion): Parameters<typeof compile>[2] {
+  return {
+    traceFn: () => undefined,
+    userInvocationTable: {
+      isDistinct: { fn: (items: unknown[]) => [isDistinct(items)], arity: { 0: [] } },
+      memberOf: {
+        fn: (items: unknown[], url: unknown) => memberOf(version, items, url),
+        arity: { 1: ['String'] },
+      },
+    },
+  };
+}
+
+/**
+ * `memberOf` for the value set a corrected expression names (opd-3: the version's resource types);
+ * the engine has no terminology of its own, and no published expression asks about another one, so
+ * any other value set is unknown (empty).
+ */
+function memberOf(version: DefinedFhirVersion, items: readonly unknown[], url: unknown): boolean[] {
+  if (url !== RESOURCE_TYPES_VALUE_SET || items.length !== 1) return [];
+  const code = valueOf(items[0]);
+  return [typeof code === 'string' && isResourceType(version, code)];
+}
+
+/** A primitive as the engine hands it to a function: the value itself or a node holding it. */
+function valueOf(item: unknown): unknown {
+  return typeof item === 'object' && item !== null && 'data' in item ? item.data : item;
+}
 
 function isDistinct(items: readonly unknown[]): boolean {
   const seen = new Set<string>();
@@ -77,8 +102,11 @@ const IMPLICIT_FOCUS = new Set([
 
 export class InvariantCompiler {
   private readonly cache = new Map<string, CompiledInvariant | null>();
+  private readonly options: Parameters<typeof compile>[2];
 
-  constructor(private readonly version: DefinedFhirVersion) {}
+  constructor(private readonly version: DefinedFhirVersion) {
+    this.options = optionsFor(version);
+  }
 
   /** The compiled invariant, or undefined when it is not evaluated here (see NOT_EVALUATED). */
   compile(constraint: ConstraintLite, base: string): CompiledInvariant | undefined {
@@ -98,7 +126,7 @@ export class InvariantCompiler {
     let names: string[] | undefined;
     try {
       const expression = correctedExpression(constraint.expression);
-      evaluate = compile({ base, expression }, MODELS[this.version], OPTIONS) as Compiled;
+      evaluate = compile({ base, expression }, MODELS[this.version], this.options) as Compiled;
       names = guardNames(parse(expression) as AstNode);
     } catch {
       // An expression the engine cannot compile is a definition problem, not the client's.

@@ -96,6 +96,7 @@ function compileCheck(typeCode: string, regexSource: string | undefined): Primit
   let isWellFormed = matches;
   if (DATE_TYPES.has(typeCode)) isWellFormed = (text) => matches(text) && isCalendarDate(text);
   else if (URI_TYPES.has(typeCode)) isWellFormed = (text) => matches(text) && isWellFormedUri(typeCode, text);
+  else if (typeCode === 'code') isWellFormed = (text) => matches(text) && hasOnlySingleSpaces(text);
   return stringCheck(typeCode, isWellFormed, maxLength);
 }
 
@@ -113,6 +114,22 @@ function isWellFormedUri(typeCode: string, text: string): boolean {
   if (text.startsWith('urn:uuid:')) return UUID_URN.test(text);
   if (typeCode === 'canonical') return text.startsWith('#') || /^[A-Za-z][A-Za-z0-9+.-]*:/.test(text);
   return true;
+}
+
+/**
+ * Whitespace other than a single inner space: Unicode's White_Space characters as the reference
+ * validator lists them (U+000B and U+000C are control characters, refused before this check).
+ */
+const UNICODE_WHITESPACE = /[\t\n\r\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]|^ | $| {2}/;
+
+/**
+ * A code has "no leading or trailing whitespace, and no whitespace other than single spaces in the
+ * contents" (https://hl7.org/fhir/R4/datatypes.html#code). The published regex reads whitespace as
+ * XML Schema's four characters, so it lets `"CHEST\u00A0"` or a tab between words through; the text
+ * means any whitespace, as the reference validator reads it.
+ */
+function hasOnlySingleSpaces(text: string): boolean {
+  return !UNICODE_WHITESPACE.test(text);
 }
 
 /** Whether the `YYYY-MM-DD` part (if any) names a real day: no 30 February, no 31 April. */
@@ -177,7 +194,8 @@ const XSD_NON_SPACE = '\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u0021-\\uFF
 
 /**
  * FHIR regexes follow XML Schema, where `\s` is only space/tab/LF/CR; in JavaScript `\s` also matches
- * Unicode spaces such as U+00A0, which would reject valid strings like "CHEST\u00A0". Rewrites `\s`/`\S`
+ * Unicode spaces such as U+00A0, which would reject valid strings like "CHEST\u00A0" (a `code` is
+ * held to the data type's text besides, see hasOnlySingleSpaces). Rewrites `\s`/`\S`
  * inside and outside character classes to the XML Schema meaning.
  */
 export function toJavaScriptRegex(source: string): string {

@@ -44,6 +44,8 @@ export class StructuralValidator {
   private scope: InvariantScope = { resource: {}, rootResource: {} };
   /** Engine time of the current top-level validation. */
   private budget = { spentMs: 0, skipped: 0 };
+  /** Set while only a resource's own elements are walked (validateEnvelope): nested resources skipped. */
+  private envelopeOnly = false;
 
   constructor(private readonly version: FhirVersion) {
     this.tables = elementTables(version);
@@ -72,6 +74,19 @@ export class StructuralValidator {
         message: `Codes from ${system} were not checked: no terminology server for that system here`,
         rule: system,
       });
+    }
+  }
+
+  /**
+   * A resource's own elements and rules, without walking the resources nested in it (a Bundle's entry
+   * resources): for a transaction's envelope, whose entries are each validated as their own write.
+   */
+  validateEnvelope(resource: unknown, issues: ValidationIssue[]): void {
+    this.envelopeOnly = true;
+    try {
+      this.validate(resource, issues);
+    } finally {
+      this.envelopeOnly = false;
     }
   }
 
@@ -185,13 +200,16 @@ export class StructuralValidator {
       const primitiveRule = key.charCodeAt(0) === 0x5f ? table.elements.get(key.slice(1)) : undefined;
       if (primitiveRule?.choiceOf) noteChoice(primitiveRule.choiceOf, primitiveRule.jsonName);
       if (primitiveRule?.isPrimitive) {
-        this.validatePrimitiveExtension(
-          primitiveRule,
-          value,
-          object[primitiveRule.jsonName],
-          `${path}.${key}`,
-          issues,
-        );
+        const primitive = object[primitiveRule.jsonName];
+        this.validatePrimitiveExtension(primitiveRule, value, primitive, `${path}.${key}`, issues);
+        if (primitiveRule.binding?.valueSet)
+          this.checks.codeOnlyExtended(
+            primitiveRule,
+            primitive,
+            value,
+            `${path}.${primitiveRule.jsonName}`,
+            issues,
+          );
         continue;
       }
       issues.push(errorIssue('structure', `${path}.${key}`, `Unknown element '${key}' in ${table.key}`));
@@ -282,6 +300,7 @@ export class StructuralValidator {
       return;
     }
     if (rule.typeCode === 'Resource') {
+      if (this.envelopeOnly) return;
       const container = rule.jsonName === 'contained' ? this.scope.resource : undefined;
       this.validateResource(value, issues, path, undefined, container);
       return;

@@ -110,8 +110,19 @@ describe('validateResource (r4)', () => {
     });
 
     it('counts a primitive present only through its `_x` extension', () => {
-      const status = { _status: { extension: [{ url: 'http://e.org/x', valueString: 'unknown' }] } };
-      expect(issuesOf({ resourceType: 'Observation', code: { text: 'x' }, ...status })).toEqual([]);
+      const absent = { extension: [{ url: 'http://e.org/x', valueString: 'unknown' }] };
+      const subscription = {
+        resourceType: 'Subscription',
+        status: 'off',
+        criteria: 'Patient?',
+        channel: { type: 'rest-hook' },
+      };
+      expect(issuesOf({ ...subscription, _reason: absent })).toEqual([]);
+      expect(issuesOf(subscription)).toEqual(['required Subscription.reason']);
+      // present for cardinality; its required binding still wants a code (reference-rules.spec.ts)
+      expect(issuesOf({ resourceType: 'Observation', code: { text: 'x' }, _status: absent })).toEqual([
+        'code-invalid Observation.status',
+      ]);
     });
 
     it('reports required choice elements by their [x] name', () => {

@@ -28,6 +28,17 @@ export function validateResource(
   return issues;
 }
 
+/**
+ * The Bundle invariants (bdl-*) a Bundle breaks, judged on its own elements: the resources of its
+ * entries are not validated (a transaction or batch validates each as its own write). DSTU2's
+ * transaction and batch entries that create without a fullUrl pass bdl-6/bdl-7 (dstu2-bundle-invariants.ts).
+ */
+export function bundleInvariantIssues(version: FhirVersion, bundle: unknown): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  validatorFor(version).validateEnvelope(bundle, issues);
+  return issues.filter((i) => i.severity === 'error' && i.rule?.startsWith('bdl-'));
+}
+
 const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
 
 /** FHIR logical id rule (https://hl7.org/fhir/R4/datatypes.html#id): 1–64 of A–Z a–z 0–9 - . */

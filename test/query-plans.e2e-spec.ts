@@ -91,12 +91,12 @@ describe('query plans: index scans for every hot query (e2e)', () => {
   }
 
   /**
-   * A page of a type's search in lastUpdated order runs on the lastUpdated index (the user's own
-   * for a user). MongoDB and DocumentDB with the extended RUM (the default kit) read it in order
-   * and stop after the page, no `SORT` stage; the 0.108 kit (`npm run test:kit-0.108`) sorts every
-   * match (docs/storage.md "Sorted pages").
+   * A page of a type's search in lastUpdated order runs on the lastUpdated index, one in `_id`
+   * order on the primary key (the user's own index for a user). MongoDB and DocumentDB with the
+   * extended RUM (the default kit) read it in order and stop after the page, no `SORT` stage; the
+   * 0.108 kit (`npm run test:kit-0.108`) sorts every match (docs/storage.md "Sorted pages").
    */
-  describe('sorted pages: the lastUpdated index, read in order where the engine can', () => {
+  describe('sorted pages: the lastUpdated index or the key, read in order where the engine can', () => {
     const sortsEveryMatch = process.env.TEST_DB_ORDERED_INDEXES === 'no';
     const pageQuery = (reports: PlanReport[]) =>
       reports.filter(
@@ -106,29 +106,46 @@ describe('query plans: index scans for every hot query (e2e)', () => {
           (query.command.pipeline as object[]).some((stage) => '$sort' in stage),
       );
     const PAGE = 5;
-    const cases: Array<[string, string]> = [
-      ['_lastUpdated range', `Observation?_lastUpdated=ge2020-01-01&_count=${PAGE}`],
-      ['_sort=-_lastUpdated', `Observation?_sort=-_lastUpdated&_count=${PAGE}`],
-      ['plain type search (default order, newest first)', `Observation?_count=${PAGE}`],
+    const lastUpdated = [
+      ['user', 'user_type_lastUpdated'],
+      ['client', 'type_lastUpdated'],
+    ] as const;
+    // `_id` within one type: the user's (type, key) index, the client's primary key
+    const keyOrder = [
+      ['user', 'user_type'],
+      ['client', '_id_'],
+    ] as const;
+    // [name, search, index per credential, whether 0.108's SORT is asserted too]
+    const cases: Array<[string, string, typeof lastUpdated | typeof keyOrder, boolean]> = [
+      ['_lastUpdated range', `Observation?_lastUpdated=ge2020-01-01&_count=${PAGE}`, lastUpdated, true],
+      ['_sort=-_lastUpdated', `Observation?_sort=-_lastUpdated&_count=${PAGE}`, lastUpdated, true],
+      ['plain type search (default order, newest first)', `Observation?_count=${PAGE}`, lastUpdated, true],
+      // the index walked backwards (ties by id descending: filter-builder.ts buildSort)
+      [
+        '_sort=_lastUpdated (oldest first)',
+        `Observation?_sort=_lastUpdated&_count=${PAGE}`,
+        lastUpdated,
+        true,
+      ],
+      ['_sort=_id', `Observation?_sort=_id&_count=${PAGE}`, keyOrder, false],
+      ['_sort=-_id', `Observation?_sort=-_id&_count=${PAGE}`, keyOrder, false],
     ];
-    for (const [name, path] of cases) {
+    for (const [name, path, indexes, sortAssertedOn0108] of cases) {
       it(name, async () => {
-        for (const [credential, index] of [
-          ['user', 'user_type_lastUpdated'],
-          ['client', 'type_lastUpdated'],
-        ] as const) {
+        for (const [credential, index] of indexes) {
           const reports = await plansOf(getOk(`/r4/${path}`, credentialHeaders(fixture, credential)));
           const pages = pageQuery(reports);
           expect(pages.length).toBe(1);
           expect(pages[0].indexes).toContain(index);
-          expect(sortsInMemory(pages[0])).toBe(sortsEveryMatch);
+          // 0.108 sorts the lastUpdated pages; whether it sorts a primary key read is left open
+          if (!sortsEveryMatch || sortAssertedOn0108) expect(sortsInMemory(pages[0])).toBe(sortsEveryMatch);
           // read in order, the page stops after its size (+1 that tells a next page exists)
           if (!sortsEveryMatch) {
             const keys = await keysRead(t.connection, pages[0].query);
             expect(keys).toBeGreaterThan(0);
             expect(keys).toBeLessThanOrEqual(PAGE + 1);
           }
-          // the counts that find the newest window of lastUpdated (and the total) read that index too
+          // the counts (the total; on 0.108 those that find the newest window) read that index too
           const counts = reports.filter((r) => r.query.collection === 'resources' && !pages.includes(r));
           expect(counts.length).toBeGreaterThan(0);
           for (const count of counts) expect(count.indexes).toContain(index);
@@ -172,6 +189,58 @@ describe('query plans: index scans for every hot query (e2e)', () => {
     }
   });
 
+  /**
+   * History pages name their index, which holds the page's order (instance: `vid`; type and system:
+   * `lu` then `_id`, newest first): read in order where the engine can, the page stops after its rows.
+   */
+  describe('history pages: their index, read in order where the engine can', () => {
+    const sortsEveryMatch = process.env.TEST_DB_ORDERED_INDEXES === 'no';
+    const PAGE = 5;
+    const cases: Array<[string, (f: HotPathFixture) => string, { user: string; client: string }]> = [
+      [
+        'instance history',
+        (f) => `/r4/Patient/${f.record.patientId}/_history?_count=${PAGE}`,
+        { user: 'resource_versions', client: 'resource_versions' },
+      ],
+      [
+        'type history',
+        () => `/r4/Observation/_history?_count=${PAGE}`,
+        { user: 'user_type_history_ordered', client: 'type_history_ordered' },
+      ],
+      [
+        'type history since an instant',
+        () => `/r4/Observation/_history?_since=2020-01-01T00:00:00Z&_count=${PAGE}`,
+        { user: 'user_type_history_ordered', client: 'type_history_ordered' },
+      ],
+      [
+        'system history',
+        () => `/r4/_history?_count=${PAGE}`,
+        { user: 'user_system_history_ordered', client: 'system_history_ordered' },
+      ],
+    ];
+    for (const [name, path, indexes] of cases) {
+      it(name, async () => {
+        for (const credential of ['user', 'client'] as const) {
+          const reports = await plansOf(getOk(path(fixture), credentialHeaders(fixture, credential)));
+          const pages = reports.filter(
+            ({ query }) =>
+              query.collection === 'resource_history' &&
+              Array.isArray(query.command.pipeline) &&
+              (query.command.pipeline as object[]).some((stage) => '$sort' in stage),
+          );
+          expect(pages.length).toBe(1);
+          expect(pages[0].indexes).toContain(indexes[credential]);
+          if (!sortsEveryMatch) {
+            expect(sortsInMemory(pages[0])).toBe(false);
+            const keys = await keysRead(t.connection, pages[0].query);
+            expect(keys).toBeGreaterThan(0);
+            expect(keys).toBeLessThanOrEqual(PAGE + 1);
+          }
+        }
+      });
+    }
+  });
+
   it("a user's _lastUpdated range can run on the user's own index", async () => {
     const reports = await plansOf(getOk('/r4/Observation?_lastUpdated=ge2020-01-01', userAuth()));
     await expectServedBy(reports, 'user_type_lastUpdated');
@@ -208,6 +277,29 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       await plansOf(() =>
         planner.plan(ctx, { ...scope, kind: 'patient', types: null, patients: [record.patientId] }, 50),
       );
+    });
+
+    it('export files stream in key order: the key-order index, no SORT where the engine reads indexes in order', async () => {
+      const sortsEveryMatch = process.env.TEST_DB_ORDERED_INDEXES === 'no';
+      const exportPath = HOT_PATHS.find((path) => path.name === 'export manifest and a file')!;
+      for (const [credential, index] of [
+        ['user', 'user_type'],
+        ['client', '_id_'],
+      ] as const) {
+        const reports = await plansOf(() => exportPath.run(fixture, credentialHeaders(fixture, credential)));
+        // the file's cursor: the stored JSON of a key range, in key order (the driver sends the sort as a Map)
+        const files = reports.filter(
+          ({ query }) =>
+            query.collection === 'resources' &&
+            query.command.find !== undefined &&
+            JSON.stringify(query.command.projection) === '{"_id":0,"json":1}',
+        );
+        expect(files.length).toBeGreaterThan(0);
+        for (const file of files) {
+          expect(file.indexes).toContain(index);
+          if (!sortsEveryMatch) expect(sortsInMemory(file)).toBe(false);
+        }
+      }
     });
 
     it('directory search (filter and sort_name order; the version read and the copy rebuild)', async () => {

@@ -15,7 +15,8 @@ import { ResourceStorage } from '../src/storage/resource-storage';
  * A store created by an earlier release carries that release's indexes: at start-up the current
  * list is built and the retired ones go (each index costs every write). The references were two
  * indexes, by type `{v,c,t,idx.ref}` and across types `{v,c,idx.ref}`; one `{v,c,idx.ref,t}` now
- * serves both, and the searches that used either answer the same on it.
+ * serves both, and the searches that used either answer the same on it. The type and system
+ * history indexes lacked the page's `_id` tie-break.
  */
 describe('resource indexes of an earlier layout (e2e)', () => {
   let t: TestApp;
@@ -63,6 +64,36 @@ describe('resource indexes of an earlier layout (e2e)', () => {
     expect(names).not.toContain('search_ref_any_type');
     const [index] = (await resources().indexes()).filter((i) => i.name === 'search_references');
     expect(Object.keys(index.key)).toEqual(['v', 'c', 'idx.ref', 't']);
+  });
+
+  it('start-up replaces the history indexes without the _id tie-break with those holding the page order', async () => {
+    const history = t.connection.collection('resource_history');
+    const earlier: Array<[string, string, Record<string, 1 | -1>]> = [
+      ['user_type_history_ordered', 'user_type_history', { v: 1, c: 1, u: 1, t: 1, lu: -1 }],
+      ['type_history_ordered', 'type_history', { v: 1, c: 1, t: 1, lu: -1 }],
+      ['user_system_history_ordered', 'user_system_history', { v: 1, c: 1, u: 1, lu: -1 }],
+      ['system_history_ordered', 'system_history', { v: 1, c: 1, lu: -1 }],
+    ];
+    for (const [today, before, key] of earlier) {
+      await history.dropIndex(today);
+      await history.createIndex(key, { name: before });
+    }
+
+    await t.app.get(ResourceStorage).onModuleInit();
+
+    const indexes = await history.indexes();
+    const names = indexes.map((index) => index.name);
+    for (const [today, before, key] of earlier) {
+      expect(names).toContain(today);
+      expect(names).not.toContain(before);
+      const [index] = indexes.filter((i) => i.name === today);
+      expect(Object.entries(index.key)).toEqual([...Object.entries(key), ['_id', -1]]);
+    }
+    const page = await request(t.server)
+      .get('/r4/_history?_count=2')
+      .set(bearer(alice.access_token))
+      .expect(200);
+    expect(page.body.entry).toHaveLength(2);
   });
 
   it('serves a typed reference search, a compartment search and $everything', async () => {

@@ -5,6 +5,7 @@ import type { HistoryDoc } from './documents';
 import { ResourceStorage } from './resource-storage';
 import type { Conditions } from './tenant-scope';
 import { findWithinBudget } from './page-budget';
+import { HISTORY_PAGE_INDEXES } from './indexes';
 
 /** Which versions a history page holds (https://hl7.org/fhir/R4/http.html#history). */
 export interface HistoryWindow {
@@ -26,9 +27,21 @@ export interface HistoryPage {
 }
 
 /**
+ * The index of a type or system history page: the user's own for a user's context, the client's
+ * otherwise, each holding the page's order (`lu` then `_id`, newest first: indexes.ts).
+ */
+function historyIndexOf(ctx: TenantContext, type: string | undefined): string {
+  const user = ctx.userId !== null;
+  if (type === undefined) return user ? HISTORY_PAGE_INDEXES.userSystem : HISTORY_PAGE_INDEXES.system;
+  return user ? HISTORY_PAGE_INDEXES.userType : HISTORY_PAGE_INDEXES.type;
+}
+
+/**
  * Reads of the `resource_history` collection for the history interactions (docs/storage.md).
- * Type and system history are range scans on the (v, c, [u,] t, lu) indexes declared in
- * src/storage/indexes.ts; instance history on (rk, vid). Every query runs on `scoped(ctx)`.
+ * Type and system history are range scans on the (v, c, [u,] [t,] lu, _id) indexes declared in
+ * src/storage/indexes.ts; instance history on (rk, vid). Each page names its index: where the
+ * engine walks it in order the page stops after its rows (DocumentDB's planner would otherwise
+ * cost a bitmap scan and a sort lower on a small range). Every query runs on `scoped(ctx)`.
  */
 @Injectable()
 export class HistoryRepository {
@@ -61,7 +74,11 @@ export class HistoryRepository {
     const history = this.storage.scoped(ctx).history;
     const filter = history.where({ rk: key }, this.windowFilter(window));
     const [{ docs: rows }, total] = await Promise.all([
-      findWithinBudget(ctx, history, filter, { ...page, sort: { vid: -1 } }),
+      findWithinBudget(ctx, history, filter, {
+        ...page,
+        sort: { vid: -1 },
+        hint: HISTORY_PAGE_INDEXES.instance,
+      }),
       history.countDocuments(filter),
     ]);
     return { rows, total };
@@ -91,7 +108,11 @@ export class HistoryRepository {
       { ...(type ? { t: type } : {}), ...this.windowFilter(window) },
     );
     const [{ docs: rows }, total] = await Promise.all([
-      findWithinBudget(ctx, history, filter, { ...page, sort: { lu: -1, _id: -1 } }),
+      findWithinBudget(ctx, history, filter, {
+        ...page,
+        sort: { lu: -1, _id: -1 },
+        hint: historyIndexOf(ctx, type),
+      }),
       history.countDocuments(filter),
     ]);
     return { rows, total };

@@ -11,6 +11,13 @@ import { indexSpecs } from './search/search-indexes';
 export const USER_TYPE_INDEX = 'user_type';
 
 /**
+ * The primary key (`${v}|${c}|${t}|${id}`, every engine's own `_id` index): within one type of a
+ * client it is in `id` order, so a client's `_sort=_id` page and export files read it bounded by
+ * the type's key space (key-space.ts); a user's read the user's `USER_TYPE_INDEX` instead.
+ */
+export const KEY_INDEX = '_id_';
+
+/**
  * Type and lastUpdated, newest first: the default order of a search, `_lastUpdated` ranges, export
  * ranges, purge `_before`. A search names the client-wide one; the repository runs a user's search on
  * the user's own (`forContext`).
@@ -29,14 +36,38 @@ export const resourceIndexes = (fullText: boolean): readonly mongo.IndexDescript
   ...indexSpecs(fullText),
 ];
 
+/**
+ * The history page indexes (history.repository.ts names one for each page): instance history in
+ * version order; type and system history, per user and client-wide, newest first with `_id` as the
+ * tie-break, the page's own order `{lu: -1, _id: -1}`, so an engine that walks an index in order
+ * stops after the page instead of sorting the range's rows.
+ */
+export const HISTORY_PAGE_INDEXES = {
+  instance: 'resource_versions',
+  userType: 'user_type_history_ordered',
+  type: 'type_history_ordered',
+  userSystem: 'user_system_history_ordered',
+  system: 'system_history_ordered',
+} as const;
+
 export const HISTORY_INDEXES: readonly mongo.IndexDescription[] = [
-  { key: { rk: 1, vid: -1 }, name: 'resource_versions' },
-  // type and system history: per user, and client-wide on reads
-  { key: { v: 1, c: 1, u: 1, t: 1, lu: -1 }, name: 'user_type_history' },
-  { key: { v: 1, c: 1, t: 1, lu: -1 }, name: 'type_history' },
-  { key: { v: 1, c: 1, u: 1, lu: -1 }, name: 'user_system_history' },
-  { key: { v: 1, c: 1, lu: -1 }, name: 'system_history' },
+  { key: { rk: 1, vid: -1 }, name: HISTORY_PAGE_INDEXES.instance },
+  { key: { v: 1, c: 1, u: 1, t: 1, lu: -1, _id: -1 }, name: HISTORY_PAGE_INDEXES.userType },
+  { key: { v: 1, c: 1, t: 1, lu: -1, _id: -1 }, name: HISTORY_PAGE_INDEXES.type },
+  { key: { v: 1, c: 1, u: 1, lu: -1, _id: -1 }, name: HISTORY_PAGE_INDEXES.userSystem },
+  { key: { v: 1, c: 1, lu: -1, _id: -1 }, name: HISTORY_PAGE_INDEXES.system },
   // Purge: every version of a batch of removed resources (`rk ∈ keys` within the user), and the
   // user's rows left without a current document, in resource-key order.
   { key: { v: 1, c: 1, u: 1, rk: 1 }, name: 'user_history' },
+];
+
+/**
+ * History indexes of earlier releases, dropped at start-up (each costs every write): the type and
+ * system history indexes without the `_id` tie-break, which left every page a sort of its range.
+ */
+export const RETIRED_HISTORY_INDEXES: readonly string[] = [
+  'user_type_history',
+  'type_history',
+  'user_system_history',
+  'system_history',
 ];

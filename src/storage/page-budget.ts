@@ -51,19 +51,18 @@ export async function findWithinBudget<T extends TenantDocument & { json?: strin
   ctx: TenantContext,
   collection: ScopedCollection<T>,
   filter: ScopedFilter<T>,
-  page: { sort: Record<string, 1 | -1>; skip: number; limit: number; maxBytes: number },
+  page: { sort: Record<string, 1 | -1>; skip: number; limit: number; maxBytes: number; hint?: string },
 ): Promise<{ docs: T[]; cut: boolean }> {
+  // `$limit` of skip + limit before `$skip` (as a search page): DocumentDB keeps only that many in a
+  // top-N sort, or stops there reading an index in order; a `$skip` first makes it sort every row.
+  const stages: object[] = [{ $sort: page.sort }, { $limit: page.skip + page.limit }];
+  if (page.skip > 0) stages.push({ $skip: page.skip });
+  stages.push({ $addFields: { size: JSON_SIZE, json: inlineJsonUpTo(page.maxBytes, page.limit) } });
   const rows = await collection
-    .aggregate<T & { size: number }>(
-      filter,
-      [
-        { $sort: page.sort },
-        { $skip: page.skip },
-        { $limit: page.limit },
-        { $addFields: { size: JSON_SIZE, json: inlineJsonUpTo(page.maxBytes, page.limit) } },
-      ],
-      { enableUtf8Validation: false },
-    )
+    .aggregate<T & { size: number }>(filter, stages, {
+      enableUtf8Validation: false,
+      ...(page.hint === undefined ? {} : { hint: page.hint }),
+    })
     .toArray();
   const kept = rows.slice(
     0,

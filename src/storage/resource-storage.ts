@@ -6,7 +6,8 @@ import type { Settings } from '../config/settings';
 import { ensureIndexes } from '../database/ensure-indexes';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { HISTORY_COLLECTION, type HistoryDoc, RESOURCES_COLLECTION, type ResourceDoc } from './documents';
-import { HISTORY_INDEXES, resourceIndexes } from './indexes';
+import { probeIndexOrder } from './index-order';
+import { HISTORY_INDEXES, resourceIndexes, RETIRED_HISTORY_INDEXES } from './indexes';
 import { retiredIndexNames } from './search/search-indexes';
 import { historyCondition, readCondition } from './smart-access';
 import { ScopedCollection } from './tenant-scope';
@@ -33,6 +34,8 @@ export interface UnscopedStore {
  */
 @Injectable()
 export class ResourceStorage implements OnModuleInit {
+  private inOrder = false;
+
   constructor(
     @InjectConnection() private readonly connection: Connection,
     @Inject(SETTINGS) private readonly settings: Pick<Settings, 'fullText' | 'urls'>,
@@ -69,6 +72,14 @@ export class ResourceStorage implements OnModuleInit {
     };
   }
 
+  /**
+   * Whether the engine reads the composite indexes in key order (index-order.ts, probed at
+   * start-up): a sorted page served by an index then stops after its rows.
+   */
+  get readsIndexesInOrder(): boolean {
+    return this.inOrder;
+  }
+
   unscoped(): UnscopedStore {
     return { resources: this.resources, history: this.history };
   }
@@ -77,10 +88,17 @@ export class ResourceStorage implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     await ensureIndexes(this.resources, resourceIndexes(this.settings.fullText));
     await ensureIndexes(this.history, HISTORY_INDEXES);
-    // Every index costs each write: those of an earlier search-index layout, or of full text when
-    // it is off, go (`store reindex` rebuilds the entries of stored resources in the current layout).
-    const present = new Set((await this.resources.indexes()).map((index) => index.name));
-    for (const name of retiredIndexNames(this.settings.fullText))
-      if (present.has(name)) await this.resources.dropIndex(name);
+    // Every index costs each write: those of an earlier layout (search entries, history pages), or
+    // of full text when it is off, go (`store reindex` rebuilds the entries of stored resources in
+    // the current layout).
+    await dropPresent(this.resources, retiredIndexNames(this.settings.fullText));
+    await dropPresent(this.history, RETIRED_HISTORY_INDEXES);
+    this.inOrder = await probeIndexOrder(this.resources);
   }
+}
+
+/** Drops those of `names` the collection has. */
+async function dropPresent(collection: mongo.Collection<any>, names: readonly string[]): Promise<void> {
+  const present = new Set((await collection.indexes()).map((index) => index.name));
+  for (const name of names) if (present.has(name)) await collection.dropIndex(name);
 }

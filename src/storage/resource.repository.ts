@@ -7,7 +7,8 @@ import type { HistoryDoc, ResourceDoc } from './documents';
 import { ResourceStorage, type TenantStore } from './resource-storage';
 import { byIds, findScoped, WITHOUT_INDEX } from './scoped-lookups';
 import { type Filter, type ScopedFilter } from './tenant-scope';
-import { LAST_UPDATED_INDEX, USER_LAST_UPDATED_INDEX } from './indexes';
+import { KEY_INDEX, LAST_UPDATED_INDEX, USER_LAST_UPDATED_INDEX } from './indexes';
+import { keyOrderIndex, typeKeySpace } from './key-space';
 import { luBounds, newestWindowStart, type LuRange } from './search/newest-window';
 import { mergeInOrder, typesToMerge } from './search/per-type-pages';
 
@@ -101,12 +102,13 @@ function typeCountOf(row: TypeCountRow): TypeCount {
 }
 
 /**
- * The index a search runs on in this context: one user's search in lastUpdated order reads the
- * user's own lastUpdated index (a client-wide one would hold every user's entries, each tested for
- * `u` on its stored document).
+ * The index a search runs on in this context: one user's search in lastUpdated or key order reads
+ * the user's own index (a client-wide one would hold every user's entries, each tested for `u` on
+ * its stored document).
  */
 function forContext(ctx: TenantContext, hint: string | undefined): { hint?: string } {
   if (hint === undefined) return {};
+  if (hint === KEY_INDEX) return { hint: keyOrderIndex(ctx) };
   return { hint: hint === LAST_UPDATED_INDEX && ctx.userId !== null ? USER_LAST_UPDATED_INDEX : hint };
 }
 
@@ -206,9 +208,10 @@ export class ResourceRepository {
     const types = options.hint === LAST_UPDATED_INDEX ? typesToMerge(filter, sort) : undefined;
     if (types) return this.mergedPage<T>(ctx, filter, types, { ...options, skip, sort }, bson);
     const hint = forContext(ctx, options.hint);
-    const matches = newestFirst(sort, options.hint)
-      ? await this.newestWindow(ctx, filter, skip + options.limit, hint)
-      : filter;
+    // Where the engine walks the index in order the page stops after its rows by itself: the
+    // window's counts would only come on top (docs/storage.md "Sorted pages", measured).
+    const windowed = newestFirst(sort, options.hint) && !this.storage.readsIndexesInOrder;
+    const matches = windowed ? await this.newestWindow(ctx, filter, skip + options.limit, hint) : filter;
     // `$limit` of skip + limit before `$skip`: DocumentDB then keeps only that many in a top-N sort
     // (a `$skip` first makes it sort every match, spilling to disk); MongoDB does this by itself.
     const stages: object[] = [{ $sort: sort }, { $limit: skip + options.limit }];
@@ -373,6 +376,12 @@ export class ResourceRepository {
         : options.type
           ? { t: { $in: [...options.type] } }
           : {};
+    const t = type.t ?? conditions.t;
+    if (options.hint === KEY_INDEX && typeof t === 'string') {
+      // read in key order: the type's key space bounds the primary key's scan (key-space.ts)
+      const { prefix, end } = typeKeySpace(ctx, version, t);
+      conditions.$and = [...(conditions.$and ?? []), { _id: { $gte: prefix, $lt: end } }];
+    }
     // the tenant, version and type win over anything `conditions` says
     return this.scoped(ctx).resources.where({ ...conditions, v: version, ...type }, { del: false });
   }

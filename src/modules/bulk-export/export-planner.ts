@@ -3,12 +3,12 @@ import { FhirVersion, OperationOutcomeError, patientCompartmentParams, resourceT
 import { TenantContext } from '../../tenancy/tenant-context';
 import { KeyUnit, packFiles } from './export-file-plan';
 import { ExportKind, PlannedFile } from './export-jobs.repository';
+import { typeKeySpace } from '../../storage/key-space';
 import {
   ExportResourcesRepository,
   PrefixCount,
   TypeSelection,
   TypesSelection,
-  typeKeySpace,
 } from './export-resources.repository';
 import { groupPatientIds } from './group-members';
 

@@ -3,6 +3,7 @@ import { escapeRegex, resourceKey, type FhirVersion } from '@app/fhir';
 import { LONG_CURSOR } from '../../database/ensure-indexes';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { ResourceDoc } from '../../storage/documents';
+import { keyOrderIndex, typeKeySpace } from '../../storage/key-space';
 import { ResourceStorage } from '../../storage/resource-storage';
 import type { Conditions, ScopedCollection, ScopedFilter } from '../../storage/tenant-scope';
 import type { LineSource } from './ndjson-response';
@@ -60,13 +61,6 @@ export interface PrefixCount {
   count: number;
 }
 
-/** The key prefix of a type (`${v}|${c}|${t}|`) and the bound every key of the type sorts below. */
-export function typeKeySpace(ctx: TenantContext, v: FhirVersion, t: string): { prefix: string; end: string } {
-  const prefix = resourceKey(v, ctx.clientId, t, '');
-  // '|' + 1 = '}': every key of the type sorts below it
-  return { prefix, end: `${prefix.slice(0, -1)}}` };
-}
-
 /**
  * The `_id` range of one file: keys of this client's resources of the type (the key's prefix) within
  * the file's bounds. The prefix bound lets the engine walk the `_id` index.
@@ -95,6 +89,15 @@ function mergeByType(first: readonly PrefixCount[], second: readonly PrefixCount
     ...first.filter((row) => row.t === t),
     ...second.filter((row) => row.t === t),
   ]);
+}
+
+/**
+ * A file's keys read in key order from the first row on (streamed, no sort of the file first): the
+ * key-order index of the context. A compartment's files are left to the planner: their references
+ * select few resources of a large type, which the reference index finds and sorts.
+ */
+function inKeyOrder(ctx: TenantContext, s: TypeSelection): { hint?: string } {
+  return s.compartment ? {} : { hint: keyOrderIndex(ctx) };
 }
 
 function isTypeSelection(s: TypeSelection | TypesSelection): s is TypeSelection {
@@ -207,6 +210,7 @@ export class ExportResourcesRepository {
     const cursor = this.resources(ctx)
       .find(this.selectionFilter(ctx, s, { _id: { $gte: within.from, $lt: within.to } }), {
         projection: { _id: 1 },
+        ...inKeyOrder(ctx, s),
         ...LONG_CURSOR,
       })
       .sort({ _id: 1 })
@@ -234,7 +238,7 @@ export class ExportResourcesRepository {
   openFileLines(ctx: TenantContext, s: TypeSelection, range: KeyRange): LineSource {
     const bounded = this.selectionFilter(ctx, s, { _id: keyBounds(ctx, s, range) });
     const cursor = this.resources(ctx)
-      .find(bounded, { projection: { _id: 0, json: 1 }, raw: true, ...LONG_CURSOR })
+      .find(bounded, { projection: { _id: 0, json: 1 }, raw: true, ...inKeyOrder(ctx, s), ...LONG_CURSOR })
       .sort({ _id: 1 })
       // A download holds one batch of stored JSON at a time (about a megabyte), so N parallel
       // downloads do not grow the server by N × tens of megabytes.

@@ -180,7 +180,17 @@ describe('buildFilter', () => {
     // lastUpdated order bounded by nothing else.
     expect(index('Observation', { _lastUpdated: 'ge2020', 'code:missing': 'true' })).toBeUndefined();
     expect(index('Patient', { _id: 'p1' })).toBeUndefined();
-    expect(index('Patient', { _sort: '_id' })).toBeUndefined();
+  });
+
+  it('names the primary key for one type in _id order bounded by nothing else', () => {
+    const index = (type: string | undefined, query: Record<string, string | string[]>) =>
+      built(type, query).index;
+    expect(index('Patient', { _sort: '_id' })).toBe('_id_');
+    expect(index('Patient', { _sort: '-_id,birthdate' })).toBe('_id_');
+    // a clause of its own, or several types: not the key's order alone
+    expect(index('Patient', { _sort: '_id', name: 'jo' })).toBe('search_str');
+    expect(index('Patient', { _sort: '_id', _lastUpdated: 'ge2020' })).toBeUndefined();
+    expect(index(undefined, { _type: 'Patient,Observation', _sort: '_id' })).toBeUndefined();
   });
 
   it('names the lastUpdated index for one type in lastUpdated order bounded by nothing else', () => {
@@ -260,6 +270,25 @@ describe('buildFilter', () => {
       lu: -1,
       id: 1,
     });
+  });
+
+  it('the id ends a sort against the direction of the key before it: an index (key desc, id asc) serves both ways', () => {
+    expect(built('Observation', { _sort: '-date' }).sort).toEqual({ 'idx.srt.date': -1, id: 1 });
+    expect(built('Observation', { _sort: 'date' }).sort).toEqual({ 'idx.srt.date': 1, id: -1 });
+    expect(built('Observation', { _sort: '_lastUpdated' }).sort).toEqual({ lu: 1, id: -1 });
+    expect(built('Observation', { _sort: 'date,-_lastUpdated' }).sort).toEqual({
+      'idx.srt.date': 1,
+      lu: -1,
+      id: 1,
+    });
+  });
+
+  it('_id sorts by the key within one type (the id order there), by id across types', () => {
+    expect(built('Patient', { _sort: '_id' }).sort).toEqual({ _id: 1 });
+    expect(built('Patient', { _sort: '-_id' }).sort).toEqual({ _id: -1 });
+    expect(built('Patient', { _sort: '-_id,birthdate' }).sort).toEqual({ _id: -1 });
+    expect(built('Patient', { _sort: 'birthdate,_id' }).sort).toEqual({ 'idx.srt.birthdate': 1, _id: 1 });
+    expect(built(undefined, { _type: 'Patient,Observation', _sort: '_id' }).sort).toEqual({ id: 1 });
   });
 
   it('system search filters on _type', () => {

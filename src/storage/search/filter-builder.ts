@@ -1,7 +1,7 @@
 import { clauseCondition, type Filter } from './filter-clauses';
 import type { ParsedSearch, SearchClause } from '@app/fhir/search/parsed-search';
 import { INDEX_NAMES } from './search-indexes';
-import { LAST_UPDATED_INDEX } from '../indexes';
+import { KEY_INDEX, LAST_UPDATED_INDEX } from '../indexes';
 import { escapeRegex } from '@app/fhir/search/text-normalization';
 
 /**
@@ -65,7 +65,7 @@ function subQueryFilter(types: readonly string[], clause: SearchClause, now: Dat
   return { t: types.length === 1 ? types[0] : { $in: [...types] }, ...NOT_DELETED, $and: conditions };
 }
 
-const SORT_FIELDS: Readonly<Record<string, string>> = { _id: 'id', _lastUpdated: 'lu' };
+const SORT_FIELDS: Readonly<Record<string, string>> = { _lastUpdated: 'lu' };
 
 /**
  * Index of a clause's condition, by how few resources such a clause usually matches: a reference
@@ -96,7 +96,21 @@ function indexFor(parsed: ParsedSearch): string | undefined {
   for (const [index, serves] of INDEX_BY_SELECTIVITY) if (indexable.some(serves)) return index;
   if (parsed.chains.length > 0) return INDEX_NAMES.ref;
   if (parsed.content.length > 0) return INDEX_NAMES.txt;
+  if (inKeyOrder(parsed)) return KEY_INDEX;
   return inLastUpdatedOrder(parsed) ? LAST_UPDATED_INDEX : undefined;
+}
+
+/**
+ * One type sorted by `_id` and bounded by nothing else: the primary key holds that order (the
+ * repository bounds the read to the type's key space, a user's runs on the user's own index).
+ */
+function inKeyOrder(parsed: ParsedSearch): boolean {
+  return (
+    typeof parsed.type === 'string' &&
+    parsed.clauses.length === 0 &&
+    parsed.has.length === 0 &&
+    parsed.sort[0]?.param === '_id'
+  );
 }
 
 /**
@@ -116,12 +130,23 @@ function inLastUpdatedOrder(parsed: ParsedSearch): boolean {
   );
 }
 
-/** `_sort` → MongoDB sort; default newest first; `id` always last so that paging is stable. */
+/**
+ * `_sort` → MongoDB sort; default newest first. The id always ends it so that paging is stable, in
+ * the direction opposite to the key before it: the indexes hold (key descending, id ascending), so
+ * a descending sort reads one forwards and an ascending one backwards, both in index order. Within
+ * one type `_id` is the key in id order (`${v}|${c}|${t}|${id}`): the primary key serves it.
+ */
 function buildSort(parsed: ParsedSearch): Record<string, 1 | -1> {
   const sort: Record<string, 1 | -1> = {};
   const keys = parsed.sort.length > 0 ? parsed.sort : [{ param: '_lastUpdated', descending: true }];
-  for (const key of keys) sort[SORT_FIELDS[key.param] ?? `idx.srt.${key.param}`] = key.descending ? -1 : 1;
-  if (!('id' in sort)) sort.id = 1;
+  const idField = typeof parsed.type === 'string' ? '_id' : 'id';
+  for (const key of keys) {
+    const field = key.param === '_id' ? idField : (SORT_FIELDS[key.param] ?? `idx.srt.${key.param}`);
+    sort[field] = key.descending ? -1 : 1;
+    // unique: a key after it orders nothing, and would keep the primary key from serving the sort
+    if (field === '_id') break;
+  }
+  if (!('id' in sort) && !('_id' in sort)) sort.id = sort[Object.keys(sort).pop()!] === -1 ? 1 : -1;
   return sort;
 }
 

@@ -1,7 +1,8 @@
 /**
  * Newest-first pages without sorting every match (docs/storage.md "Sorted pages").
  *
- * DocumentDB in this kit does not read an index in its order: a page of a search in lastUpdated
+ * Only on engines that do not read an index in its order (DocumentDB 0.108, the distributed kit;
+ * ResourceStorage.readsIndexesInOrder says which): there a page of a search in lastUpdated
  * order (a plain type search, `_lastUpdated` ranges) fetches and sorts every match, so the first
  * page of a user's 10,000 Observations costs as much as reading all of them. A two-sided range on
  * `lu` is bounded in the lastUpdated index, though, and costs what lies inside it. So the page

@@ -45,7 +45,7 @@ const LAYERS: ReadonlyArray<[string, RegExp, 'url' | 'name']> = [
   ],
   ['admission (slot, lane, charges, credentials)', /src\/admission\//, 'url'],
   ['tenant guard (non-FHIR form)', /tenancy\/tenant\.guard/, 'url'],
-  ['middleware: request id', /^(requestIdMiddleware|requestId)$/, 'name'],
+  ['middleware: request id, request logs', /src\/logging\/request-logs/, 'url'],
   ['middleware: URL length, Cache-Control', /common\/response-hygiene|fhir-http\/fhir-route-state/, 'url'],
   ['middleware: helmet', /node_modules\/helmet\//, 'url'],
   ['middleware: CORS', /common\/cors/, 'url'],
@@ -62,7 +62,7 @@ const LAYERS: ReadonlyArray<[string, RegExp, 'url' | 'name']> = [
   ],
   [
     'reply (serialisation, ETag, headers, charge, shaping)',
-    /fhir-http\/(fhir-reply|reply-presenter|resource-shaping)/,
+    /fhir-http\/(fhir-reply|fhir-express-adapter|reply-presenter|resource-shaping)/,
     'url',
   ],
   ['parameter decorators', /fhir-http\/fhir-params|use-tenant\.decorator/, 'url'],

@@ -159,6 +159,67 @@ describe('FHIR HTTP layer (e2e)', () => {
     });
   });
 
+  describe('the reply as written', () => {
+    const create = (resource: object, prefer?: string) => {
+      const post = request(t.server)
+        .post('/r4/Patient')
+        .set(bearer(user.access_token))
+        .set('Content-Type', 'application/fhir+json');
+      return (prefer ? post.set('Prefer', prefer) : post).send(JSON.stringify(resource));
+    };
+
+    it('a read declares its length in bytes (UTF-8), its media type with charset, ETag and Last-Modified', async () => {
+      const created = await create({ resourceType: 'Patient', name: [{ family: 'Ünïcødé 患者' }] }).expect(
+        201,
+      );
+      const res = await get(`/r4/Patient/${created.body.id}`).expect(200);
+      expect(res.headers['content-type']).toBe('application/fhir+json; charset=utf-8');
+      expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.text));
+      expect(res.text.length).toBeLessThan(Buffer.byteLength(res.text));
+      expect(res.body.name[0].family).toBe('Ünïcødé 患者');
+      expect(res.headers.etag).toBe('W/"1"');
+      expect(new Date(res.headers['last-modified']).getTime()).not.toBeNaN();
+      // security and cache headers set ahead of the route are kept
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['cache-control']).toBe('private');
+      expect(res.headers['x-request-id']).toBeDefined();
+    });
+
+    it('HEAD answers the headers of the GET without its body; a conditional HEAD → 304', async () => {
+      const got = await get(`/r4/Patient/${patientId}`).expect(200);
+      const head = await request(t.server)
+        .head(`/r4/Patient/${patientId}`)
+        .set(bearer(user.access_token))
+        .expect(200);
+      expect(head.text ?? '').toBe('');
+      for (const name of ['content-type', 'content-length', 'etag', 'last-modified'])
+        expect([name, head.headers[name]]).toEqual([name, got.headers[name]]);
+      await request(t.server)
+        .head(`/r4/Patient/${patientId}`)
+        .set(bearer(user.access_token))
+        .set('If-None-Match', got.headers.etag)
+        .expect(304);
+    });
+
+    it('an answer without a body (Prefer: return=minimal) says Content-Length: 0, and a 304 no media type', async () => {
+      const minimal = await create({ resourceType: 'Patient', gender: 'male' }, 'return=minimal').expect(201);
+      expect(minimal.headers['content-length']).toBe('0');
+      expect(minimal.headers['transfer-encoding']).toBeUndefined();
+      expect(minimal.headers.location).toMatch(/\/r4\/Patient\/[^/]+\/_history\/1$/);
+      const id = /Patient\/([^/]+)\//.exec(minimal.headers.location)![1];
+      const held = await get(`/r4/Patient/${id}`).set('If-None-Match', 'W/"1"').expect(304);
+      expect(held.headers['content-type']).toBeUndefined();
+      expect(held.headers.etag).toBe('W/"1"');
+    });
+
+    it('_pretty=true indents the stored JSON; the same bytes otherwise', async () => {
+      const plain = await get(`/r4/Patient/${patientId}`).expect(200);
+      const pretty = await get(`/r4/Patient/${patientId}?_pretty=true`).expect(200);
+      expect(pretty.text).toBe(JSON.stringify(JSON.parse(plain.text), null, 2));
+      expect(Number(pretty.headers['content-length'])).toBe(Buffer.byteLength(pretty.text));
+    });
+  });
+
   describe('operations by metadata', () => {
     it('Patient/$everything answers POST as GET (a Parameters body or none)', async () => {
       const viaGet = await get(`/r4/Patient/${patientId}/$everything`).expect(200);

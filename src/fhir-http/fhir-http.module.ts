@@ -1,6 +1,5 @@
 import { Global, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { FhirReplyInterceptor } from './fhir-reply.interceptor';
 import { FhirRouteGuard } from './fhir-route.guard';
 import { OperationRegistry } from './operation-registry';
 
@@ -8,7 +7,7 @@ import { OperationRegistry } from './operation-registry';
 @Global()
 @Module({
   imports: [DiscoveryModule],
-  providers: [FhirRouteGuard, FhirReplyInterceptor, OperationRegistry],
-  exports: [FhirRouteGuard, FhirReplyInterceptor, OperationRegistry],
+  providers: [FhirRouteGuard, OperationRegistry],
+  exports: [FhirRouteGuard, OperationRegistry],
 })
 export class FhirHttpModule {}

@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { parseFhirVersion, type FhirVersion } from '@app/fhir';
+import { parseFhirVersion, type FhirVersion, type ResponseFormat } from '@app/fhir';
 import type { RouteLane } from '../admission/request-admission';
 import type { TenantOptions } from '../tenancy/tenant-options';
 
@@ -85,6 +85,8 @@ export interface FhirRouteState {
   version: FhirVersion;
   type?: string;
   id?: string;
+  /** The media type negotiated from `Accept` and `_format` (routes that negotiate). */
+  mediaType?: ResponseFormat;
 }
 
 /**

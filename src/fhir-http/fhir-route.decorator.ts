@@ -1,15 +1,15 @@
-import { applyDecorators, SetMetadata, UseGuards, UseInterceptors } from '@nestjs/common';
+import { applyDecorators, SetMetadata, UseGuards } from '@nestjs/common';
 import { ApiNotAcceptableResponse, ApiNotFoundResponse } from '@nestjs/swagger';
 import { TenantDocs } from '../tenancy/use-tenant.decorator';
 import { FHIR_ROUTE, type FhirRouteOptions } from './fhir-route-state';
-import { FhirReplyInterceptor } from './fhir-reply.interceptor';
 import { FhirRouteGuard } from './fhir-route.guard';
 
 /**
  * Declares a FHIR route, on a handler: the version, type and id of the path are checked once
  * (before the credentials), then the tenant (read or write), its admission and its SMART scopes,
- * all by FhirRouteGuard, and the answer is
- * written by FhirReplyInterceptor; errors answer OperationOutcomes. Take the checked values with
+ * all by FhirRouteGuard, and what the handler returns is
+ * written by `writeFhirReply` (fhir-reply.ts, called by the app's FhirExpressAdapter); errors
+ * answer OperationOutcomes. Take the checked values with
  * `@FhirVersionParam()`, `@FhirTypeParam()`, `@FhirIdParam()`, `@FhirSearchParams()`.
  */
 export function FhirRoute(options: FhirRouteOptions = {}): MethodDecorator {
@@ -17,7 +17,6 @@ export function FhirRoute(options: FhirRouteOptions = {}): MethodDecorator {
   // the credentials, admission and SMART scopes are checked by FhirRouteGuard; Swagger lists the forms
   if (options.tenant !== false) decorators.push(TenantDocs(options.tenant ?? {}));
   decorators.push(
-    UseInterceptors(FhirReplyInterceptor),
     ApiNotFoundResponse({ description: 'unknown FHIR version or resource type (OperationOutcome)' }),
     ApiNotAcceptableResponse({ description: 'XML or another non-JSON format asked for (OperationOutcome)' }),
   );

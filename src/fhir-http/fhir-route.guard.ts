@@ -68,9 +68,9 @@ export class FhirRouteGuard implements CanActivate {
     if (type !== undefined) typeParam(version, type, options.types);
     const id = params.id;
     if (id !== undefined) idParam(id);
-    if (options.negotiate !== false) responseContentType(req, version);
+    const mediaType = options.negotiate === false ? undefined : responseContentType(req, version);
     if (req.method === 'POST' || req.method === 'PUT') checkRequestBody(req, options.body ?? 'any', version);
-    req.fhir = { options, version, type, id };
+    req.fhir = { options, version, type, id, mediaType };
     if (route.tenant === undefined) return true;
     return this.admit(route, route.tenant, req, http.getResponse<Response>(), path);
   }

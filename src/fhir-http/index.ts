@@ -13,3 +13,4 @@ export {
 export type { PatchDocument } from './patch-body';
 export { OperationRegistry, type RegisteredOperation } from './operation-registry';
 export { FhirHttpModule } from './fhir-http.module';
+export { FhirExpressAdapter } from './fhir-express-adapter';

@@ -1,7 +1,7 @@
 import { deletedOutcome, issue, operationOutcome, versionEtag, type FhirVersion } from '@app/fhir';
 import type { FhirResult, StoredVersion } from './results';
 
-/** Status, headers and body of one FHIR answer, as the reply interceptor writes it. */
+/** Status, headers and body of one FHIR answer, as `writeFhirReply` writes it. */
 export interface HttpReply {
   status: number;
   /** JSON text (stored resources are served untouched) or an object to serialise; '' = no body. */

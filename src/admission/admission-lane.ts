@@ -88,28 +88,43 @@ export class AdmissionLane {
     const now = this.tryEnter(clientId);
     if (now !== undefined) return Promise.resolve(now);
     return new Promise<LaneTicket>((resolve, reject) => {
-      const waiter: Waiter = { clientId, queuedAt: this.now(), resolve, reject };
-      if (signal) {
-        if (signal.aborted) return reject(signal.reason as Error);
-        const onAbort = () => {
-          if (this.remove(waiter)) reject(signal.reason as Error);
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-        waiter.resolve = (ticket) => {
-          signal.removeEventListener('abort', onAbort);
+      if (signal?.aborted) return reject(signal.reason as Error);
+      const onAbort = () => {
+        if (leave()) reject(signal!.reason as Error);
+      };
+      const leave = this.wait(
+        clientId,
+        (ticket) => {
+          signal?.removeEventListener('abort', onAbort);
           resolve(ticket);
-        };
-        waiter.reject = (err) => {
-          signal.removeEventListener('abort', onAbort);
+        },
+        (err) => {
+          signal?.removeEventListener('abort', onAbort);
           reject(err);
-        };
-      }
-      const queue = this.queues.get(clientId);
-      if (queue) queue.push(waiter);
-      else this.queues.set(clientId, [waiter]);
-      this.waiting += 1;
-      this.startTimer();
+        },
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
+  }
+
+  /**
+   * Queues a request (after `tryEnter` found no room): `admitted` is called with its slot, or
+   * `refused` with its 429/503, never synchronously. The function returned takes it out of the
+   * queue (the request was given up) and says whether it was still waiting; after it neither is
+   * called. No promise and no AbortController: a busy lane queues every request.
+   */
+  wait(
+    clientId: string,
+    admitted: (ticket: LaneTicket) => void,
+    refused: (err: Error) => void,
+  ): () => boolean {
+    const waiter: Waiter = { clientId, queuedAt: this.now(), resolve: admitted, reject: refused };
+    const queue = this.queues.get(clientId);
+    if (queue) queue.push(waiter);
+    else this.queues.set(clientId, [waiter]);
+    this.waiting += 1;
+    this.startTimer();
+    return () => this.remove(waiter);
   }
 
   /**
@@ -158,9 +173,20 @@ export class AdmissionLane {
         else this.running.set(clientId, left);
         this.runningTotal -= 1;
         this.dispatch();
-        if (this.waiting > 0) this.sweep();
+        if (this.waiting > 0 && this.someWaitIsDue()) this.sweep();
       },
     };
+  }
+
+  /**
+   * Whether `sweep` could end a wait now: each of its rules needs a wait at least as long as the
+   * shortest of shareWaitMs, maxWaitMs and stallMs, and each client's queue starts with its longest
+   * wait. A release checks this (one look per waiting client) instead of walking every waiter.
+   */
+  private someWaitIsDue(): boolean {
+    const due = this.now() - Math.min(this.opts.shareWaitMs, this.opts.maxWaitMs, this.opts.stallMs);
+    for (const queue of this.queues.values()) if (queue[0].queuedAt <= due) return true;
+    return false;
   }
 
   /** Fills free slots: the waiting client with the fewest running requests first. */

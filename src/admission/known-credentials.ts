@@ -5,6 +5,10 @@ import type { IncomingMessage } from 'http';
 /** Credentials remembered (the oldest go first), and for how long after they were last verified. */
 const MAX_CREDENTIALS = 10_000;
 const KEEP_MS = 5 * 60_000;
+/** A caller remembered this recently is not moved up again: one map update a second, not one a request. */
+const REFRESH_MS = 1_000;
+/** The digest of a request's credentials, kept on the request: the early refusal and admission both ask. */
+const DIGEST = Symbol('credential digest');
 
 /**
  * Which caller (client, and user within it) a request's credentials belong to, for credentials the tenant guard verified
@@ -21,8 +25,11 @@ export class KnownCredentials {
   remember(req: IncomingMessage, clientId: string, user: string): void {
     const key = credentialKey(req);
     if (key === undefined) return;
+    const now = Date.now();
+    const known = this.clients.get(key);
+    if (known && known.clientId === clientId && known.user === user && now - known.at < REFRESH_MS) return;
     this.clients.delete(key);
-    this.clients.set(key, { clientId, user, at: Date.now() });
+    this.clients.set(key, { clientId, user, at: now });
     if (this.clients.size > MAX_CREDENTIALS) {
       const oldest = this.clients.keys().next();
       if (!oldest.done) this.clients.delete(oldest.value);
@@ -50,7 +57,15 @@ export interface KnownCaller {
   at: number;
 }
 
-function credentialKey(req: IncomingMessage): string | undefined {
+function credentialKey(req: IncomingMessage & { [DIGEST]?: string | null }): string | undefined {
+  const kept = req[DIGEST];
+  if (kept !== undefined) return kept ?? undefined;
+  const key = digestOf(req);
+  req[DIGEST] = key ?? null;
+  return key;
+}
+
+function digestOf(req: IncomingMessage): string | undefined {
   const { authorization } = req.headers;
   const clientId = req.headers.client_id;
   const secret = req.headers.client_secret;

@@ -66,17 +66,25 @@ export class RequestAdmission {
     return undefined;
   }
 
-  private async wait(clientId: string, lane: AdmissionLane, res: Response): Promise<void> {
-    const gone = new AbortController();
-    const onClose = () => gone.abort(new Error('client closed the connection while waiting'));
-    res.once('close', onClose);
-    let ticket: LaneTicket;
-    try {
-      ticket = await lane.enter(clientId, gone.signal);
-    } finally {
-      res.off('close', onClose);
-    }
-    this.holdUntilAnswered(ticket, res);
+  private wait(clientId: string, lane: AdmissionLane, res: Response): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onClose = () => {
+        if (leave()) reject(new Error('client closed the connection while waiting'));
+      };
+      const leave = lane.wait(
+        clientId,
+        (ticket) => {
+          res.off('close', onClose);
+          this.holdUntilAnswered(ticket, res);
+          resolve();
+        },
+        (err) => {
+          res.off('close', onClose);
+          reject(err);
+        },
+      );
+      res.once('close', onClose);
+    });
   }
 
   private holdUntilAnswered(ticket: LaneTicket, res: Response): void {

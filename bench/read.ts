@@ -5,7 +5,9 @@
  * bench/lib/read-floor-server.ts), then the same point look-ups straight through the driver
  * (`findOne` by `_id` and tenant, without the index entries, as the app reads; 32 in flight, same
  * duration) on the same database, each with its CPU per read (server, engine, load generator);
- * between them a row per variant of the app (READ_VARIANTS: request logs on).
+ * between them a row per variant of the app (READ_VARIANTS: request logs on) and, with
+ * BENCH_READ_BASELINE=<a built checkout>, a row of that other build (an A/B pair on the same data);
+ * BENCH_READ_ROUNDS=n runs the app's rows n times, interleaved (CPU per read over all rounds).
  * The API is served by the real server in its own process (bench/lib/bench-server serveInOwnProcess).
  * Target: API ≥ 0.6 × driver, p99 < 20 ms. Run: npm run bench -- read
  */
@@ -35,6 +37,13 @@ const READ_VARIANTS: ReadonlyArray<[string, Record<string, string>]> =
   process.env.BENCH_READ_VARIANTS === 'none'
     ? []
     : [['HTTP GET, request logs on (LOG_LEVEL=info)', { LOG_LEVEL: 'info' }]];
+/**
+ * Another built checkout of the server (a directory with `dist/src/main.js`, e.g. main before a
+ * change) served as a row of its own between the app's rows: an A/B pair on the same data and load.
+ */
+const BASELINE = process.env.BENCH_READ_BASELINE;
+/** The app's rows (the app, the baseline, the variants) run this many times, interleaved. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_READ_ROUNDS ?? 1));
 
 async function driverReads(
   lookup: (i: number) => Promise<unknown>,
@@ -90,12 +99,46 @@ async function withCpu<T extends { operations: number }>(
 }
 
 /** autocannon against `url` (warm-up first, not counted), with the CPU of the serving process. */
+/** One HTTP row's figures: throughput, latency, answers other than 2xx, CPU per read. */
+interface HttpRun {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  operations: number;
+  cpu: CpuPerOp;
+}
+
+/** Rounds of one row as one: mean throughput, median latencies, CPU per read over all reads. */
+function combined(runs: readonly HttpRun[]): HttpRun {
+  const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const operations = runs.reduce((sum, run) => sum + run.operations, 0);
+  const perRead = (pick: (cpu: CpuPerOp) => number | undefined) => {
+    if (runs.some((run) => pick(run.cpu) === undefined)) return undefined;
+    return runs.reduce((sum, run) => sum + pick(run.cpu)! * run.operations, 0) / Math.max(1, operations);
+  };
+  return {
+    perSecond: runs.reduce((sum, run) => sum + run.perSecond, 0) / runs.length,
+    p50: median(runs.map((run) => run.p50)),
+    p99: median(runs.map((run) => run.p99)),
+    non2xx: runs.reduce((sum, run) => sum + run.non2xx, 0),
+    errors: runs.reduce((sum, run) => sum + run.errors, 0),
+    operations,
+    cpu: {
+      server: perRead((cpu) => cpu.server),
+      engine: perRead((cpu) => cpu.engine),
+      load: perRead((cpu) => cpu.load)!,
+    },
+  };
+}
+
 async function httpReads(
   url: string,
   serverPid: number,
   headers: Record<string, string>,
   paths: () => string,
-): Promise<{ result: autocannon.Result; operations: number; cpu: CpuPerOp }> {
+): Promise<HttpRun> {
   const run = (duration: number) =>
     autocannon({
       url,
@@ -107,7 +150,14 @@ async function httpReads(
   await run(2); // a fresh process compiles its hot paths first
   return withCpu(serverPid, async () => {
     const result = await run(DURATION_S);
-    return { result, operations: result.requests.total };
+    return {
+      perSecond: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      non2xx: result.non2xx,
+      errors: result.errors,
+      operations: result.requests.total,
+    };
   });
 }
 
@@ -166,26 +216,28 @@ export async function benchReads(
   // The servers run in processes of their own, as operators run them: in this process they would
   // share one event loop with the load generator.
   const auth = { Authorization: `Bearer ${user.accessToken}` };
-  const own = await serveInOwnProcess(server);
-  let api: Awaited<ReturnType<typeof httpReads>>;
-  try {
-    api = await httpReads(own.url, own.child!.pid!, auth, path);
-  } finally {
-    await own.stop();
-  }
-  // Variants of the app, each a row: what a setting costs per read. Request logs: the API row runs
-  // at BENCH_LOG_LEVEL (default silent, no request line); operators run at info, one line a request.
-  const variants: Array<{ label: string; run: Awaited<ReturnType<typeof httpReads>> }> = [];
-  for (const [label, env] of READ_VARIANTS) {
-    const variant = await serveInOwnProcess(server, env);
-    try {
-      variants.push({ label, run: await httpReads(variant.url, variant.child!.pid!, auth, path) });
-    } finally {
-      await variant.stop();
+  // The app, the baseline and the variants (what a setting costs per read; request logs: the API
+  // row runs at BENCH_LOG_LEVEL, default silent, no request line; operators run at info, one line a
+  // request), each a row, round after round so that the machine's other load weighs on all alike.
+  const apps: Array<{ label: string; env: Record<string, string>; checkout?: string }> = [
+    { label: 'HTTP GET /r4/Observation/{id}', env: {} },
+    ...(BASELINE ? [{ label: `baseline: ${BASELINE}`, env: {}, checkout: BASELINE }] : []),
+    ...READ_VARIANTS.map(([label, env]) => ({ label, env })),
+  ];
+  const runs = apps.map(() => [] as HttpRun[]);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, app] of apps.entries()) {
+      const own = await serveInOwnProcess(server, app.env, app.checkout);
+      try {
+        runs[i].push(await httpReads(own.url, own.child!.pid!, auth, path));
+      } finally {
+        await own.stop();
+      }
     }
   }
+  const [api, ...variants] = apps.map((app, i) => ({ label: app.label, run: combined(runs[i]) }));
   const floorServer = await startFloor(server, user);
-  let floor: Awaited<ReturnType<typeof httpReads>>;
+  let floor: HttpRun;
   try {
     floor = await httpReads(floorServer.url, floorServer.child.pid!, {}, path);
   } finally {
@@ -208,17 +260,17 @@ export async function benchReads(
     );
     return { ...reads, operations: Math.round(reads.perSecond * DURATION_S) };
   });
-  const httpRow = (label: string, run: typeof api) => ({
+  const httpRow = (label: string, run: HttpRun) => ({
     path: label,
-    'req/s': run.result.requests.average,
-    'p50 ms': run.result.latency.p50,
-    'p99 ms': run.result.latency.p99,
-    non2xx: run.result.non2xx,
-    errors: run.result.errors,
+    'req/s': run.perSecond,
+    'p50 ms': run.p50,
+    'p99 ms': run.p99,
+    non2xx: run.non2xx,
+    errors: run.errors,
     ...cpuCells(run.cpu),
   });
   const rows = [
-    httpRow('HTTP GET /r4/Observation/{id}', api),
+    httpRow(api.label, api.run),
     ...variants.map(({ label, run }) => httpRow(label, run)),
     httpRow('floor: node:http + same findOne', floor),
     {
@@ -231,8 +283,8 @@ export async function benchReads(
       ...cpuCells(driver.cpu),
     },
   ];
-  const ratio = api.result.requests.average / driver.perSecond;
-  const ofFloor = api.result.requests.average / floor.result.requests.average;
+  const ratio = api.run.perSecond / driver.perSecond;
+  const ofFloor = api.run.perSecond / floor.perSecond;
   console.log(
     `\nread — ${server.engine}, ${CONNECTIONS} connections, ${DURATION_S}s, ${stored} documents, ` +
       `load average ${loadavg()
@@ -252,15 +304,15 @@ export async function benchReads(
     observations: ids.length,
     rows,
     summary: [
-      { figure: 'API req/s', value: api.result.requests.average },
-      { figure: 'API p99', value: api.result.latency.p99, unit: 'ms', target: '< 20 ms' },
-      { figure: 'API server CPU / read', value: api.cpu.server ?? 0, unit: 'µs' },
+      { figure: 'API req/s', value: api.run.perSecond },
+      { figure: 'API p99', value: api.run.p99, unit: 'ms', target: '< 20 ms' },
+      { figure: 'API server CPU / read', value: api.run.cpu.server ?? 0, unit: 'µs' },
       ...variants.map(({ label, run }) => ({
         figure: `${label}: server CPU / read`,
         value: run.cpu.server ?? 0,
         unit: 'µs',
       })),
-      { figure: 'floor req/s', value: floor.result.requests.average },
+      { figure: 'floor req/s', value: floor.perSecond },
       { figure: 'floor server CPU / read', value: floor.cpu.server ?? 0, unit: 'µs' },
       { figure: 'driver findOne/s', value: driver.perSecond },
       { figure: 'API / driver', value: ratio, target: '≥ 0.6' },

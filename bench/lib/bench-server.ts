@@ -88,20 +88,26 @@ export async function startBenchServer(
 export async function serveInOwnProcess(
   server: Pick<BenchServer, 'database' | 'dbName' | 'settings'>,
   env: Record<string, string> = {},
+  /** Another built checkout of the server to run (A/B benchmarks); this one by default. */
+  checkout?: string,
 ): Promise<ServerProcess> {
-  buildIfNeeded();
-  const child = new ServerProcess({
-    MONGO_URL: server.database.uri,
-    MONGO_DB: server.dbName,
-    DATA_DIR: resolve(server.settings.dataDir),
-    JWT_ISSUER: server.settings.jwt.issuer,
-    JWT_AUDIENCE: server.settings.jwt.audience,
-    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
-    CLIENT_MAX_CONCURRENT_REQUESTS: '1000',
-    CLIENT_RESPONSE_BYTES_PER_SECOND: '0',
-    DIRECTORY_SEED: 'false',
-    ...env,
-  });
+  if (checkout === undefined) buildIfNeeded();
+  const child = new ServerProcess(
+    {
+      MONGO_URL: server.database.uri,
+      MONGO_DB: server.dbName,
+      DATA_DIR: resolve(server.settings.dataDir),
+      JWT_ISSUER: server.settings.jwt.issuer,
+      JWT_AUDIENCE: server.settings.jwt.audience,
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
+      CLIENT_MAX_CONCURRENT_REQUESTS: '1000',
+      CLIENT_RESPONSE_BYTES_PER_SECOND: '0',
+      DIRECTORY_SEED: 'false',
+      ...env,
+    },
+    undefined,
+    checkout,
+  );
   await child.start();
   return child;
 }

@@ -45,10 +45,15 @@ export class ServerProcess {
   port = 0;
   output = '';
 
-  /** `startTimeoutMs`: a first start that initialises an embedded database takes longer. */
+  /**
+   * `startTimeoutMs`: a first start that initialises an embedded database takes longer. `checkout`:
+   * the built checkout whose `dist/src/main.js` runs (another build of the server, for A/B
+   * benchmarks); this one by default.
+   */
   constructor(
     private readonly env: NodeJS.ProcessEnv,
     private readonly startTimeoutMs = 30_000,
+    private readonly checkout = root,
   ) {}
 
   get url(): string {
@@ -59,8 +64,8 @@ export class ServerProcess {
     this.port = this.port || (await freePort());
     // SERVER_NODE_ARGS: extra node flags for the server only (e.g. `--cpu-prof` when profiling a benchmark).
     const nodeArgs = (process.env.SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    this.child = spawn(process.execPath, [...nodeArgs, join(root, 'dist', 'src', 'main.js')], {
-      cwd: root,
+    this.child = spawn(process.execPath, [...nodeArgs, join(this.checkout, 'dist', 'src', 'main.js')], {
+      cwd: this.checkout,
       env: { ...process.env, ...this.env, PORT: String(this.port), HOST: '127.0.0.1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

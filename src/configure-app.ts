@@ -1,4 +1,5 @@
 import { NestExpressApplication } from '@nestjs/platform-express';
+import type { Request, Response } from 'express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { json, urlencoded } from 'body-parser';
 import helmet from 'helmet';
@@ -11,11 +12,19 @@ import { narrativesInSlices } from './admission/narratives-in-slices';
 import { ClientAuthenticator } from './modules/auth/rate-limit/client-authenticator';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
 import { fhirBodyGuard, verifyUtf8 } from './common/body-hygiene';
-import { answerParserErrors, cacheControl, urlLengthLimit } from './common/response-hygiene';
+import {
+  answerParserErrors,
+  cacheControl,
+  forRequestBodies,
+  headerBlocks,
+  recordedHeaders,
+  urlLengthLimit,
+} from './common/response-hygiene';
 import { Settings } from './config/settings';
 import { corsMiddleware } from './common/cors';
 import { ClientsService } from './modules/auth/clients/clients.service';
-import { requestIdMiddleware } from './logging/logging.module';
+import { REQUEST_LOGS } from './logging/logging.module';
+import type { RequestLogs } from './logging/request-logs';
 import { SECURITY } from './tenancy/security-schemes';
 
 function setupSwagger(app: NestExpressApplication, settings: Settings): void {
@@ -54,7 +63,8 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
       formBody,
     }),
   );
-  app.use(requestIdMiddleware);
+  // the request's id, and its log line when the level logs requests
+  app.use(app.get<RequestLogs>(REQUEST_LOGS));
   // No content-hash ETags from Express: an ETag on a FHIR route is the resource's W/"versionId"
   // (https://hl7.org/fhir/R4/http.html#versioning), set by the store on resource responses only.
   app.set('etag', false);
@@ -66,9 +76,10 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   // The source address (`req.ip`) counts failed client authentications: behind a proxy, trust it.
   app.set('trust proxy', settings.trustProxy);
   // Swagger UI needs inline styles; the API itself serves JSON only, so a strict CSP elsewhere.
-  const strict = helmet();
-  const docs = helmet({ contentSecurityPolicy: false });
-  app.use((req: any, res: any, next: any) => (req.path.startsWith('/docs') ? docs : strict)(req, res, next));
+  // helmet's headers, recorded once: with fixed directives they are the same on every answer.
+  const strict = recordedHeaders(helmet());
+  const docs = recordedHeaders(helmet({ contentSecurityPolicy: false }));
+  app.use(headerBlocks((req) => (req.path.startsWith('/docs') ? docs : strict)));
   // CORS: discovery open to any origin; FHIR routes and the token endpoints to the configured
   // origins and the registered SMART apps' redirect-URI origins; user management, auth-code and the
   // member pages never (src/common/cors.ts).
@@ -77,25 +88,33 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   // the event-loop time of the body's parse and walk is charged to the caller (its cost budget)
   const loop = app.get(EventLoopTime);
   app.use(
-    loop.timedBodyParser(
-      (verify) =>
-        json({
-          limit: settings.bodyLimitBytes,
-          // `application/json+fhir`: the DSTU2 type (https://hl7.org/fhir/DSTU2/http.html#mime-type)
-          type: ['application/json', 'application/fhir+json', 'application/*+json', 'application/json+fhir'],
-          verify,
+    forRequestBodies<Request, Response>([
+      loop.timedBodyParser(
+        (verify) =>
+          json({
+            limit: settings.bodyLimitBytes,
+            // `application/json+fhir`: the DSTU2 type (https://hl7.org/fhir/DSTU2/http.html#mime-type)
+            type: [
+              'application/json',
+              'application/fhir+json',
+              'application/*+json',
+              'application/json+fhir',
+            ],
+            verify,
+          }),
+        verifyUtf8,
+      ),
+      formBody,
+      loop.timedStep(
+        fhirBodyGuard({
+          maxResourceBytes: settings.maxResourceBytes,
+          maxArrayLength: settings.maxArrayLength,
         }),
-      verifyUtf8,
-    ),
+      ),
+      // long narratives are checked in slices here, never in one piece on the event loop
+      narrativesInSlices(loop),
+    ]),
   );
-  app.use(formBody);
-  app.use(
-    loop.timedStep(
-      fhirBodyGuard({ maxResourceBytes: settings.maxResourceBytes, maxArrayLength: settings.maxArrayLength }),
-    ),
-  );
-  // long narratives are checked in slices here, never in one piece on the event loop
-  app.use(narrativesInSlices(loop));
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   setupSwagger(app, settings);

@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { fhirJsonType } from '@app/fhir';
 import { loggableError } from '../logging/loggable-error';
-import { loggablePath } from '../logging/logging.module';
+import { loggablePath } from '../logging/request-logs';
 import { mapError, outcomeOf } from './error-mapping';
 import { isFhirRequest } from '../fhir-http/fhir-route-state';
 import { requestVersion } from '../fhir-http/negotiation';

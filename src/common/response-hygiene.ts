@@ -1,4 +1,4 @@
-import type { Server } from 'http';
+import type { IncomingMessage, Server, ServerResponse } from 'http';
 import type { Socket } from 'net';
 import { HttpException } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
@@ -87,4 +87,77 @@ export function answerParserErrors(server: Server, maxUrlLength: number): void {
     );
     setTimeout(() => socket.destroy(), 5000).unref();
   });
+}
+
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
+
+/** Header names and values, set as they are on an answer. */
+export type HeaderBlock = ReadonlyArray<readonly [string, string]>;
+
+/**
+ * The headers a middleware sets on every answer, found by running it once against a recording
+ * response. Only for a middleware whose headers depend on nothing of the request or the response
+ * (helmet's, with its fixed directives): it must finish synchronously and set only headers. Setting
+ * the recorded block is a loop of `setHeader`; helmet itself builds its Content-Security-Policy text
+ * again on every request.
+ */
+export function recordedHeaders(middleware: Middleware): HeaderBlock {
+  const headers = new Map<string, [string, string]>();
+  const recorder = {
+    setHeader(name: string, value: unknown) {
+      headers.set(name.toLowerCase(), [name, String(value)]);
+      return recorder;
+    },
+    removeHeader(name: string) {
+      headers.delete(name.toLowerCase());
+    },
+    getHeader(name: string) {
+      return headers.get(name.toLowerCase())?.[1];
+    },
+  };
+  let finished = false;
+  const request = { method: 'GET', url: '/', headers: {} } as IncomingMessage;
+  middleware(request, recorder as unknown as ServerResponse, (error) => {
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+    finished = true;
+  });
+  if (!finished) throw new Error('a recorded middleware must finish synchronously');
+  return [...headers.values()];
+}
+
+/** Sets a recorded header block on every answer: `blockOf` picks the block by request. */
+export function headerBlocks(blockOf: (req: Request) => HeaderBlock) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    for (const [name, value] of blockOf(req)) res.setHeader(name, value);
+    next();
+  };
+}
+
+/**
+ * A request with a body (RFC 9110 §6.4.1: it says Transfer-Encoding or Content-Length), as
+ * body-parser's `type-is.hasBody` decides it: every body parser and body check skips the others.
+ */
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || !isNaN(Number(req.headers['content-length']));
+}
+
+/**
+ * The body stack (parsers, then the checks of what they parsed) as one middleware run only for a
+ * request that has a body, in order, an error ending it as Express would: a GET passes it in one
+ * step instead of one per parser and check, each of which would find nothing to do.
+ */
+export function forRequestBodies<Req extends IncomingMessage, Res extends ServerResponse>(
+  handlers: ReadonlyArray<(req: Req, res: Res, next: (error?: unknown) => void) => void>,
+) {
+  return (req: Req, res: Res, next: (error?: unknown) => void): void => {
+    if (!hasBody(req)) return next();
+    let at = 0;
+    const step = (error?: unknown): void => {
+      if (error !== undefined && error !== null) return next(error);
+      const handler = handlers[at++];
+      if (handler === undefined) return next();
+      handler(req, res, step);
+    };
+    step();
+  };
 }

@@ -212,6 +212,37 @@ describe('validation rules of the reference validator (e2e)', () => {
     expect(await t.connection.collection('resources').countDocuments({ t: 'Patient' })).toBe(0);
   });
 
+  it('a Coding answer to a contained Questionnaire is one of its contained value set codes', async () => {
+    const system = 'http://a.org/cs';
+    const response = (valueCoding: Record<string, unknown>) => ({
+      resourceType: 'QuestionnaireResponse',
+      status: 'completed',
+      questionnaire: '#q',
+      contained: [
+        {
+          resourceType: 'Questionnaire',
+          id: 'q',
+          status: 'draft',
+          item: [{ linkId: 'a', type: 'choice', answerValueSet: '#vs' }],
+        },
+        {
+          resourceType: 'ValueSet',
+          id: 'vs',
+          status: 'active',
+          compose: { include: [{ system, concept: [{ code: 'yes' }] }] },
+        },
+      ],
+      item: [{ linkId: 'a', answer: [{ valueCoding }] }],
+    });
+    await refusedFor(
+      'QuestionnaireResponse',
+      response({ code: 'yes' }),
+      'questionnaireresponse-answer-valueset',
+      'QuestionnaireResponse.item[0].answer[0]',
+    );
+    await create('QuestionnaireResponse', response({ system, code: 'yes' })).expect(201);
+  });
+
   it('a composite SearchParameter needs two components or more', async () => {
     await refusedFor(
       'SearchParameter',

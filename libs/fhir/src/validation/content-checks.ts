@@ -6,6 +6,7 @@ import { terminology, UNCHECKED_SYSTEMS, type Terminology } from '../terminology
 import { checkBundle, checkDocumentDate } from './bundle-rules';
 import { checkDefiningUrl } from './canonical-url-rules';
 import { checkQuestionnaire } from './questionnaire-rules';
+import { checkQuestionnaireResponse } from './questionnaire-response-rules';
 import { checkSearchParameter } from './search-parameter-rules';
 import { unreferencedContained, type InvariantScope } from './hand-coded-invariants';
 import { dstu2BundleIssues } from './dstu2-bundle-invariants';
@@ -82,6 +83,8 @@ export class ContentChecks {
     }
     // STU3's enableWhen has the same shape, but the reference checks its targets from R4 on only.
     else if (table.key === 'Questionnaire' && this.version === 'r4') checkQuestionnaire(object, path, issues);
+    else if (table.key === 'QuestionnaireResponse' && this.version === 'r4')
+      checkQuestionnaireResponse(object, path, issues);
     else if (table.key === 'SearchParameter' && this.version !== 'dstu2')
       checkSearchParameter(object, path, issues);
   }

@@ -4,14 +4,14 @@ type JsonObject = Record<string, unknown>;
 
 const RULE = 'questionnaire-enableWhen';
 
-function objectsOf(value: unknown): JsonObject[] {
+export function objectsOf(value: unknown): JsonObject[] {
   return Array.isArray(value)
     ? value.filter((v): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v))
     : [];
 }
 
 /** The first item with that linkId among `items` and their descendants (document order). */
-function findItem(items: readonly JsonObject[], linkId: string, depth = 0): JsonObject | undefined {
+export function findItem(items: readonly JsonObject[], linkId: string, depth = 0): JsonObject | undefined {
   if (depth > 100) return undefined;
   for (const item of items) {
     if (item.linkId === linkId) return item;

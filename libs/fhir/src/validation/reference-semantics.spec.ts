@@ -121,3 +121,39 @@ describe('SearchParameter', () => {
     expect(errorsOf(stu3, 'stu3')).toEqual(['SearchParameter.component [searchparameter-composite]']);
   });
 });
+
+describe('QuestionnaireResponse answers to a contained Questionnaire (R4)', () => {
+  const system = 'http://a.org/cs';
+  const valueSet = {
+    resourceType: 'ValueSet',
+    id: 'vs',
+    status: 'active',
+    compose: { include: [{ system, concept: [{ code: 'yes' }, { code: 'no' }] }] },
+  };
+  const response = (valueCoding: Record<string, unknown>, type = 'choice', answerValueSet = '#vs') => ({
+    resourceType: 'QuestionnaireResponse',
+    status: 'completed',
+    questionnaire: '#q',
+    contained: [
+      {
+        resourceType: 'Questionnaire',
+        id: 'q',
+        status: 'draft',
+        item: [{ linkId: 'g', type: 'group', item: [{ linkId: 'a', type, answerValueSet }] }],
+      },
+      ...(answerValueSet === '#vs' ? [valueSet] : []),
+    ],
+    item: [{ linkId: 'g', item: [{ linkId: 'a', answer: [{ valueCoding }] }] }],
+  });
+  const rule = 'QuestionnaireResponse.item[0].item[0].answer[0] [questionnaireresponse-answer-valueset]';
+
+  it('a Coding answer is one of the contained value set codes, with its system', () => {
+    expect(errorsOf(response({ system, code: 'yes' }))).toEqual([]);
+    expect(errorsOf(response({ system, code: 'maybe' }))).toEqual([rule]);
+    expect(errorsOf(response({ code: 'yes' }))).toEqual([rule]);
+    expect(errorsOf(response({ code: 'yes' }, 'open-choice'))).toEqual([rule]);
+    // text only (open-choice's other way to answer) and value sets not listed here are not judged
+    expect(errorsOf(response({ display: 'Yes' }, 'open-choice'))).toEqual([]);
+    expect(errorsOf(response({ code: 'yes' }, 'choice', 'http://a.org/ValueSet/other'))).toEqual([]);
+  });
+});

@@ -9,6 +9,7 @@
  *   (the failure throttle refuses them; each refusal's server CPU is what it costs the others).
  */
 import { httpJson, httpJsonPolitely } from './lib/bench-server';
+import type { VictimRequest } from './lib/victim-loop';
 
 export type Answer = { status: number; bytes: number; retryAfter?: string };
 
@@ -16,7 +17,7 @@ export interface PoolAttack {
   send: () => Promise<Answer>;
   ignoreRetryAfter: boolean;
   /** The victim's own operation during this attack, when it is not the name search. */
-  victim?: { name: string; send: () => Promise<Answer> };
+  victim?: { name: string; request: VictimRequest };
 }
 
 export interface PoolAttackContext {
@@ -25,7 +26,7 @@ export interface PoolAttackContext {
     url: string,
     headers: Record<string, string>,
     method?: 'GET' | 'POST' | 'PATCH',
-    body?: string,
+    body?: string | Buffer,
   ) => Promise<Answer>;
   victimToken: string;
   heavyToken: string;
@@ -85,13 +86,12 @@ export async function poolAttacks(ctx: PoolAttackContext): Promise<Record<PoolAt
       ignoreRetryAfter: true,
       victim: {
         name: 'FHIRPath patch',
-        send: () =>
-          ctx.drain(
-            `${ctx.url}/r4/Patient/victim-patch`,
-            { ...auth(ctx.victimToken), ...fhirJson },
-            'PATCH',
-            replaceGender("Patient.where(gender = 'female' or gender = 'male').gender"),
-          ),
+        request: {
+          url: `${ctx.url}/r4/Patient/victim-patch`,
+          method: 'PATCH',
+          headers: { ...auth(ctx.victimToken), ...fhirJson },
+          body: replaceGender("Patient.where(gender = 'female' or gender = 'male').gender"),
+        },
       },
     },
     'intra-client': {

@@ -166,9 +166,11 @@ async function startFloor(
   server: BenchServer,
   user: BenchUser,
 ): Promise<{ url: string; child: ChildProcess }> {
+  // SERVER_NODE_ARGS (e.g. `--cpu-prof`) reach the floor as they reach the app: profiles of both
+  const nodeArgs = (process.env.SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(
     process.execPath,
-    ['-r', 'ts-node/register/transpile-only', join(__dirname, 'lib', 'read-floor-server.ts')],
+    [...nodeArgs, '-r', 'ts-node/register/transpile-only', join(__dirname, 'lib', 'read-floor-server.ts')],
     {
       env: {
         ...process.env,

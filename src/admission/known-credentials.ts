@@ -1,4 +1,4 @@
-import { createHash } from 'crypto';
+import { hash } from 'crypto';
 import { Injectable } from '@nestjs/common';
 import type { IncomingMessage } from 'http';
 
@@ -75,5 +75,6 @@ function digestOf(req: IncomingMessage): string | undefined {
   else if (typeof clientId === 'string' && typeof secret === 'string')
     credential = `c\n${clientId}\n${secret}\n${String(req.headers['x-service-user-id'])}\n${String(req.headers['x-app-user-id'])}`;
   else return undefined;
-  return createHash('sha256').update(credential).digest('base64url');
+  // the one-shot digest: no Hash object per request
+  return hash('sha256', credential, 'base64url');
 }

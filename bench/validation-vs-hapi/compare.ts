@@ -31,7 +31,7 @@ import { packageDirectory, readPackageJson } from '../../libs/fhir/src/definitio
 import { loadSyntheaResources } from '../../test/support/synthea-data';
 import { bundleCases, MUTATIONS, type Json } from './mutations';
 
-interface Case {
+export interface Case {
   cls: string;
   name: string;
   resource: Json;
@@ -122,7 +122,7 @@ function testCaseResources(): Case[] {
   return cases;
 }
 
-function buildCorpus(): Case[] {
+export function buildCorpus(): Case[] {
   const synthea = loadSyntheaResources(VERSION) as Json[];
   const byType = new Map<string, Json[]>();
   for (const resource of synthea) {
@@ -240,7 +240,7 @@ function runHapiProcess(cases: readonly Case[]): HapiResult[] {
 }
 
 /** CLASSES=a,b: only the cases of those classes. */
-function selectedClasses(cases: Case[]): Case[] {
+export function selectedClasses(cases: Case[]): Case[] {
   const classes = process.env.CLASSES?.split(',').filter(Boolean);
   return classes ? cases.filter((c) => classes.includes(c.cls)) : cases;
 }
@@ -344,4 +344,5 @@ function main(): void {
   );
 }
 
-main();
+// Run as a script; other tools import the corpus (buildCorpus) without running HAPI.
+if (require.main === module) main();

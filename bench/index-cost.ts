@@ -10,7 +10,11 @@
  *   INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes, not each index alone;
  *   INDEX_COST_LAYOUTS=1: `resources` in today's layout against candidate layouts, docs/storage.md
  *   "Storage design evaluated": without `_content` words, one composite multikey index, search
- *   entries as ordered keys in a side collection)
+ *   entries as ordered keys in a side collection;
+ *   INDEX_COST_INDEXES=<name,…>: of the declared indexes, only these measured alone;
+ *   INDEX_COST_ALSO='[{"name":…,"key":{…},"collection"?:…}]': candidate indexes (of `resources`
+ *   unless `collection` says) measured alone beside them: an index's cost before it is declared,
+ *   or an earlier definition's beside today's)
  * Each run also reports the CPU the engine's processes (children of this one) used.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -31,6 +35,10 @@ const ROUNDS = Number(process.env.INDEX_COST_ROUNDS ?? 3);
 /** INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes only (comparing engine settings). */
 const ONLY_ALL = process.env.INDEX_COST_ONLY_ALL === '1';
 const LAYOUTS = process.env.INDEX_COST_LAYOUTS === '1';
+const ONLY_INDEXES = process.env.INDEX_COST_INDEXES?.split(',');
+const ALSO = JSON.parse(process.env.INDEX_COST_ALSO ?? '[]') as Array<
+  IndexDescription & { collection?: string }
+>;
 
 /** The index families of today's `idx` that a search can select on (`txt`: `_content` words). */
 const SELECTIVE = ['tok', 'str', 'ref', 'uri', 'bkt'] as const;
@@ -152,8 +160,16 @@ async function main(): Promise<void> {
             ['_id only', [], docs[name]],
             ...(ONLY_ALL
               ? []
-              : declared.map((index): [string, IndexDescription[], Document[], Document[]?] => [
-                  `+ ${index.name}`,
+              : [
+                  ...declared
+                    .filter((index) => !ONLY_INDEXES || ONLY_INDEXES.includes(index.name))
+                    .map((index) => [`+ ${index.name}`, index] as const),
+                  ...ALSO.filter(({ collection }) => (collection ?? 'resources') === name).map(
+                    ({ collection: _collection, ...index }) =>
+                      [`+ ${index.name} (candidate)`, index] as const,
+                  ),
+                ].map(([label, index]): [string, IndexDescription[], Document[], Document[]?] => [
+                  label,
                   [index],
                   docs[name],
                 ])),

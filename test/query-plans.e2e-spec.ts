@@ -12,7 +12,13 @@ import type { SyntheaRecord } from '@app/testing/synthea';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 import { ExportPlanner, type ExportScope } from '../src/modules/bulk-export/export-planner';
 import type { TenantContext } from '../src/tenancy/tenant-context';
-import { credentialHeaders, HOT_PATHS, seedHotPaths, type HotPathFixture } from './query-plans.catalogue';
+import {
+  credentialHeaders,
+  HOT_PATHS,
+  seedHotPaths,
+  type Credential,
+  type HotPathFixture,
+} from './query-plans.catalogue';
 
 /**
  * Every hot query is an equality/range match on indexed fields with the client key in
@@ -115,8 +121,21 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       ['user', 'user_type'],
       ['client', '_id_'],
     ] as const;
-    // [name, search, index per credential, whether 0.108's SORT is asserted too]
-    const cases: Array<[string, string, typeof lastUpdated | typeof keyOrder, boolean]> = [
+    // one reference's resources of one type, newest first: the references index holds (lu, id) after them
+    const references = [
+      ['user', 'search_references'],
+      ['client', 'search_references'],
+    ] as const;
+    // [name, search, index per credential, whether 0.108's SORT is asserted too, page queries where read in order]
+    const cases: Array<
+      [
+        string,
+        string | ((f: HotPathFixture) => string),
+        readonly (readonly [Credential, string])[],
+        boolean,
+        number?,
+      ]
+    > = [
       ['_lastUpdated range', `Observation?_lastUpdated=ge2020-01-01&_count=${PAGE}`, lastUpdated, true],
       ['_sort=-_lastUpdated', `Observation?_sort=-_lastUpdated&_count=${PAGE}`, lastUpdated, true],
       ['plain type search (default order, newest first)', `Observation?_count=${PAGE}`, lastUpdated, true],
@@ -129,24 +148,42 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       ],
       ['_sort=_id', `Observation?_sort=_id&_count=${PAGE}`, keyOrder, false],
       ['_sort=-_id', `Observation?_sort=-_id&_count=${PAGE}`, keyOrder, false],
+      [
+        "a patient's Observations (a reference, default order)",
+        (f) => `Observation?patient=Patient/${f.record.patientId}&_count=${PAGE}`,
+        references,
+        true,
+        // the reference's relative and absolute forms, one ordered scan each (per-type-pages.ts)
+        2,
+      ],
     ];
-    for (const [name, path, indexes, sortAssertedOn0108] of cases) {
+    for (const [name, path, indexes, sortAssertedOn0108, pagesInOrder = 1] of cases) {
       it(name, async () => {
         for (const [credential, index] of indexes) {
-          const reports = await plansOf(getOk(`/r4/${path}`, credentialHeaders(fixture, credential)));
+          const search = typeof path === 'string' ? path : path(fixture);
+          const reports = await plansOf(getOk(`/r4/${search}`, credentialHeaders(fixture, credential)));
           const pages = pageQuery(reports);
-          expect(pages.length).toBe(1);
-          expect(pages[0].indexes).toContain(index);
-          // 0.108 sorts the lastUpdated pages; whether it sorts a primary key read is left open
-          if (!sortsEveryMatch || sortAssertedOn0108) expect(sortsInMemory(pages[0])).toBe(sortsEveryMatch);
-          // read in order, the page stops after its size (+1 that tells a next page exists)
-          if (!sortsEveryMatch) {
-            const keys = await keysRead(t.connection, pages[0].query);
-            expect(keys).toBeGreaterThan(0);
-            expect(keys).toBeLessThanOrEqual(PAGE + 1);
+          expect(pages.length).toBe(sortsEveryMatch ? 1 : pagesInOrder);
+          let keysOfPages = 0;
+          for (const page of pages) {
+            expect(page.indexes).toContain(index);
+            // 0.108 sorts the lastUpdated pages; whether it sorts a primary key read is left open
+            if (!sortsEveryMatch || sortAssertedOn0108) expect(sortsInMemory(page)).toBe(sortsEveryMatch);
+            // read in order, each page query stops after its size (+1 that tells a next page exists)
+            if (!sortsEveryMatch) {
+              const keys = await keysRead(t.connection, page.query);
+              expect(keys).toBeLessThanOrEqual(PAGE + 1);
+              keysOfPages += keys;
+            }
           }
+          // (a reference's absolute form may match nothing: its scan reads no key)
+          if (!sortsEveryMatch) expect(keysOfPages).toBeGreaterThan(0);
           // the counts (the total; on 0.108 those that find the newest window) read that index too
-          const counts = reports.filter((r) => r.query.collection === 'resources' && !pages.includes(r));
+          const counts = reports.filter(
+            (r) =>
+              r.query.collection === 'resources' &&
+              (r.query.command.pipeline as object[] | undefined)?.some((stage) => '$group' in stage),
+          );
           expect(counts.length).toBeGreaterThan(0);
           for (const count of counts) expect(count.indexes).toContain(index);
         }

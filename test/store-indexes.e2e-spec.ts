@@ -14,8 +14,9 @@ import { ResourceStorage } from '../src/storage/resource-storage';
 /**
  * A store created by an earlier release carries that release's indexes: at start-up the current
  * list is built and the retired ones go (each index costs every write). The references were two
- * indexes, by type `{v,c,t,idx.ref}` and across types `{v,c,idx.ref}`; one `{v,c,idx.ref,t}` now
- * serves both, and the searches that used either answer the same on it. The type and system
+ * indexes, by type `{v,c,t,idx.ref}` and across types `{v,c,idx.ref}`; one `{v,c,idx.ref,t,lu,id}`
+ * now serves both (and one reference's resources newest first), and the searches that used either
+ * answer the same on it. The type and system
  * history indexes lacked the page's `_id` tie-break.
  */
 describe('resource indexes of an earlier layout (e2e)', () => {
@@ -63,7 +64,24 @@ describe('resource indexes of an earlier layout (e2e)', () => {
     expect(names).not.toContain('search_ref');
     expect(names).not.toContain('search_ref_any_type');
     const [index] = (await resources().indexes()).filter((i) => i.name === 'search_references');
-    expect(Object.keys(index.key)).toEqual(['v', 'c', 'idx.ref', 't']);
+    expect(Object.keys(index.key)).toEqual(['v', 'c', 'idx.ref', 't', 'lu', 'id']);
+  });
+
+  it('start-up builds an index again whose name it declares with another key (the references before the lastUpdated order)', async () => {
+    await resources().dropIndex('search_references');
+    await resources().createIndex({ v: 1, c: 1, 'idx.ref': 1, t: 1 }, { name: 'search_references' });
+
+    await t.app.get(ResourceStorage).onModuleInit();
+
+    const [index] = (await resources().indexes()).filter((i) => i.name === 'search_references');
+    expect(Object.entries(index.key)).toEqual([
+      ['v', 1],
+      ['c', 1],
+      ['idx.ref', 1],
+      ['t', 1],
+      ['lu', -1],
+      ['id', 1],
+    ]);
   });
 
   it('start-up replaces the history indexes without the _id tie-break with those holding the page order', async () => {

@@ -86,7 +86,9 @@ export class ResourceStorage implements OnModuleInit {
 
   /** Indexes are created at start-up, before the first request: no query may run without its index. */
   async onModuleInit(): Promise<void> {
-    await ensureIndexes(this.resources, resourceIndexes(this.settings.fullText));
+    const indexes = resourceIndexes(this.settings.fullText);
+    await dropRedefined(this.resources, indexes);
+    await ensureIndexes(this.resources, indexes);
     await ensureIndexes(this.history, HISTORY_INDEXES);
     // Every index costs each write: those of an earlier layout (search entries, history pages), or
     // of full text when it is off, go (`store reindex` rebuilds the entries of stored resources in
@@ -94,6 +96,23 @@ export class ResourceStorage implements OnModuleInit {
     await dropPresent(this.resources, retiredIndexNames(this.settings.fullText));
     await dropPresent(this.history, RETIRED_HISTORY_INDEXES);
     this.inOrder = await probeIndexOrder(this.resources);
+  }
+}
+
+/**
+ * Drops the indexes whose name the list declares with another key: an earlier definition of that
+ * index (e.g. the references before they held the lastUpdated order), built again by `ensureIndexes`.
+ */
+async function dropRedefined(
+  collection: mongo.Collection<any>,
+  declared: readonly mongo.IndexDescription[],
+): Promise<void> {
+  const keyOf = new Map(declared.map((index) => [index.name, JSON.stringify(index.key)]));
+  // a new store has no collection yet: nothing to drop
+  const existing = await collection.indexes().catch(() => [] as mongo.IndexDescriptionInfo[]);
+  for (const index of existing) {
+    const key = keyOf.get(index.name);
+    if (key !== undefined && key !== JSON.stringify(index.key)) await collection.dropIndex(index.name!);
   }
 }
 

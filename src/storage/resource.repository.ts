@@ -10,7 +10,8 @@ import { type Filter, type ScopedFilter } from './tenant-scope';
 import { KEY_INDEX, LAST_UPDATED_INDEX, USER_LAST_UPDATED_INDEX } from './indexes';
 import { keyOrderIndex, typeKeySpace } from './key-space';
 import { luBounds, newestWindowStart, type LuRange } from './search/newest-window';
-import { mergeInOrder, typesToMerge } from './search/per-type-pages';
+import { mergeInOrder, referencesToMerge, typesToMerge } from './search/per-type-pages';
+import { INDEX_NAMES } from './search/search-indexes';
 
 /** Options of `search`: the search lib builds `filter`/`sort`; the repository adds tenant and version. */
 export interface StoreSearchOptions {
@@ -205,8 +206,8 @@ export class ResourceRepository {
   ): Promise<T[]> {
     const skip = options.skip ?? 0;
     const sort = options.sort ?? DEFAULT_SORT;
-    const types = options.hint === LAST_UPDATED_INDEX ? typesToMerge(filter, sort) : undefined;
-    if (types) return this.mergedPage<T>(ctx, filter, types, { ...options, skip, sort }, bson);
+    const scans = this.scansToMerge(filter, sort, options.hint);
+    if (scans) return this.mergedPage<T>(ctx, scans, { ...options, skip, sort }, bson);
     const hint = forContext(ctx, options.hint);
     // Where the engine walks the index in order the page stops after its rows by itself: the
     // window's counts would only come on top (docs/storage.md "Sorted pages", measured).
@@ -223,29 +224,44 @@ export class ResourceRepository {
   }
 
   /**
-   * `sortedPage` over a type list in lastUpdated order (search/per-type-pages.ts): each type's
-   * first `skip + limit` keys in index order, merged; then the page's documents by `_id`, shaped
-   * by `projection`, in page order (one deleted in between is left out).
+   * The filters whose ordered scans, merged, serve a page in lastUpdated order that one query would
+   * sort (search/per-type-pages.ts): a type list on the lastUpdated index, a reference's forms on
+   * the references index. Undefined: one query.
+   */
+  private scansToMerge(
+    filter: ScopedFilter<ResourceDoc>,
+    sort: SortOrder,
+    hint: string | undefined,
+  ): Array<ScopedFilter<ResourceDoc>> | undefined {
+    if (hint === LAST_UPDATED_INDEX) return typesToMerge(filter, sort)?.map((t) => ({ ...filter, t }));
+    if (hint === INDEX_NAMES.ref && this.storage.readsIndexesInOrder) return referencesToMerge(filter, sort);
+    return undefined;
+  }
+
+  /**
+   * `sortedPage` over several scans (`scansToMerge`): each one's first `skip + limit` keys in index
+   * order, merged; then the page's documents by `_id`, shaped by `projection`, in page order (one
+   * deleted in between is left out).
    */
   private async mergedPage<T extends mongo.Document>(
     ctx: TenantContext,
-    filter: ScopedFilter<ResourceDoc>,
-    types: readonly string[],
+    scans: ReadonlyArray<ScopedFilter<ResourceDoc>>,
     options: { sort: SortOrder; skip: number; limit: number; hint?: string; projection?: object },
     bson: { enableUtf8Validation?: boolean },
   ): Promise<T[]> {
     const { sort, skip, limit } = options;
     const keys = { _id: 1, t: 1, ...Object.fromEntries(Object.keys(sort).map((field) => [field, 1])) };
-    const perType = await Promise.all(
-      types.map((t) =>
-        this.sortedPage<ResourceDoc>(
-          ctx,
-          { ...filter, t },
-          { ...options, skip: 0, limit: skip + limit, projection: keys },
-        ),
+    const perScan = await Promise.all(
+      scans.map((scan) =>
+        this.sortedPage<ResourceDoc>(ctx, scan, {
+          ...options,
+          skip: 0,
+          limit: skip + limit,
+          projection: keys,
+        }),
       ),
     );
-    const page = mergeInOrder(perType, sort).slice(skip, skip + limit);
+    const page = mergeInOrder(perScan, sort).slice(skip, skip + limit);
     if (page.length === 0) return [];
     const resources = this.scoped(ctx).resources;
     const stages: object[] = options.projection ? [{ $project: options.projection }] : [];

@@ -23,7 +23,10 @@ export interface SearchIndexSpec {
 export const INDEX_NAMES = {
   tok: 'search_tok',
   str: 'search_str',
-  /** `{v, c, idx.ref, t}`: references of one type, of several, or of any (the Patient compartment). */
+  /**
+   * `{v, c, idx.ref, t, lu, id}`: references of one type, of several, or of any (the Patient
+   * compartment); one reference's resources of one type in the default order.
+   */
   ref: 'search_references',
   uri: 'search_uri',
   bkt: 'search_range_buckets',
@@ -39,7 +42,9 @@ export function indexSpecs(fullText: boolean): SearchIndexSpec[] {
   const specs: SearchIndexSpec[] = [
     { key: { ...tenantType, 'idx.tok': 1 }, name: INDEX_NAMES.tok },
     { key: { ...tenantType, 'idx.str': 1 }, name: INDEX_NAMES.str },
-    { key: { v: 1, c: 1, 'idx.ref': 1, t: 1 }, name: INDEX_NAMES.ref },
+    // the lastUpdated order after the type: a page of one reference's resources in the default
+    // order (a patient's Observations, newest first) is read in index order and stops after the page
+    { key: { v: 1, c: 1, 'idx.ref': 1, t: 1, lu: -1, id: 1 }, name: INDEX_NAMES.ref },
     { key: { ...tenantType, 'idx.uri': 1 }, name: INDEX_NAMES.uri },
     { key: { ...tenantType, 'idx.bkt': 1 }, name: INDEX_NAMES.bkt },
   ];

@@ -35,14 +35,16 @@ export function descendantPids(root: number): number[] {
 /**
  * CPU milliseconds (user + system) used so far by the processes this one started (an embedded
  * engine: PostgreSQL backends and the gateway). On a shared machine this, not wall time, is what
- * an operation costs the engine. Processes that ended are not counted.
+ * an operation costs the engine. Processes that ended count through the live descendant that
+ * waited for them (PostgreSQL's postmaster reaps its backends): without them the sum went down
+ * when a backend ended, and a phase's engine CPU came out negative.
  */
 export function childrenCpuMs(root = process.pid): number {
   let ticks = 0;
   for (const pid of descendantPids(root)) {
     const fields = statFields(pid);
-    // utime and stime are fields 14 and 15 of /proc/<pid>/stat (index 11 and 12 after the name)
-    if (fields) ticks += Number(fields[11]) + Number(fields[12]);
+    // utime, stime, cutime, cstime are fields 14–17 of /proc/<pid>/stat (index 11–14 after the name)
+    if (fields) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
   }
   return (ticks / TICKS_PER_SECOND) * 1000;
 }

@@ -7,7 +7,9 @@
  * duration) on the same database, each with its CPU per read (server, engine, load generator);
  * between them a row per variant of the app (READ_VARIANTS: request logs on) and, with
  * BENCH_READ_BASELINE=<a built checkout>, a row of that other build (an A/B pair on the same data);
- * BENCH_READ_ROUNDS=n runs the app's rows n times, interleaved (CPU per read over all rounds).
+ * BENCH_READ_ROUNDS=n runs the app's rows n times, interleaved (CPU per read over all rounds), and
+ * BENCH_READ_PROCESSES=n (default 2, 1: no such row) a row of n app processes on the same database,
+ * the connections split among them and the read lane divided.
  * The API is served by the real server in its own process (bench/lib/bench-server serveInOwnProcess).
  * Target: API ≥ 0.6 × driver, p99 < 20 ms. Run: npm run bench -- read
  */
@@ -44,6 +46,10 @@ const READ_VARIANTS: ReadonlyArray<[string, Record<string, string>]> =
 const BASELINE = process.env.BENCH_READ_BASELINE;
 /** The app's rows (the app, the baseline, the variants) run this many times, interleaved. */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_READ_ROUNDS ?? 1));
+/** BENCH_READ_PROCESSES=n (default 2; 1: none): a row of n app processes serving the reads together. */
+const PROCESSES = Number(process.env.BENCH_READ_PROCESSES ?? 2);
+/** The app's default read lane (SERVER_MAX_CONCURRENT_READS), divided among the processes of that row. */
+const READ_LANE = 8;
 
 async function driverReads(
   lookup: (i: number) => Promise<unknown>,
@@ -76,12 +82,12 @@ interface CpuPerOp {
 
 /** Counts the CPU of `serverPid` (if any), the embedded engine and this process around `work`. */
 async function withCpu<T extends { operations: number }>(
-  serverPid: number | undefined,
+  serverPids: readonly number[] | undefined,
   work: () => Promise<T>,
 ): Promise<T & { cpu: CpuPerOp }> {
   const engine = () => descendantsNamed(process.pid, /^(postgres|postmaster|documentdb)/);
   const engineBefore = cpuSeconds(engine());
-  const serverBefore = serverPid === undefined ? 0 : cpuSeconds([serverPid]);
+  const serverBefore = serverPids === undefined ? 0 : cpuSeconds([...serverPids]);
   const loadBefore = process.cpuUsage();
   const result = await work();
   const load = process.cpuUsage(loadBefore);
@@ -90,7 +96,7 @@ async function withCpu<T extends { operations: number }>(
   return {
     ...result,
     cpu: {
-      server: serverPid === undefined ? undefined : perOp(cpuSeconds([serverPid]) - serverBefore),
+      server: serverPids === undefined ? undefined : perOp(cpuSeconds([...serverPids]) - serverBefore),
       // an external database (MONGO_URL) is not a child of this process: nothing to count
       engine: enginePids.length > 0 ? perOp(cpuSeconds(enginePids) - engineBefore) : undefined,
       load: perOp((load.user + load.system) / 1e6),
@@ -133,30 +139,42 @@ function combined(runs: readonly HttpRun[]): HttpRun {
   };
 }
 
+/**
+ * autocannon against `url` (warm-up first, not counted), with the CPU of the serving process; with
+ * several servers (`urls`, `pids`), the connections are split among them and all run at once.
+ */
 async function httpReads(
-  url: string,
-  serverPid: number,
+  url: string | readonly string[],
+  serverPid: number | readonly number[],
   headers: Record<string, string>,
   paths: () => string,
 ): Promise<HttpRun> {
+  const urls = typeof url === 'string' ? [url] : url;
   const run = (duration: number) =>
-    autocannon({
-      url,
-      connections: CONNECTIONS,
-      duration,
-      headers,
-      requests: Array.from({ length: 2000 }, () => ({ method: 'GET', path: paths() })),
-    });
+    Promise.all(
+      urls.map((target) =>
+        autocannon({
+          url: target,
+          connections: Math.max(1, Math.round(CONNECTIONS / urls.length)),
+          duration,
+          headers,
+          requests: Array.from({ length: 2000 }, () => ({ method: 'GET', path: paths() })),
+        }),
+      ),
+    );
   await run(2); // a fresh process compiles its hot paths first
-  return withCpu(serverPid, async () => {
-    const result = await run(DURATION_S);
+  return withCpu(typeof serverPid === 'number' ? [serverPid] : serverPid, async () => {
+    const results = await run(DURATION_S);
+    const sum = (pick: (result: autocannon.Result) => number) =>
+      results.reduce((total, result) => total + pick(result), 0);
+    const worst = (pick: (result: autocannon.Result) => number) => Math.max(...results.map(pick));
     return {
-      perSecond: result.requests.average,
-      p50: result.latency.p50,
-      p99: result.latency.p99,
-      non2xx: result.non2xx,
-      errors: result.errors,
-      operations: result.requests.total,
+      perSecond: sum((result) => result.requests.average),
+      p50: worst((result) => result.latency.p50),
+      p99: worst((result) => result.latency.p99),
+      non2xx: sum((result) => result.non2xx),
+      errors: sum((result) => result.errors),
+      operations: sum((result) => result.requests.total),
     };
   });
 }
@@ -221,19 +239,39 @@ export async function benchReads(
   // The app, the baseline and the variants (what a setting costs per read; request logs: the API
   // row runs at BENCH_LOG_LEVEL, default silent, no request line; operators run at info, one line a
   // request), each a row, round after round so that the machine's other load weighs on all alike.
-  const apps: Array<{ label: string; env: Record<string, string>; checkout?: string }> = [
+  const apps: Array<{ label: string; env: Record<string, string>; checkout?: string; processes?: number }> = [
     { label: 'HTTP GET /r4/Observation/{id}', env: {} },
     ...(BASELINE ? [{ label: `baseline: ${BASELINE}`, env: {}, checkout: BASELINE }] : []),
     ...READ_VARIANTS.map(([label, env]) => ({ label, env })),
+    // N processes of the app on one database, the connections split among them, the read lane
+    // divided (each process admits its own SERVER_MAX_CONCURRENT_READS: docs/storage.md)
+    ...(PROCESSES > 1
+      ? [
+          {
+            label: `${PROCESSES} server processes, ${Math.round(CONNECTIONS / PROCESSES)} connections each`,
+            env: { SERVER_MAX_CONCURRENT_READS: String(Math.max(1, Math.floor(READ_LANE / PROCESSES))) },
+            processes: PROCESSES,
+          },
+        ]
+      : []),
   ];
   const runs = apps.map(() => [] as HttpRun[]);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, app] of apps.entries()) {
-      const own = await serveInOwnProcess(server, app.env, app.checkout);
+      const servers = [];
+      for (let n = 0; n < (app.processes ?? 1); n++)
+        servers.push(await serveInOwnProcess(server, app.env, app.checkout));
       try {
-        runs[i].push(await httpReads(own.url, own.child!.pid!, auth, path));
+        runs[i].push(
+          await httpReads(
+            servers.map((own) => own.url),
+            servers.map((own) => own.child!.pid!),
+            auth,
+            path,
+          ),
+        );
       } finally {
-        await own.stop();
+        await Promise.all(servers.map((own) => own.stop()));
       }
     }
   }

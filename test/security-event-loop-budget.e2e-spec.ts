@@ -52,16 +52,19 @@ describe('security: event-loop time charged to the caller (e2e)', () => {
   });
   afterAll(async () => t?.close());
 
+  const validate = () =>
+    request(t.server)
+      .post('/r4/Patient/$validate')
+      .set(bearer(attacker.access_token))
+      .set('Content-Type', json)
+      .send(largeNarrative());
+
   /** Four connections of `$validate` of large narratives until `until`, back 50 ms after a 429 (Retry-After ignored). */
   const flood = async (until: number) => {
     const answers: request.Response[] = [];
     const connection = async () => {
       while (performance.now() < until) {
-        const res = await request(t.server)
-          .post('/r4/Patient/$validate')
-          .set(bearer(attacker.access_token))
-          .set('Content-Type', json)
-          .send(largeNarrative());
+        const res = await validate();
         answers.push(res);
         if (res.status === 429) await sleep(50);
       }
@@ -110,5 +113,26 @@ describe('security: event-loop time charged to the caller (e2e)', () => {
       );
     // generous against a loaded machine: the reads' median moves little, the flood's slices run one per turn
     expect(median(during.times)).toBeLessThan(3 * median(baseline.times) + 50);
+  });
+  it('a refused upload is answered after a second with its body unread, so ignoring Retry-After cannot turn refusals into a flood of bodies read', async () => {
+    // the victim active, the attacker driven past its share
+    const victimActive = setInterval(() => {
+      void request(t.server)
+        .get('/r4/Patient/victim')
+        .set(bearer(victim.access_token))
+        .then(() => undefined);
+    }, 100);
+    try {
+      let waited = 0;
+      for (let tries = 0; tries < 15 && waited < 950; tries++) {
+        const started = performance.now();
+        const res = await validate();
+        if (res.status === 429) waited = Math.max(waited, performance.now() - started);
+        else expect(res.status).toBe(200);
+      }
+      expect(waited).toBeGreaterThanOrEqual(950);
+    } finally {
+      clearInterval(victimActive);
+    }
   });
 });

@@ -66,7 +66,9 @@ export function earlyRefusal(parts: EarlyRefusalParts): Handler {
         refusal instanceof OperationOutcomeError
           ? refusal.outcome
           : new OperationOutcomeError('throttled', refusal.message, { status: 429 }).outcome;
-      return answer(res, 429, refusal.headers ?? {}, JSON.stringify(outcome), fhirJsonType(version));
+      const reply = () =>
+        answer(res, 429, refusal.headers ?? {}, JSON.stringify(outcome), fhirJsonType(version));
+      return withLargeBody(req) ? answerLater(res, reply) : reply();
     }
     if (req.method !== 'POST' || !TOKEN_PATH.test(url)) return next();
     const address = sourceAddress(req);
@@ -84,6 +86,31 @@ export function earlyRefusal(parts: EarlyRefusalParts): Handler {
       return refusal ? refuseToken(res, refusal) : next();
     });
   };
+}
+
+/** A refused request declaring a body larger than this (or chunked) is answered after REFUSED_UPLOAD_WAIT_MS. */
+const LARGE_BODY_BYTES = 64 * 1024;
+const REFUSED_UPLOAD_WAIT_MS = 1_000;
+
+function withLargeBody(req: IncomingMessage): boolean {
+  return (
+    req.headers['transfer-encoding'] !== undefined ||
+    Number(req.headers['content-length'] ?? 0) > LARGE_BODY_BYTES
+  );
+}
+
+/**
+ * A refused upload is answered a second later, its body left unread meanwhile (Node stops reading
+ * a connection whose request is not consumed). Answered at once, a caller that ignores Retry-After
+ * sends its next 1 MB body right away, and Node reads every one of them off the connection: 32
+ * connections of refused narratives cost the server more (~2 ms each, hundreds a second) than the
+ * narratives it refused. A caller that waits as told never meets this wait.
+ */
+function answerLater(res: ServerResponse, reply: () => void): void {
+  const timer = setTimeout(() => {
+    if (!res.destroyed) reply();
+  }, REFUSED_UPLOAD_WAIT_MS);
+  res.once('close', () => clearTimeout(timer));
 }
 
 /**

@@ -40,8 +40,10 @@ const READ_VARIANTS: ReadonlyArray<[string, Record<string, string>]> =
     ? []
     : [['HTTP GET, request logs on (LOG_LEVEL=info)', { LOG_LEVEL: 'info' }]];
 /**
- * Another built checkout of the server (a directory with `dist/src/main.js`, e.g. main before a
- * change) served as a row of its own between the app's rows: an A/B pair on the same data and load.
+ * Another built checkout of the server (a directory with `dist/src/main.js`, e.g. main with a change
+ * reverted) served as a row of its own between the app's rows: an A/B pair on the same data and
+ * load. Its index definitions must be this build's: a server refuses to start on a store whose
+ * index of the same name differs (ensureIndexes).
  */
 const BASELINE = process.env.BENCH_READ_BASELINE;
 /** The app's rows (the app, the baseline, the variants) run this many times, interleaved. */

@@ -69,18 +69,15 @@ export function requestLogs(root: Logger | undefined): RequestLogs {
       res.off('finish', done);
       res.off('error', done);
       const { statusCode } = res;
-      const line = {
-        reqId: id,
-        req: { id, method, path },
-        res: { statusCode },
-        responseTime: Date.now() - started,
-      };
+      const responseTime = Date.now() - started;
+      const answered = { reqId: id, req: { id, method, path }, res: { statusCode } };
       const failed = (res as { err?: unknown }).err;
+      // The fields in pino-http's order (`err` before `responseTime`): log readers match on it.
       if (streamError || failed || statusCode >= 500) {
         const err = streamError ?? failed ?? new Error(`failed with status code ${statusCode}`);
-        root.error({ ...line, err }, 'request errored');
+        root.error({ ...answered, err, responseTime }, 'request errored');
       } else {
-        root.info(line, 'request completed');
+        root.info({ ...answered, responseTime }, 'request completed');
       }
     };
     res.on('close', done);

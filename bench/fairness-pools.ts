@@ -10,6 +10,7 @@
  */
 import { httpJson, httpJsonPolitely } from './lib/bench-server';
 import type { VictimRequest } from './lib/victim-loop';
+import { replaceGenderPatch } from '../test/support/fhirpath-patch';
 
 export type Answer = { status: number; bytes: number; retryAfter?: string };
 
@@ -40,20 +41,7 @@ export const POOL_ATTACKS = ['fhirpath-pool', 'intra-client', 'wrong-secrets-hea
 export type PoolAttackName = (typeof POOL_ATTACKS)[number];
 
 const fhirJson = { 'Content-Type': 'application/fhir+json' };
-const replaceGender = (path: string) =>
-  JSON.stringify({
-    resourceType: 'Parameters',
-    parameter: [
-      {
-        name: 'operation',
-        part: [
-          { name: 'type', valueCode: 'replace' },
-          { name: 'path', valueString: path },
-          { name: 'value', valueCode: 'male' },
-        ],
-      },
-    ],
-  });
+const replaceGender = (path: string) => JSON.stringify(replaceGenderPatch(path));
 
 /** Stores what the attacks need and returns them. */
 export async function poolAttacks(ctx: PoolAttackContext): Promise<Record<PoolAttackName, PoolAttack>> {

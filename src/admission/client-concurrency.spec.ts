@@ -164,6 +164,46 @@ describe('ClientConcurrency', () => {
     expect(() => off.acquire('c1')).not.toThrow();
   });
 
+  it('work is charged only while another caller contends: in flight, or done within 100 ms, not a second ago', () => {
+    const c = limiter(0, 16, 1000);
+    c.acquire('c2').release(); // c2 done just now
+    jest.setSystemTime(now + 50);
+    c.chargeWork('c1', '', 'databaseMs', 1500); // c2 done 50 ms ago: contends, 500 ms in debt
+    expect(refusal(() => c.acquire('c1')).message).toMatch(/CLIENT_DATABASE_MS_PER_SECOND/);
+
+    const later = limiter(0, 16, 1000);
+    later.acquire('c2').release();
+    jest.setSystemTime(now + 300); // c2 done 300 ms ago: active for the in-flight cap, no longer contending
+    later.chargeWork('c1', '', 'databaseMs', 1500);
+    expect(() => later.acquire('c1').release()).not.toThrow();
+
+    const waiting = limiter(0, 16, 1000);
+    const held = waiting.acquire('c2'); // c2's request still in flight seconds later
+    jest.setSystemTime(now + 5_000);
+    waiting.chargeWork('c1', '', 'databaseMs', 1500);
+    expect(refusal(() => waiting.acquire('c1')).status).toBe(429);
+    held.release();
+  });
+
+  it("a user's work share is split only among its client's contending users: a burst right after another user's request is not halved", () => {
+    const c = limiter(0, 16, 500);
+    const victim = c.acquire('c2'); // another client in flight: work is charged
+    c.acquire('c1', 'bob').release(); // bob's last request, done
+    jest.setSystemTime(now + 200); // bob no longer contends: alice's part is the client's 500
+    const burst = c.acquire('c1', 'alice');
+    burst.chargeDatabaseMs(400); // over half of 500, within the whole
+    burst.release();
+    expect(() => c.acquire('c1', 'alice').release()).not.toThrow();
+    // while bob contends, alice's part is half of it
+    const bob = c.acquire('c1', 'bob');
+    c.chargeWork('c1', 'alice', 'databaseMs', 400);
+    expect(refusal(() => c.acquire('c1', 'alice')).message).toMatch(
+      /this user was served more than its part .*CLIENT_DATABASE_MS_PER_SECOND/,
+    );
+    bob.release();
+    victim.release();
+  });
+
   it('CLIENT_RESPONSE_BYTES_PER_SECOND=0 turns the byte share off', () => {
     const c = limiter(0);
     const slot = c.acquire('c1');

@@ -9,8 +9,24 @@ const BURST_SECONDS = 1;
 /** Weight of the newest answer in the running mean size (exponential moving average). */
 const MEAN_WEIGHT = 0.25;
 
-/** A client (or user) that started or ended a request this recently counts as active. */
+/**
+ * A client (or user) that started or ended a request this recently counts as active: for the
+ * in-flight cap and the split of the byte share, whose refusals a caller's think time between
+ * requests should not undo.
+ */
 const ACTIVE_MS = 1_000;
+/**
+ * A caller contends for the engine, the worker pool and the event loop while it has a request in
+ * flight, or started or ended one this recently (a sequential caller's turn-around between an
+ * answer and its next request). Work (database, worker, loop ms, rows read and left out) is
+ * charged, and a client's work share split among its users, only among contending callers: a
+ * caller that finished a while ago waits for nobody's work, and a legitimate burst right after
+ * it is charged at most this long (the processor-sharing clock charges at most the wall time),
+ * well under a user's burst (BURST_SECONDS of its part).
+ */
+const CONTENDING_MS = 100;
+/** The units charged as work: only while another caller contends, split among contending users. */
+const WORK_UNITS: ReadonlySet<CostUnit> = new Set(['databaseMs', 'workerMs', 'loopMs']);
 
 /** Callers whose state is kept before idle ones are forgotten. */
 const MAX_CALLERS = 10_000;
@@ -54,12 +70,12 @@ export interface ClientSlot {
   /**
    * Counts stored bytes the engine read for the request but that its answer does not hold (the
    * rows a byte-budgeted page looked at and left out) against the caller's share, while another
-   * caller is active: its cost to the others is the engine's work, not only the bytes it is sent.
+   * caller contends: its cost to the others is the engine's work, not only the bytes it is sent.
    */
   chargeUnservedReads(bytes: number): void;
   /**
    * Counts database time spent for the request (CLIENT_DATABASE_MS_PER_SECOND), while another
-   * caller is active: queries that are slow but answer little hold the lanes all the same.
+   * caller contends: queries that are slow but answer little hold the lanes all the same.
    */
   chargeDatabaseMs(ms: number): void;
   /** Counts time the request's FHIRPath held a worker of the shared pool (CLIENT_WORKER_MS_PER_SECOND). */
@@ -80,7 +96,8 @@ export interface ClientSlot {
  *   event-loop ms),
  *   token buckets with a burst of BURST_SECONDS: a caller past its share in any unit gets 429 with
  *   Retry-After until it has refilled. Each request is charged to its user's share (the client's
- *   rate divided among its active users) and to its client's. Each admitted request reserves the
+ *   rate divided among its active users; for work, its contending users: CONTENDING_MS) and to
+ *   its client's. Each admitted request reserves the
  *   user's mean answer size at once, so a caller of large answers cannot start many at the same
  *   moment either. Like a quota of "cost points" per tenant (Medplum's fhirQuota, Azure's request
  *   units), counted in the units that are scarce here.
@@ -143,14 +160,15 @@ export class ClientConcurrency {
   }
 
   /**
-   * Charges work done for a caller (database or worker time, bytes read and left out) to its
-   * user's part and its client's share, while another caller is active: alone on the server,
-   * nobody waits for that work (work-conserving, as the in-flight cap).
+   * Charges work done for a caller (database, worker or loop time, bytes read and left out) to its
+   * user's part and its client's share, while another caller contends (CONTENDING_MS): alone on
+   * the server, or after the others are done, nobody waits for that work (work-conserving, as the
+   * in-flight cap).
    */
   chargeWork(clientId: string, user: string, unit: CostUnit, amount: number): void {
     if (!(amount > 0) || this.rate(unit) <= 0) return;
     const now = Date.now();
-    if (this.othersActive(clientId, user, now)) this.spend(clientId, user, unit, amount, now);
+    if (this.othersActive(clientId, user, now, CONTENDING_MS)) this.spend(clientId, user, unit, amount, now);
   }
 
   /**
@@ -164,9 +182,9 @@ export class ClientConcurrency {
    */
   refusal(clientId: string, user = '', now = Date.now()): OperationOutcomeError | undefined {
     const limit = this.settings.clientMaxConcurrentRequests;
-    const contended = this.othersActive(clientId, undefined, now);
+    const contended = this.othersActive(clientId, undefined, now, ACTIVE_MS);
     this.markActive(clientId, user, now);
-    const users = this.activeUsers(clientId, now);
+    const users = this.activeUsers(clientId, now, ACTIVE_MS);
     const userKey = callerKey(clientId, user);
     const userRunning = this.userInFlight.get(userKey) ?? 0;
     const userCap = Math.max(1, Math.floor(limit / users));
@@ -174,7 +192,7 @@ export class ClientConcurrency {
     // the users holding their part of its slots; a user under its part still gets in
     const clientAtCap = (this.inFlight.get(clientId) ?? 0) >= limit && (contended || users > 1);
     const atCap = clientAtCap && userRunning >= userCap;
-    const spent = this.spentUnit(clientId, user, users, now);
+    const spent = this.spentUnit(clientId, user, now);
     if (!atCap && !spent) return undefined;
     // a refusal window opens with a refusal and lasts its Retry-After; refusals within it are early
     const last = this.refusals.get(userKey);
@@ -191,8 +209,8 @@ export class ClientConcurrency {
         now,
       );
     }
-    const unit = this.spentUnit(clientId, user, users, now);
-    const retryAfter = unit ? Math.max(1, Math.ceil(this.refillSeconds(clientId, user, users, now))) : 1;
+    const unit = this.spentUnit(clientId, user, now);
+    const retryAfter = unit ? Math.max(1, Math.ceil(this.refillSeconds(clientId, user, now))) : 1;
     this.refusals.set(
       userKey,
       open ? { until: open.until, early } : { until: now + retryAfter * 1000, early },
@@ -219,12 +237,12 @@ export class ClientConcurrency {
   private spentUnit(
     clientId: string,
     user: string,
-    users: number,
     now: number,
   ): { unit: CostUnit; of: 'user' | 'client' } | undefined {
     const userKey = callerKey(clientId, user);
     for (const unit of COST_UNITS) {
-      if (this.ledger.level(userKey, unit, this.rate(unit) / users, now) <= 0) return { unit, of: 'user' };
+      const part = this.rate(unit) / this.sharing(clientId, unit, now);
+      if (this.ledger.level(userKey, unit, part, now) <= 0) return { unit, of: 'user' };
     }
     for (const unit of COST_UNITS) {
       if (this.ledger.level(clientId, unit, this.rate(unit), now) <= 0) return { unit, of: 'client' };
@@ -233,14 +251,19 @@ export class ClientConcurrency {
   }
 
   /** Seconds until every share of the caller (its user's and its client's) is above zero again. */
-  private refillSeconds(clientId: string, user: string, users: number, now: number): number {
+  private refillSeconds(clientId: string, user: string, now: number): number {
     let seconds = 0;
     for (const unit of COST_UNITS) {
       const rate = this.rate(unit);
       if (rate <= 0) continue;
       seconds = Math.max(
         seconds,
-        this.ledger.secondsToRefill(callerKey(clientId, user), unit, rate / users, now),
+        this.ledger.secondsToRefill(
+          callerKey(clientId, user),
+          unit,
+          rate / this.sharing(clientId, unit, now),
+          now,
+        ),
         this.ledger.secondsToRefill(clientId, unit, rate, now),
       );
     }
@@ -251,7 +274,7 @@ export class ClientConcurrency {
   private spend(clientId: string, user: string, unit: CostUnit, amount: number, now: number): void {
     const rate = this.rate(unit);
     if (rate <= 0 || amount === 0) return;
-    const users = this.activeUsers(clientId, now);
+    const users = this.sharing(clientId, unit, now);
     this.ledger.spend(callerKey(clientId, user), unit, amount, rate / users, MAX_USER_DEBT_S, now);
     this.ledger.spend(clientId, unit, amount, rate, MAX_CLIENT_DEBT_S, now);
   }
@@ -275,34 +298,39 @@ export class ClientConcurrency {
     if (this.usersActive.size > MAX_CALLERS) this.forgetIdle(now);
   }
 
-  /** Users of the client active within ACTIVE_MS (at least one: the caller). */
-  private activeUsers(clientId: string, now: number): number {
+  /** The users among whom the client's share of `unit` is split: contending ones for work. */
+  private sharing(clientId: string, unit: CostUnit, now: number): number {
+    return this.activeUsers(clientId, now, WORK_UNITS.has(unit) ? CONTENDING_MS : ACTIVE_MS);
+  }
+
+  /** Users of the client in flight or active within `windowMs` (at least one: the caller). */
+  private activeUsers(clientId: string, now: number, windowMs: number): number {
     const users = this.usersActive.get(clientId);
     if (!users) return 1;
-    // oldest first (re-inserted on activity): stop at the first still active
+    // oldest first (re-inserted on activity): forget those past the longest window
     for (const [user, at] of users) {
       if (now - at <= ACTIVE_MS || this.userInFlight.has(callerKey(clientId, user))) break;
       users.delete(user);
     }
     let active = 0;
     for (const [user, at] of users) {
-      if (now - at <= ACTIVE_MS || this.userInFlight.has(callerKey(clientId, user))) active += 1;
+      if (now - at <= windowMs || this.userInFlight.has(callerKey(clientId, user))) active += 1;
     }
     return Math.max(1, active);
   }
 
   /**
    * Whether another client (or, given `user`, another user of the same client) has a request in
-   * flight or had one within ACTIVE_MS: only then does the in-flight cap engage and are the
-   * engine's and the pool's work charged (work-conserving: a caller alone may use all of it).
+   * flight or had one within `windowMs`: only then does the in-flight cap engage (ACTIVE_MS) and
+   * is work charged (CONTENDING_MS) — work-conserving: a caller alone may use all of it.
    */
-  private othersActive(clientId: string, user: string | undefined, now: number): boolean {
-    if (user !== undefined && this.activeUsers(clientId, now) > 1) return true;
+  private othersActive(clientId: string, user: string | undefined, now: number, windowMs: number): boolean {
+    if (user !== undefined && this.activeUsers(clientId, now, windowMs) > 1) return true;
     for (const other of this.inFlight.keys()) if (other !== clientId) return true;
     let found = false;
     for (const [other, at] of this.lastActive) {
       if (now - at > ACTIVE_MS) this.lastActive.delete(other);
-      else if (other !== clientId) found = true;
+      else if (other !== clientId && now - at <= windowMs) found = true;
     }
     return found;
   }

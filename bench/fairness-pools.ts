@@ -17,6 +17,8 @@ export type Answer = { status: number; bytes: number; retryAfter?: string };
 export interface PoolAttack {
   send: () => Promise<Answer>;
   ignoreRetryAfter: boolean;
+  /** The attacker's credentials when they are not the heavy tenant's (its shares are settled before the phase). */
+  attacker?: Record<string, string>;
   /** The victim's own operation during this attack, when it is not the name search. */
   victim?: { name: string; request: VictimRequest };
 }
@@ -85,6 +87,7 @@ export async function poolAttacks(ctx: PoolAttackContext): Promise<Record<PoolAt
     'intra-client': {
       send: () => ctx.drain(`${ctx.url}/r4/Patient/neighbour-large`, auth(neighbourToken)),
       ignoreRetryAfter: true,
+      attacker: auth(neighbourToken),
     },
     'wrong-secrets-headers': {
       send: () =>

@@ -12,13 +12,22 @@
  *   SEARCH_BENCH_PROFILE=1 one request at a time instead: API median and, per command the app
  *   sent, the engine's own time (`explain` executionStats); the commands themselves go to
  *   bench/results/search-commands.json (extended JSON, for `EXPLAIN ANALYZE` in PostgreSQL:
- *   docs/storage.md "Where the time goes").
+ *   docs/storage.md "Where the time goes"),
+ *   SEARCH_BENCH_ONLY=<substring> only the searches whose name holds it,
+ *   SEARCH_BENCH_CONNECTIONS=8,32 the concurrencies (default both),
+ *   SEARCH_BENCH_BASELINE=<a built checkout> that build served on the same data as a row of its own
+ *   beside each of the app's rows (an A/B pair: same data, same load), SEARCH_BENCH_ROUNDS=n the
+ *   pairs n times, order swapped each round. Every row says the server's and the engine's CPU
+ *   milliseconds per request (robust on a loaded machine, where latency is not); with MONGO_URL
+ *   (an engine this process did not start: BENCH_DB is kept only there) SEARCH_BENCH_ENGINE_PID=<pid>
+ *   names the process whose descendants are that engine.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { BSON } from 'mongodb';
+import type { mongo } from 'mongoose';
 import { recordQueries, type RecordedQuery } from '../test/support/query-plans';
 import { loadSyntheaResources } from '../test/support/synthea-data';
 import {
@@ -32,6 +41,8 @@ import {
   type BenchServer,
   type BenchUser,
 } from './lib/bench-server';
+import { childrenCpuMs } from './lib/process-cpu';
+import { cpuSeconds } from './lib/process-stats';
 import { loadSyntheaR4, type SyntheaLoadResult } from './lib/synthea-load';
 
 const COPIES = Number(process.env.BENCH_COPIES ?? 5);
@@ -39,7 +50,15 @@ const PATIENTS = process.env.BENCH_PATIENTS ? Number(process.env.BENCH_PATIENTS)
 const REQUESTS = Number(process.env.SEARCH_BENCH_REQUESTS ?? 400);
 /** Users the sample's patients are spread over (round-robin), as bench/ingest.ts does. */
 export const USERS = 4;
-const CONCURRENCY = [8, 32];
+const CONCURRENCY = (process.env.SEARCH_BENCH_CONNECTIONS ?? '8,32').split(',').map(Number);
+const ONLY = process.env.SEARCH_BENCH_ONLY;
+/** Another built checkout (a directory with `dist/src/main.js`): its rows beside the app's, same data. */
+const BASELINE = process.env.SEARCH_BENCH_BASELINE;
+const ROUNDS = Math.max(1, Number(process.env.SEARCH_BENCH_ROUNDS ?? 1));
+/** With MONGO_URL: the process that started that engine, whose descendants' CPU is the engine's. */
+const ENGINE_PID = process.env.SEARCH_BENCH_ENGINE_PID
+  ? Number(process.env.SEARCH_BENCH_ENGINE_PID)
+  : undefined;
 const TARGET_P99_MS = 50;
 
 function searches(
@@ -98,8 +117,10 @@ async function profileSearch(
     })) as ExplainStats & { stages?: Array<Record<string, ExplainStats>> };
     const stats = explain.executionStats ?? pipelineStats(explain.stages ?? []);
     engineMs += stats.executionTimeMillis ?? 0;
+    const shape = planShape(explain);
     engine.push(
-      `${Object.keys(query.command)[0]} ${Math.round(stats.executionTimeMillis ?? 0)}ms/${stats.totalDocsExamined ?? '?'}ex/${stats.nReturned ?? '?'}ret`,
+      `${Object.keys(query.command)[0]} ${shape.index ?? 'no index'}${shape.sorts ? ' SORT' : ''} ` +
+        `${Math.round((stats.executionTimeMillis ?? 0) * 10) / 10}ms/${shape.keys}keys/${stats.totalDocsExamined ?? '?'}ex/${stats.nReturned ?? '?'}ret`,
     );
   }
   return {
@@ -110,6 +131,23 @@ async function profileSearch(
     'engine ms': Math.round(engineMs * 10) / 10,
     commands: engine.join(', '),
   };
+}
+
+/** The index read, whether a SORT stage sorts in memory, and the index keys read (all stages). */
+function planShape(explain: unknown): { index?: string; sorts: boolean; keys: number } {
+  const shape: { index?: string; sorts: boolean; keys: number } = { sorts: false, keys: 0 };
+  const visit = (node: unknown, key?: string): void => {
+    if (Array.isArray(node)) return node.forEach((item) => visit(item));
+    if (typeof node !== 'object' || node === null || key === 'rejectedPlans') return;
+    const record = node as Record<string, unknown>;
+    if (record.stage === 'SORT') shape.sorts = true;
+    if (typeof record.indexName === 'string') shape.index ??= record.indexName;
+    if (typeof record.keysExamined === 'number' && record.stage === 'IXSCAN')
+      shape.keys += record.keysExamined;
+    for (const [name, value] of Object.entries(record)) visit(value, name);
+  };
+  visit(explain);
+  return shape;
 }
 
 interface ExecutionStats {
@@ -155,6 +193,34 @@ async function measure(total: number, concurrency: number, one: () => Promise<vo
 }
 
 /**
+ * The commands the app sent for one search, replayed through the raw driver: `REQUESTS` times with
+ * `connections` in flight. A failed replay (the engine's pool timing out under load) is reported.
+ */
+async function replay(
+  db: mongo.Db,
+  name: string,
+  connections: number,
+  recorded: readonly RecordedQuery[],
+): Promise<Latency> {
+  try {
+    return await measure(REQUESTS, connections, async () => {
+      for (const query of recorded) {
+        // A raw find/aggregate leaves its cursor open past the first batch: closed here, as the
+        // app's driver does (an open cursor pins one of the engine's connections). promoteLongs
+        // off: the cursor id goes back as the int64 the engine sent.
+        const answer = await db.command(query.command, { promoteLongs: false });
+        const cursorId = (answer as { cursor?: { id?: unknown } }).cursor?.id;
+        if (cursorId && String(cursorId) !== '0')
+          await db.command({ killCursors: query.collection, cursors: [cursorId] });
+      }
+    });
+  } catch (error) {
+    process.stderr.write(`${name} @${connections}: driver replay failed: ${String(error)}\n`);
+    return { perSecond: Number.NaN, p50: Number.NaN, p99: Number.NaN };
+  }
+}
+
+/**
  * The search benchmark on loaded data (also run by bench/ingest.ts after its load): the app must run
  * with METRICS_ENABLED=true (command monitoring records its queries for the driver replay).
  */
@@ -190,9 +256,18 @@ export async function benchSearches(
     // The load runs against the real server in its own process (as operators run it; in this
     // process it would share the event loop with the load generator); this process's app answers
     // each search once first, so that its commands are recorded for the driver replay.
-    const own = await serveInOwnProcess(server, { DB_TIMEOUT_MS: String(server.settings.dbTimeoutMs) });
+    const env = { DB_TIMEOUT_MS: String(server.settings.dbTimeoutMs) };
+    const servers = [{ label: 'app', process: await serveInOwnProcess(server, env) }];
+    // the engine's CPU: the processes below the one that started it (this one, or MONGO_URL's holder)
+    const engineCpuMs = () =>
+      ENGINE_PID !== undefined
+        ? childrenCpuMs(ENGINE_PID)
+        : childrenCpuMs() - servers.reduce((sum, s) => sum + cpuSeconds([s.process.child!.pid!]) * 1000, 0);
     try {
-      for (const [name, path] of searches(heaviest.id, heaviest.family, loadStarted, loadMiddle)) {
+      if (BASELINE)
+        servers.push({ label: 'baseline', process: await serveInOwnProcess(server, env, BASELINE) });
+      const all = searches(heaviest.id, heaviest.family, loadStarted, loadMiddle);
+      for (const [name, path] of all.filter(([search]) => ONLY === undefined || search.includes(ONLY))) {
         let total: number | string = '';
         const recorded: RecordedQuery[] = await recordQueries(server.connection, async () => {
           const probe = await httpJson(server.baseUrl, 'GET', path, undefined, auth);
@@ -205,60 +280,55 @@ export async function benchSearches(
           commands.push({ search: name, commands: recorded.map((query) => query.command) });
           continue;
         }
-        // warm-up, not counted: the server process compiles this search's path and fills its caches
-        await autocannon({
-          url: `${own.url}${path}`,
-          connections: CONCURRENCY[0],
-          amount: Math.min(100, REQUESTS),
-          timeout: 60,
-          headers: { authorization: auth.Authorization },
-        });
-        for (const connections of CONCURRENCY) {
-          const api = await autocannon({
-            url: `${own.url}${path}`,
+        const load = (url: string, connections: number, amount: number) =>
+          autocannon({
+            url,
             connections,
-            amount: REQUESTS,
+            amount,
             timeout: 60,
             headers: { authorization: auth.Authorization },
           });
-          // A failed replay (the engine's connection pool timing out under load) is reported in its row.
-          let driver: Latency = { perSecond: Number.NaN, p50: Number.NaN, p99: Number.NaN };
-          try {
-            driver = await measure(REQUESTS, connections, async () => {
-              for (const query of recorded) {
-                // A raw find/aggregate leaves its cursor open past the first batch: closed here, as
-                // the app's driver does (an open cursor pins one of the engine's connections).
-                // promoteLongs off: the cursor id goes back as the int64 the engine sent.
-                const answer = await db.command(query.command, { promoteLongs: false });
-                const cursorId = (answer as { cursor?: { id?: unknown } }).cursor?.id;
-                if (cursorId && String(cursorId) !== '0')
-                  await db.command({ killCursors: query.collection, cursors: [cursorId] });
-              }
-            });
-          } catch (error) {
-            process.stderr.write(`${name} @${connections}: driver replay failed: ${String(error)}\n`);
+        // warm-up, not counted: each server process compiles this search's path and fills its caches
+        for (const { process: own } of servers)
+          await load(`${own.url}${path}`, CONCURRENCY[0], Math.min(100, REQUESTS));
+        for (let round = 0; round < ROUNDS; round++) {
+          const order = round % 2 === 0 ? servers : [...servers].reverse();
+          for (const connections of CONCURRENCY) {
+            for (const { label, process: own } of order) {
+              const serverCpu = () => cpuSeconds([own.child!.pid!]) * 1000;
+              const before = { server: serverCpu(), engine: engineCpuMs() };
+              const api = await load(`${own.url}${path}`, connections, REQUESTS);
+              const served = Math.max(1, api.requests.total);
+              const serverMs = (serverCpu() - before.server) / served;
+              const engineMs = (engineCpuMs() - before.engine) / served;
+              // the driver replay once per concurrency, beside the app's first round
+              let driver: Latency = { perSecond: Number.NaN, p50: Number.NaN, p99: Number.NaN };
+              if (label === 'app' && round === 0) driver = await replay(db, name, connections, recorded);
+              rows.push({
+                search: name,
+                server: label,
+                conns: connections,
+                total,
+                queries: recorded.length,
+                errors: api.errors + api.timeouts + (api.non2xx ?? 0),
+                'API p50': api.latency.p50,
+                'API p99': api.latency.p99,
+                'API req/s': Math.round(api.requests.total / api.duration),
+                'server ms/req': Math.round(serverMs * 100) / 100,
+                'engine ms/req': Math.round(engineMs * 100) / 100,
+                'drv p50': Math.round(driver.p50 * 10) / 10,
+                'drv p99': Math.round(driver.p99 * 10) / 10,
+                'drv req/s': Math.round(driver.perSecond),
+              });
+              process.stderr.write(
+                `${name} ${label} @${connections}: API p99 ${api.latency.p99} ms, server ${serverMs.toFixed(2)} + engine ${engineMs.toFixed(2)} ms/req, load ${loadavg()[0].toFixed(1)}\n`,
+              );
+            }
           }
-          rows.push({
-            search: name,
-            conns: connections,
-            total,
-            queries: recorded.length,
-            errors: api.errors + api.timeouts + (api.non2xx ?? 0),
-            'API p50': api.latency.p50,
-            'API p99': api.latency.p99,
-            'API req/s': Math.round(api.requests.total / api.duration),
-            'drv p50': Math.round(driver.p50 * 10) / 10,
-            'drv p99': Math.round(driver.p99 * 10) / 10,
-            'drv req/s': Math.round(driver.perSecond),
-            ratio: Math.round((api.requests.total / api.duration / driver.perSecond) * 100) / 100,
-          });
-          process.stderr.write(
-            `${name} @${connections}: API p99 ${api.latency.p99} ms, load ${loadavg()[0].toFixed(1)}\n`,
-          );
         }
       }
     } finally {
-      await own.stop();
+      for (const { process: own } of servers) await own.stop();
     }
     console.log(
       `\nsearch — ${server.engine}: ${COPIES} × Synthea R4 = ${load.resources} resources (${stored} current documents with Provenances), ` +

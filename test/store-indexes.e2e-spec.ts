@@ -114,6 +114,43 @@ describe('resource indexes of an earlier layout (e2e)', () => {
     expect(page.body.entry).toHaveLength(2);
   });
 
+  it("stores references to this server's base relative, and start-up brings an earlier document's absolute ones to that form", async () => {
+    const auth = bearer(alice.access_token);
+    const base = t.settings.urls.base;
+    await request(t.server).put('/r4/Patient/ix-q').set(auth).send({ resourceType: 'Patient', id: 'ix-q' });
+    const observation = {
+      resourceType: 'Observation',
+      id: 'ix-abs',
+      status: 'final',
+      code: { text: 'x' },
+      subject: { reference: `${base}/r4/Patient/ix-q` },
+    };
+    await request(t.server).put('/r4/Observation/ix-abs').set(auth).send(observation).expect(201);
+    const stored = async () =>
+      ((await resources().findOne({ id: 'ix-abs' }))?.idx as { ref: string[] }).ref.sort();
+    expect(await stored()).toEqual(['patient|Patient/ix-q', 'subject|Patient/ix-q']);
+    const found = async (value: string) =>
+      entryIds((await request(t.server).get(`/r4/Observation?subject=${value}`).set(auth).expect(200)).body);
+    expect(await found('Patient/ix-q')).toEqual(['ix-abs']);
+    expect(await found(`${base}/r4/Patient/ix-q`)).toEqual(['ix-abs']);
+
+    // a document as an earlier release wrote it: the absolute form as written, the store's record gone
+    const absolute = ['patient', 'subject'].map((code) => `${code}|${base}/r4/Patient/ix-q`);
+    await resources().updateOne({ id: 'ix-abs' }, { $set: { 'idx.ref': absolute } });
+    await t.connection.collection('store_layout').deleteMany({});
+    expect(await found('Patient/ix-q')).toEqual([]);
+
+    await t.app.get(ResourceStorage).onModuleInit();
+
+    expect(await stored()).toEqual(['patient|Patient/ix-q', 'subject|Patient/ix-q']);
+    expect(await found('Patient/ix-q')).toEqual(['ix-abs']);
+    expect(await found(`${base}/r4/Patient/ix-q`)).toEqual(['ix-abs']);
+    const record = await t.connection
+      .collection('store_layout')
+      .findOne({ _id: 'local-references' as never });
+    expect(record?.base).toBe(base);
+  });
+
   it('serves a typed reference search, a compartment search and $everything', async () => {
     const auth = bearer(alice.access_token);
     const typed = await request(t.server).get('/r4/Observation?subject=Patient/ix-p').set(auth).expect(200);

@@ -61,10 +61,9 @@ describe('buildFilter', () => {
 
   it('reference: Type/id, bare id over the targets, :Type, absolute URL, :identifier', () => {
     expect(conditions('Observation', { patient: 'Patient/1' })).toEqual([{ 'idx.ref': 'patient|Patient/1' }]);
-    // R4 `patient` on Observation targets Patient and Group (SearchParameter.target).
-    expect(conditions('Observation', { patient: '1' })).toEqual([
-      { 'idx.ref': { $in: ['patient|Patient/1', 'patient|Group/1'] } },
-    ]);
+    // R4 `patient` on Observation targets Patient and Group (SearchParameter.target) but its
+    // expression selects Patient (`where(resolve() is Patient)`): only Patient entries are stored.
+    expect(conditions('Observation', { patient: '1' })).toEqual([{ 'idx.ref': 'patient|Patient/1' }]);
     expect(conditions('Observation', { subject: '1' })).toEqual([
       {
         'idx.ref': {

@@ -6,9 +6,11 @@
  * - a type list (`t: {$in: [A, B]}`, e.g. `GET /r4?_type=Observation,Condition`) on the lastUpdated
  *   index; measured on that engine, a page of 21 over 2 types of 5,000 each: 48.8 ms sorted, 4.6 ms
  *   as per-type scans merged (docs/storage.md "Sorted pages");
- * - a reference in its relative and absolute forms (`idx.ref: {$in: ['patient|Patient/x',
- *   'patient|https://base/r4/Patient/x']}`, how every reference search reads) on the references
- *   index, which holds `(lu, id)` after the reference and type.
+ * - a few references (`idx.ref: {$in: ['patient|Patient/a', 'patient|Patient/b']}`,
+ *   `Observation?patient=a,b`) on the references index, which holds `(lu, id)` after the reference
+ *   and type. One reference is one equality, one ordered query (a reference to this server is
+ *   stored and searched in its relative form only: local-references.ts): no merge, which for a
+ *   patient's few Conditions cost more than the one sorted query it replaced.
  * Each value's query reads at most `skip + limit` index keys, and the merge keeps the page's.
  */
 

@@ -61,6 +61,12 @@ function unwrapNode(node: unknown): { value: unknown; dataType?: string } {
 
 const RELATIVE_REFERENCE = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/;
 
+/**
+ * `Type/id` (no version): the form in which a reference to this server's own base is stored and
+ * searched (a search value `{base}/{version}/Type/id` is made this; one with a version stays as written).
+ */
+export const LOCAL_REFERENCE = /^[A-Z][A-Za-z]+\/[A-Za-z0-9\-.]{1,64}$/;
+
 /** Accumulates the index entries of one resource; sets deduplicate as values arrive. */
 export class IndexBuilder {
   private readonly tok = new Set<string>();
@@ -74,6 +80,17 @@ export class IndexBuilder {
   private readonly qty = new Set<string>();
   private readonly bkt = new Set<string>();
   private readonly srt: Record<string, string | number | Date> = {};
+
+  /** `localPrefix`: `{this server's base}/{version}/`, whose references are stored relative. */
+  constructor(private readonly localPrefix?: string) {}
+
+  /** `reference` without this server's prefix when what follows is `Type/id`; else as written. */
+  private local(reference: string): string {
+    const prefix = this.localPrefix;
+    if (prefix === undefined || !reference.startsWith(prefix)) return reference;
+    const relative = reference.slice(prefix.length);
+    return LOCAL_REFERENCE.test(relative) ? relative : reference;
+  }
 
   /** Converts the values one expression produced, according to the parameter's type. */
   add(param: CompiledSearchParam, expression: CompiledExpression, nodes: readonly unknown[]): void {
@@ -169,7 +186,7 @@ export class IndexBuilder {
 
   private addReference(param: CompiledSearchParam, expression: CompiledExpression, value: unknown): void {
     const code = param.code;
-    if (typeof value === 'string') return this.addCanonical(code, value);
+    if (typeof value === 'string') return this.addCanonical(code, this.local(value));
     if (!isObject(value)) return;
     if (isObject(value.identifier) && typeof value.identifier.value === 'string') {
       const system = asString(value.identifier.system) ?? '';
@@ -178,8 +195,9 @@ export class IndexBuilder {
       this.tok.add(`${code}:identifier|${escapeComponent(system)}|${escapedValue}`);
       this.has.add(code);
     }
-    const reference = asString(value.reference);
-    if (!reference || reference.startsWith('#')) return;
+    const written = asString(value.reference);
+    if (!written || written.startsWith('#')) return;
+    const reference = this.local(written);
     const relative = RELATIVE_REFERENCE.exec(reference);
     if (!relative) return this.addCanonical(code, reference);
     const type = relative[1];

@@ -166,6 +166,36 @@ describe('extractIndex on hand-written resources', () => {
     expect(index.tok).toContain('based-on:identifier|urn:orders|o-1');
   });
 
+  it("reference to this server's base (serviceBase): stored relative; a version, another base or a canonical's version kept", () => {
+    const resource = {
+      resourceType: 'Observation',
+      subject: { reference: 'https://me.example/r4/Patient/p1' },
+      performer: [
+        { reference: 'https://me.example/r4/Practitioner/p2/_history/3' },
+        { reference: 'https://me.example/stu3/Practitioner/p3' },
+      ],
+      encounter: { reference: 'http://other.example/r4/Encounter/e1' },
+    };
+    const index = extractIndex('r4', resource, { fullText: false, serviceBase: 'https://me.example' });
+    expect(index.ref?.sort()).toEqual([
+      'encounter|http://other.example/r4/Encounter/e1',
+      'patient|Patient/p1',
+      'performer|https://me.example/r4/Practitioner/p2/_history/3',
+      'performer|https://me.example/stu3/Practitioner/p3',
+      'subject|Patient/p1',
+    ]);
+    // without the option every reference stays as written
+    expect(extractIndex('r4', resource, { fullText: false }).ref).toContain(
+      'subject|https://me.example/r4/Patient/p1',
+    );
+    const response = extractIndex(
+      'r4',
+      { resourceType: 'QuestionnaireResponse', questionnaire: 'https://me.example/r4/Questionnaire/q1' },
+      { fullText: false, serviceBase: 'https://me.example' },
+    );
+    expect(response.ref).toEqual(['questionnaire|Questionnaire/q1']);
+  });
+
   it('date: precision ranges, open Period, Timing events', () => {
     const observation = extractIndex('r4', {
       resourceType: 'Observation',

@@ -76,6 +76,12 @@ export interface ExtractIndexOptions {
    * (its largest share of index entries; the search answers `_content` with an error instead).
    */
   fullText: boolean;
+  /**
+   * This server's base URL (`https://host`, no trailing slash): a reference written with it
+   * (`{base}/{version}/Patient/1`) is the same resource as `Patient/1` and is stored in that one
+   * relative form, so a reference search is one equality (docs/storage.md "Sorted pages").
+   */
+  serviceBase?: string;
 }
 
 /**
@@ -89,7 +95,9 @@ export function extractIndex(
   options: ExtractIndexOptions = { fullText: true },
 ): SearchIndex {
   const type = resource.resourceType;
-  const builder = new IndexBuilder();
+  const builder = new IndexBuilder(
+    options.serviceBase === undefined ? undefined : `${options.serviceBase}/${version}/`,
+  );
   if (typeof type !== 'string') return builder.build([]);
   const compiled = compiledParamsFor(version, type);
   const run = (param: CompiledSearchParam, expression: CompiledExpression): void =>

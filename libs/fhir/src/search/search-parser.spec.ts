@@ -46,6 +46,16 @@ describe('parseSearch', () => {
     });
   });
 
+  it("a reference's targets: those its expressions select (a bare id is looked up as that type alone)", () => {
+    const parsed = parseSearch('r4', 'Condition', [
+      ['patient', '1'],
+      ['subject', '2'],
+    ]);
+    // `Condition.subject.where(resolve() is Patient)`, declared for Patient and Group
+    expect(parsed.clauses[0].targets).toEqual(['Patient']);
+    expect(parsed.clauses[1].targets).toEqual(['Group', 'Patient']);
+  });
+
   it('honours escapes: \\, and \\| are literal', () => {
     const parsed = parseSearch('r4', 'Patient', { name: 'a\\,b', identifier: 'sys|v\\|1' });
     expect(parsed.clauses[0].values).toEqual([{ kind: 'string', text: 'a,b' }]);

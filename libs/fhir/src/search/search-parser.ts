@@ -15,6 +15,7 @@ import {
   parseSort,
   parseTypes,
 } from './result-parameters';
+import { rewriteResolve } from './fhirpath-expressions';
 import { SearchError } from './search-error';
 import { searchDefinitions, searchParamDefinition } from './search-parameter-registry';
 import type { SearchParamDefinition, SearchParamType } from './search-parameter-types';
@@ -172,7 +173,32 @@ function buildClause(
     if (modifier === 'identifier') return parseSearchValue('token', value, name);
     return parseSearchValue(definition.type, value, name, modifierType);
   });
-  return { param: name, type: definition.type, modifier, modifierType, targets: definition.targets, values };
+  return {
+    param: name,
+    type: definition.type,
+    modifier,
+    modifierType,
+    targets: storedTargets(definition),
+    values,
+  };
+}
+
+/**
+ * The types a reference parameter's index entries can name: where every expression selects one
+ * type (`Condition.subject.where(resolve() is Patient)`, the parameter's targets Patient and Group),
+ * the extraction stores references of those types only (index-builder.ts), so a bare id
+ * (`Condition?patient=1`) is looked up as `Patient/1` alone: one equality, one ordered scan.
+ */
+function storedTargets(definition: SearchParamDefinition): readonly string[] {
+  if (definition.type !== 'reference' || definition.expressions.length === 0) return definition.targets;
+  const selected = new Set<string>();
+  for (const expression of definition.expressions) {
+    const targetType = rewriteResolve(expression)?.targetType;
+    if (targetType === undefined) return definition.targets;
+    selected.add(targetType);
+  }
+  const open = definition.targets.length === 0 || definition.targets.includes('Resource');
+  return open ? [...selected] : definition.targets.filter((target) => selected.has(target));
 }
 
 const ID_DEFINITION: SearchParamDefinition = { code: '_id', type: 'token', targets: [], expressions: [] };

@@ -3,6 +3,7 @@ import { extractIndex, type FhirVersion } from '@app/fhir';
 import { SETTINGS } from '../../../config/config.module';
 import type { Settings } from '../../../config/settings';
 import { ReindexRepository, type IndexUpdate } from '../../../storage/reindex.repository';
+import { indexOptions } from '../../../storage/search-indexing';
 
 const BATCH = 500;
 
@@ -60,7 +61,7 @@ export class ReindexService {
             idx: extractIndex(
               version,
               JSON.parse(doc.json ?? 'null') as Record<string, unknown>,
-              this.settings,
+              indexOptions(this.settings),
             ),
           });
         } catch {

@@ -26,12 +26,19 @@ describe('search helpers', () => {
     ).toEqual([['a', 'b']]);
   });
 
-  it('makes references to this server relative and matches both forms', () => {
-    const parsed = parseSearch('r4', 'Observation', [['subject', 'http://me/r4/Patient/1']]);
+  it('makes references to this server relative, the one form the store holds them in', () => {
+    const parsed = parseSearch('r4', 'Observation', [
+      [
+        'subject',
+        'http://me/r4/Patient/1,Patient/2,http://other/r4/Patient/3,http://me/r4/Patient/4/_history/1',
+      ],
+    ]);
     normalizeReferenceValues(parsed, 'http://me');
     expect(parsed.clauses[0].values).toEqual([
       { kind: 'reference', reference: 'Patient/1' },
-      { kind: 'reference', reference: 'http://me/r4/Patient/1' },
+      { kind: 'reference', reference: 'Patient/2' },
+      { kind: 'reference', reference: 'http://other/r4/Patient/3' },
+      { kind: 'reference', reference: 'http://me/r4/Patient/4/_history/1' },
     ]);
   });
 

@@ -6,6 +6,7 @@ import {
   type ParseSearchOptions,
   type SearchValue,
 } from '@app/fhir';
+import { LOCAL_REFERENCE } from '@app/fhir/search/index-builder';
 import type { SearchPairs } from '../../../fhir-http/search-pairs';
 
 /** Parameters the paging links set themselves (https://hl7.org/fhir/R4/http.html#paging). */
@@ -36,8 +37,9 @@ export function parseOrReject(
 
 /**
  * References written with this server's own base URL (`{base}/{v}/Patient/1`) are the same
- * resource as `Patient/1`: searched values are made relative, and each relative value also
- * matches the absolute form a client may have stored (https://hl7.org/fhir/R4/search.html#reference).
+ * resource as `Patient/1` (https://hl7.org/fhir/R4/search.html#reference): searched values are made
+ * relative, the one form in which the store holds them (the index extraction's `serviceBase`), so
+ * a reference search is one equality that the references index reads in lastUpdated order.
  */
 export function normalizeReferenceValues(parsed: ParsedSearch, serviceBase: string): void {
   const prefix = `${serviceBase}/${parsed.version}/`;
@@ -49,16 +51,10 @@ export function normalizeReferenceValues(parsed: ParsedSearch, serviceBase: stri
   for (const clause of clauses) {
     if (clause.type !== 'reference' || clause.modifier === 'missing' || clause.modifier === 'identifier')
       continue;
-    const values = clause.values.flatMap((value): SearchValue[] => {
-      if (value.kind !== 'reference') return [value];
-      const relative = value.reference.startsWith(prefix)
-        ? value.reference.slice(prefix.length)
-        : value.reference;
-      if (!/^[A-Z][A-Za-z]+\/[A-Za-z0-9\-.]{1,64}$/.test(relative)) return [value];
-      return [
-        { kind: 'reference', reference: relative },
-        { kind: 'reference', reference: `${prefix}${relative}` },
-      ];
+    const values = clause.values.map((value): SearchValue => {
+      if (value.kind !== 'reference' || !value.reference.startsWith(prefix)) return value;
+      const relative = value.reference.slice(prefix.length);
+      return LOCAL_REFERENCE.test(relative) ? { kind: 'reference', reference: relative } : value;
     });
     clause.values = values;
   }

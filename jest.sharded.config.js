@@ -13,6 +13,7 @@ const storeSuites = [
   'test/search-results.e2e-spec.ts',
   'test/tenancy.e2e-spec.ts',
   'test/bundle.e2e-spec.ts',
+  'test/bundle-writes.e2e-spec.ts',
   'test/history.e2e-spec.ts',
   'test/conditional.e2e-spec.ts',
   'test/bulk-export.e2e-spec.ts',

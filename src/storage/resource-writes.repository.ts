@@ -53,21 +53,36 @@ export class ResourceWritesRepository {
 
   /**
    * Step 1 for many new resources at once (bundle ingest). Returns the keys that already existed;
-   * every other document was inserted.
+   * every other document was inserted. `alsoClaim`: one more key claimed for the writer's user
+   * in the same command (a Provenance to come, write-protocol.ts); in the result when refused.
    */
-  async insertCurrentMany(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
+  async insertCurrentMany(
+    ctx: TenantContext,
+    docs: readonly ResourceDoc[],
+    alsoClaim?: string,
+  ): Promise<Set<string>> {
     if (docs.length === 0) return new Set();
-    const refused = await this.claimAll(ctx, docs);
+    const refused = await this.claimAll(ctx, docs, alsoClaim);
     const claimed = docs.filter((doc) => !refused.has(doc._id));
     const existing = await this.scoped(ctx).resources.insertIgnoringDuplicates(claimed);
     return new Set([...refused, ...existing.map((index) => claimed[index]._id)]);
   }
 
-  /** Id claims of new documents, per owning user; returns the keys another user holds. */
-  private async claimAll(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
+  /**
+   * Id claims of new documents, per owning user (and `alsoClaim` for the writer's user); returns
+   * the keys another user holds.
+   */
+  private async claimAll(
+    ctx: TenantContext,
+    docs: readonly ResourceDoc[],
+    alsoClaim?: string,
+  ): Promise<Set<string>> {
     const refused = new Set<string>();
-    for (const userId of new Set(docs.map((doc) => doc.u))) {
+    const writer = ctx.userId;
+    for (const userId of new Set([...docs.map((doc) => doc.u), ...(writer === null ? [] : [writer])])) {
       const keys = docs.filter((doc) => doc.u === userId).map((doc) => doc._id);
+      if (alsoClaim !== undefined && userId === writer) keys.push(alsoClaim);
+      if (keys.length === 0) continue;
       for (const key of await this.ids.claim(ctx, userId, keys)) refused.add(key);
     }
     return refused;
@@ -138,11 +153,21 @@ export class ResourceWritesRepository {
     );
   }
 
-  /** Inserts current documents that may exist already (Provenances with deterministic ids). */
-  async insertCurrentIgnoringExisting(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<void> {
+  /**
+   * Id claims of current documents to come (Provenances, write-protocol.ts), per owning user;
+   * returns the keys another user holds: nothing may be written under those.
+   */
+  claimIds(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
+    return this.claimAll(ctx, docs);
+  }
+
+  /**
+   * Inserts current documents whose ids their users hold (`claimIds`) and that may exist already
+   * (Provenances with deterministic ids: a retry or a repair names the same); those are left.
+   */
+  async insertClaimedIgnoringExisting(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<void> {
     if (docs.length === 0) return;
-    const refused = await this.claimAll(ctx, docs);
-    await this.scoped(ctx).resources.insertIgnoringDuplicates(docs.filter((doc) => !refused.has(doc._id)));
+    await this.scoped(ctx).resources.insertIgnoringDuplicates(docs);
   }
 
   /**

@@ -36,10 +36,23 @@ export interface CompletedWrite {
 }
 
 /**
- * The writes of one transaction or batch whose Provenance is recorded once, after the bundle's last
- * write (`WriteProtocol.recordProvenance`), instead of one per entry (docs/storage.md).
+ * The writes of one transaction or batch whose history rows and Provenance are recorded once, after
+ * the bundle's last write (`WriteProtocol.recordProvenance`), instead of per entry (docs/storage.md).
  */
-export type BundleWrites = CompletedWrite[];
+export class BundleWrites {
+  readonly writes: CompletedWrite[] = [];
+  /**
+   * The key of the Provenance the bundle will have if its first new resource is created, claimed
+   * with the ids of its new resources (`createMany`), so that its Provenance needs no claim of its
+   * own. A claim that ends up unused (that resource existed) stays as a claim of a create that
+   * never happened does: its user's, taken over by another user once stale.
+   */
+  claimedProvenance?: string;
+
+  push(...writes: CompletedWrite[]): void {
+    this.writes.push(...writes);
+  }
+}
 
 /** How `upsert` writes: see there. */
 export interface UpsertOptions {
@@ -178,8 +191,8 @@ export class WriteProtocol {
 
   /**
    * Creates of chosen ids with no look-up first (ids chosen client-side are new in the common
-   * case): one bulk insert of the current documents, one of their history rows; their Provenance
-   * is the bundle's (`bundle`). An id that exists comes back as `exists` (the caller updates it
+   * case): one bulk insert of the current documents; their history rows and their Provenance
+   * are the bundle's (`bundle`, written by `recordProvenance`). An id that exists comes back as `exists` (the caller updates it
    * with `upsert`); a resource that may not be stored (limits, scopes) as its `error`.
    */
   async createMany(
@@ -200,10 +213,19 @@ export class WriteProtocol {
         outcomes[index] = { error };
       }
     });
+    // Its Provenance's id follows from its first create (`provenanceFor`): claimed now, in the
+    // same command as the new ids, when nothing the bundle wrote before comes first.
+    const first = bundle.writes.length === 0 ? fresh.find(([, doc]) => doc.t !== 'Provenance') : undefined;
+    const provenanceKey = first
+      ? resourceKey(version, ctx.clientId, 'Provenance', provenanceIdFor(first[1]._id, first[1].vid))
+      : undefined;
     const conflicts = await this.writes.insertCurrentMany(
       ctx,
       fresh.map(([, doc]) => doc),
+      provenanceKey,
     );
+    if (provenanceKey !== undefined && !conflicts.has(provenanceKey))
+      bundle.claimedProvenance = provenanceKey;
     const inserted = fresh.filter(([, doc]) => !conflicts.has(doc._id));
     for (const [index, doc] of fresh) if (conflicts.has(doc._id)) outcomes[index] = { exists: true };
     await this.complete(
@@ -380,10 +402,10 @@ export class WriteProtocol {
   }
 
   /**
-   * Steps 2–3 for writes already in `resources`: history rows of the new versions (and of the
-   * versions they replaced, in case a crash had left those missing), then the Provenance of each
-   * create/update of a non-Provenance resource: one per write, or, for the entries of a bundle
-   * (`bundle` given), collected there for the bundle's one Provenance (`recordProvenance`).
+   * Steps 2–3 for writes already in `resources`: history rows of the new versions, then the
+   * Provenance of each create/update of a non-Provenance resource, one per write. For the entries
+   * of a bundle (`bundle` given) both wait for the bundle's last write (`recordProvenance`): the
+   * rows of all its new resources and its one Provenance then go in one history insert.
    */
   async complete(
     ctx: TenantContext,
@@ -391,12 +413,11 @@ export class WriteProtocol {
     writes: readonly CompletedWrite[],
     bundle?: BundleWrites,
   ): Promise<void> {
-    const rows = writes.filter((w) => !w.historyWritten).map(({ doc }) => historyOf(doc));
     if (bundle) {
       bundle.push(...writes);
-      await this.writes.insertHistory(ctx, rows);
       return;
     }
+    const rows = pendingRows(writes);
     const provenances = provenanceGroups(writes).map(([activity, targets]) =>
       this.provenanceFor(ctx, version, targets, activity),
     );
@@ -422,25 +443,36 @@ export class WriteProtocol {
   /**
    * The Provenance of a bundle's writes (https://hl7.org/fhir/R4/provenance.html: `target` 1..*):
    * one listing every resource the bundle created or updated, or two when it did both
-   * (`activity` is 0..1). Recorded after the bundle's last write; a crash before it leaves
-   * versions without Provenance that `store check --repair` gives one each.
+   * (`activity` is 0..1), with the history rows its writes left to it (`complete`). Recorded after
+   * the bundle's last write; a crash before it leaves current versions without a history row or
+   * a Provenance, which readers serve from the current document and `store check --repair` mends.
    */
   async recordProvenance(ctx: TenantContext, version: FhirVersion, bundle: BundleWrites): Promise<void> {
     const provenances: ResourceDoc[] = [];
-    for (const [activity, targets] of provenanceGroups(bundle)) {
+    for (const [activity, targets] of provenanceGroups(bundle.writes)) {
       provenances.push(this.provenanceFor(ctx, version, targets, activity));
     }
-    await this.storeProvenances(ctx, [], provenances);
+    await this.storeProvenances(ctx, pendingRows(bundle.writes), provenances, bundle.claimedProvenance);
   }
 
+  /**
+   * History rows and Provenances. A Provenance whose id another user of the client holds is not
+   * written, nor its history row, which would take the place of that user's row of the same key:
+   * its id is claimed first, unless `claimed` (`BundleWrites.claimedProvenance`) says the
+   * writer's claim holds it already.
+   */
   private async storeProvenances(
     ctx: TenantContext,
     rows: readonly HistoryDoc[],
     provenances: readonly ResourceDoc[],
+    claimed?: string,
   ): Promise<void> {
+    const unclaimed = provenances.filter((provenance) => provenance._id !== claimed);
+    const refused = unclaimed.length > 0 ? await this.writes.claimIds(ctx, unclaimed) : new Set<string>();
+    const kept = provenances.filter((provenance) => !refused.has(provenance._id));
     await Promise.all([
-      this.writes.insertHistory(ctx, [...rows, ...provenances.map(historyOf)]),
-      this.writes.insertCurrentIgnoringExisting(ctx, provenances),
+      this.writes.insertHistory(ctx, [...rows, ...kept.map(historyOf)]),
+      this.writes.insertClaimedIgnoringExisting(ctx, kept),
     ]);
   }
 
@@ -468,6 +500,11 @@ export class WriteProtocol {
     });
     return this.buildDoc(asOwner(ctx, first.u), version, 'Provenance', id, 1, recorded, provenance);
   }
+}
+
+/** History rows of the writes whose row is not in yet (one claimed with its version is). */
+function pendingRows(writes: readonly CompletedWrite[]): HistoryDoc[] {
+  return writes.filter((w) => !w.historyWritten).map(({ doc }) => historyOf(doc));
 }
 
 /**

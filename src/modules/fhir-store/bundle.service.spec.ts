@@ -3,7 +3,7 @@ import type { Settings } from '../../config/settings';
 import type { Found, Removed } from '../../fhir-http/results';
 import type { ResourceDoc } from '../../storage/documents';
 import type { StorageService } from '../../storage/storage-handle';
-import type { BundleWrites, NewResource, UpsertOptions } from '../../storage/write-protocol';
+import type { BundleWrites, CompletedWrite, NewResource, UpsertOptions } from '../../storage/write-protocol';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { BundleService } from './bundle.service';
 import type { ConditionalService } from './conditional.service';
@@ -26,7 +26,7 @@ function docOf(type: string, id: string, vid: number, resource: Record<string, u
  */
 function bundleOver(existing: string[] = []) {
   const calls: string[] = [];
-  const provenances: BundleWrites[] = [];
+  const provenances: CompletedWrite[][] = [];
   const handle = {
     key: (version: FhirVersion, type: string, id: string) => `${version}|c|${type}|${id}`,
     createMany: (_version: FhirVersion, resources: readonly NewResource[], bundle: BundleWrites) => {
@@ -53,7 +53,7 @@ function bundleOver(existing: string[] = []) {
       return Promise.resolve({ doc, created: false });
     },
     recordProvenance: (_version: FhirVersion, bundle: BundleWrites) => {
-      provenances.push([...bundle]);
+      provenances.push([...bundle.writes]);
       return Promise.resolve();
     },
   };

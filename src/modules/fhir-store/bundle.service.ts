@@ -25,7 +25,7 @@ import { returnPreference } from '../../fhir-http/reply-presenter';
 import { page, written, type Found, type Page, type Written } from '../../fhir-http/results';
 import type { ResourceDoc } from '../../storage/documents';
 import { StorageService, type StorageHandle } from '../../storage/storage-handle';
-import type { BundleWrites, WrittenVersion } from '../../storage/write-protocol';
+import { BundleWrites, type WrittenVersion } from '../../storage/write-protocol';
 import { entryOf, failureEntry, type EntryResult } from './bundle-entries';
 import { entryPatchDocument, PatchService } from './patch.service';
 import { assertValid, FhirStoreService } from './fhir-store.service';
@@ -71,9 +71,10 @@ interface WritePlan {
 /**
  * `POST /{v}` with a `transaction` or `batch` Bundle (docs/api.md §5, §13): at most 20 entries, each
  * validated and stored independently (valid entries stored, invalid ones not), `urn:uuid:`
- * placeholders resolved everywhere first. New resources go to the database in one bulk insert
- * with their history rows in one more; existing ids fall back to the per-entry compare-and-set
- * path. One Provenance lists everything the bundle wrote (docs/storage.md).
+ * placeholders resolved everywhere first. New resources go to the database in one bulk insert;
+ * existing ids fall back to the per-entry compare-and-set path. One Provenance lists everything
+ * the bundle wrote; it goes in at the end with the history rows of the new resources in the same
+ * history insert (docs/storage.md).
  */
 @Injectable()
 export class BundleService {
@@ -139,7 +140,7 @@ export class BundleService {
     }
     const representation = returnPreference(prefer) === 'representation';
     // One Provenance for everything the bundle wrote, recorded even when a write threw midway.
-    const written: BundleWrites = [];
+    const written = new BundleWrites();
     try {
       await this.writeAll(store, version, plans, responses, representation, written);
       for (const entry of ordered.filter((e) => e.method === 'PATCH')) {
@@ -286,8 +287,8 @@ export class BundleService {
   }
 
   /**
-   * Fast path: one bulk insert of the new resources, one bulk write of their history rows (their
-   * Provenance is the bundle's, in `written`), with no look-up first (new ids are the common case:
+   * Fast path: one bulk insert of the new resources (their history rows and Provenance are the
+   * bundle's, in `written`, stored together at its end), with no look-up first (new ids are the common case:
    * ids chosen client-side). Ids that existed, repeated ids and conditional updates go through the
    * per-entry compare-and-set path, in bundle order.
    */

@@ -80,6 +80,8 @@ export interface ClientSlot {
   chargeDatabaseMs(ms: number): void;
   /** Counts time the request's FHIRPath held a worker of the shared pool (CLIENT_WORKER_MS_PER_SECOND). */
   chargeWorkerMs(ms: number): void;
+  /** Counts event-loop time a step of the request took after admission (CLIENT_LOOP_MS_PER_SECOND). */
+  chargeLoopMs(ms: number): void;
 }
 
 /**
@@ -146,6 +148,7 @@ export class ClientConcurrency {
       chargeUnservedReads: contendedCharge('bytes'),
       chargeDatabaseMs: contendedCharge('databaseMs'),
       chargeWorkerMs: contendedCharge('workerMs'),
+      chargeLoopMs: contendedCharge('loopMs'),
       release: () => {
         if (released) return;
         released = true;

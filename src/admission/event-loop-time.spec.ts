@@ -3,7 +3,7 @@ import type { OperationOutcomeError } from '@app/fhir';
 import { NARRATIVE_SLICE_CHARS } from '@app/fhir/validation/narrative';
 import type { Settings } from '../config/settings';
 import { ClientConcurrency } from './client-concurrency';
-import { EventLoopTime } from './event-loop-time';
+import { EventLoopTime, timedOnLoop } from './event-loop-time';
 import { KnownCredentials } from './known-credentials';
 
 const XHTML = 'http://www.w3.org/1999/xhtml';
@@ -156,5 +156,25 @@ describe('EventLoopTime', () => {
     )(other, res, () => undefined);
     step(other, res, () => undefined);
     expect(c2.refusal('c1', '')?.status).toBe(429);
+  });
+
+  it("timedOnLoop charges a step's time to the caller, once, even when the step throws; no caller, no charge", () => {
+    const charged: number[] = [];
+    const caller = { chargeLoopMs: (ms: number) => charged.push(ms) };
+    const busy = () => {
+      const until = performance.now() + 5;
+      while (performance.now() < until);
+      return 'done';
+    };
+    expect(timedOnLoop(caller, busy)).toBe('done');
+    expect(() =>
+      timedOnLoop(caller, () => {
+        busy();
+        throw new Error('invalid');
+      }),
+    ).toThrow('invalid');
+    expect(timedOnLoop(undefined, busy)).toBe('done');
+    expect(charged).toHaveLength(2);
+    expect(charged.every((ms) => ms >= 5)).toBe(true);
   });
 });

@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { analyseNarrativeInSlices } from '@app/fhir';
 import { ClientConcurrency } from './client-concurrency';
 import { FairPool, type PoolTurn } from './fair-pool';
+import type { TenantContext } from '../tenancy/tenant-context';
 import { KnownCredentials, type KnownCaller } from './known-credentials';
 
 type Next = (error?: unknown) => void;
@@ -18,6 +19,21 @@ interface RequestLoop {
   parseStarted?: number;
   /** Its caller: known credentials, or admission's; null when looked for and not known. */
   caller?: Pick<KnownCaller, 'clientId' | 'user'> | null;
+}
+
+/**
+ * Runs `step` (a synchronous walk of a request's resource after admission: its validation) and
+ * charges its event-loop time to the caller's share (TenantContext.chargeLoopMs), as the body's
+ * parse before it was: a stored resource patched, or a bundle's entries, are walked again there.
+ */
+export function timedOnLoop<T>(caller: Pick<TenantContext, 'chargeLoopMs'> | undefined, step: () => T): T {
+  if (!caller?.chargeLoopMs) return step();
+  const started = performance.now();
+  try {
+    return step();
+  } finally {
+    caller.chargeLoopMs(performance.now() - started);
+  }
 }
 
 const nextImmediate = () => new Promise<void>((resolve) => setImmediate(resolve));

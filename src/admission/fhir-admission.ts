@@ -28,15 +28,16 @@ export class FhirAdmission {
 
   /**
    * `req`'s credentials were verified as `ctx`'s: the early refusal may know them from now on.
-   * Resolves, once the request may run, to the charges the storage layer makes for it to the
-   * caller's share: the engine's reads it did not answer and its database time.
+   * Resolves, once the request may run, to the charges made for it to the caller's share: the
+   * engine's reads it did not answer and its database time (by the storage layer), and its steps'
+   * event-loop time after admission (timedOnLoop).
    */
   async admit(
     ctx: TenantContext,
     lane: RouteLane,
     req: Request,
     res: Response,
-  ): Promise<Pick<TenantContext, 'chargeUnservedReads' | 'startDatabaseCommand'>> {
+  ): Promise<Pick<TenantContext, 'chargeUnservedReads' | 'startDatabaseCommand' | 'chargeLoopMs'>> {
     const { clientId } = ctx;
     const user = userOf(ctx);
     this.credentials.remember(req, clientId, user);
@@ -62,9 +63,11 @@ export class FhirAdmission {
     // write flood holds the engine as a read flood does), each command charged its part of the
     // engine's time, not its wall-clock time (DatabaseClock). Bulk export and purge run outside
     // the lanes at their own pace (purge's pacer), and are not charged.
-    if (lane === 'bulk') return { chargeUnservedReads: slot.chargeUnservedReads };
+    const { chargeUnservedReads, chargeLoopMs } = slot;
+    if (lane === 'bulk') return { chargeUnservedReads, chargeLoopMs };
     return {
-      chargeUnservedReads: slot.chargeUnservedReads,
+      chargeUnservedReads,
+      chargeLoopMs,
       startDatabaseCommand: () => {
         const ended = this.clock.start();
         return () => slot.chargeDatabaseMs(ended());

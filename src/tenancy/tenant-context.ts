@@ -30,6 +30,11 @@ export interface TenantContext {
    * database's time (admission's processor-sharing DatabaseClock).
    */
   readonly startDatabaseCommand?: () => () => void;
+  /**
+   * Set by admission on a FHIR request: charges the caller's share with event-loop time a step of
+   * the request took after admission (its resources' validation: admission's timedOnLoop).
+   */
+  readonly chargeLoopMs?: (ms: number) => void;
 }
 
 /**

@@ -133,7 +133,7 @@ export class BundleService {
       await this.settleCondition(ctx, version, entry, responses, prefer, claimed);
     }
     const pending = allowed.filter((e) => responses[e.index] === undefined || e.existing);
-    const plans = this.plan(version, pending, fail);
+    const plans = this.plan(ctx, version, pending, fail);
     const ordered = [...pending].sort((a, b) => PROCESSING_ORDER[a.method] - PROCESSING_ORDER[b.method]);
     for (const entry of ordered.filter((e) => e.method === 'DELETE')) {
       await this.settle(version, entry.index, responses, () => this.deleteEntry(ctx, version, entry));
@@ -252,6 +252,7 @@ export class BundleService {
 
   /** Types, ids and placeholder replacements of every POST/PUT entry; invalid entries fail here. */
   private plan(
+    ctx: TenantContext,
     version: FhirVersion,
     entries: RequestEntry[],
     fail: (index: number, error: unknown) => void,
@@ -277,7 +278,7 @@ export class BundleService {
     for (const plan of plans) {
       plan.resource = rewritePlaceholders(plan.resource, replacements);
       try {
-        assertValid(version, plan.resource, plan.type);
+        assertValid(version, plan.resource, plan.type, 400, ctx);
         valid.push(plan);
       } catch (error) {
         fail(plan.entry.index, error);

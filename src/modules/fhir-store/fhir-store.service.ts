@@ -7,6 +7,7 @@ import {
   type FhirVersion,
 } from '@app/fhir';
 import { pagingParameter } from '../../common/paging-parameter';
+import { timedOnLoop } from '../../admission/event-loop-time';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
@@ -21,14 +22,16 @@ export type QueryParams = Record<string, string | string[] | undefined>;
 /**
  * Throws the validation issues of a resource as one OperationOutcome, all issues at once: 400 for
  * a posted resource, 422 for the result of a patch (https://hl7.org/fhir/R4/http.html#patch).
+ * The walk's event-loop time is charged to `caller` (admission's timedOnLoop).
  */
 export function assertValid(
   version: FhirVersion,
   resource: unknown,
   expectedType: string,
   status = 400,
+  caller?: Pick<TenantContext, 'chargeLoopMs'>,
 ): void {
-  const issues = validateResource(version, resource, expectedType);
+  const issues = timedOnLoop(caller, () => validateResource(version, resource, expectedType));
   const errors = issues.filter((i) => i.severity === 'error');
   if (errors.length === 0) return;
   throw new OperationOutcomeError(
@@ -74,7 +77,7 @@ export class FhirStoreService {
     type: string,
     resource: Record<string, unknown>,
   ): Promise<Written> {
-    assertValid(version, resource, type);
+    assertValid(version, resource, type, 400, ctx);
     const store = this.storage.for(ctx);
     const stored =
       typeof resource.id === 'string'
@@ -105,7 +108,7 @@ export class FhirStoreService {
         'id',
       );
     }
-    assertValid(version, resource, type);
+    assertValid(version, resource, type, 400, ctx);
     const ifMatch = ifMatchVersion(ifMatchHeader);
     const stored = await this.storage.for(ctx).upsert(version, type, id, resource, { ifMatch, ...options });
     return written(stored.doc, stored.created);

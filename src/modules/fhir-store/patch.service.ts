@@ -95,7 +95,7 @@ export class PatchService {
         document.format === 'json-patch'
           ? applyJsonPatch(resource, document.operations)
           : await applyFhirPathPatch(this.selectFor(ctx), version, resource, document.parameters);
-      this.assertPatchedValid(version, type, id, patched);
+      this.assertPatchedValid(ctx, version, type, id, patched);
       try {
         const stored = await store.upsert(version, type, id, patched, { ifMatch: current.vid, bundle });
         return written(stored.doc, stored.created);
@@ -109,6 +109,7 @@ export class PatchService {
 
   /** 422 with the validation outcome: the patch must leave a valid resource of the same type and id. */
   private assertPatchedValid(
+    ctx: TenantContext,
     version: FhirVersion,
     type: string,
     id: string,
@@ -119,6 +120,6 @@ export class PatchService {
         status: 422,
       });
     }
-    assertValid(version, patched, type, 422);
+    assertValid(version, patched, type, 422, ctx);
   }
 }

@@ -2,6 +2,8 @@ import { Body, Controller } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { FhirVersion } from '@app/fhir';
 import { FhirIdParam, FhirOperation, FhirTypeParam, FhirVersionParam } from '../../../fhir-http';
+import type { TenantContext } from '../../../tenancy/tenant-context';
+import { Tenant } from '../../../tenancy/use-tenant.decorator';
 import { ValidateOperationService } from './validate-operation.service';
 
 /**
@@ -27,7 +29,8 @@ export class ValidateOperationController {
     @FhirTypeParam() type: string,
     @FhirIdParam('optional') id: string | undefined,
     @Body() body: unknown,
+    @Tenant() ctx: TenantContext,
   ) {
-    return this.service.validate(version, type, body, id);
+    return this.service.validate(version, type, body, id, ctx);
   }
 }

@@ -9,6 +9,8 @@ import {
   OutcomeIssue,
   validateResource,
 } from '@app/fhir';
+import { timedOnLoop } from '../../../admission/event-loop-time';
+import type { TenantContext } from '../../../tenancy/tenant-context';
 
 type ValidateMode = 'create' | 'update' | 'delete';
 const MODES: readonly ValidateMode[] = ['create', 'update', 'delete'];
@@ -26,7 +28,14 @@ interface ValidateInput {
  */
 @Injectable()
 export class ValidateOperationService {
-  validate(version: FhirVersion, type: string, body: unknown, id?: string): OperationOutcome {
+  /** `caller`: charged the validation's event-loop time (admission's timedOnLoop). */
+  validate(
+    version: FhirVersion,
+    type: string,
+    body: unknown,
+    id?: string,
+    caller?: Pick<TenantContext, 'chargeLoopMs'>,
+  ): OperationOutcome {
     if (!isResourceType(version, type)) throw OperationOutcomeError.notFound(`unknown resource type ${type}`);
     const input = this.readInput(body);
     const mode = input.mode ?? (id ? 'update' : 'create');
@@ -41,7 +50,8 @@ export class ValidateOperationService {
         'a resource is required (the body, or Parameters.parameter "resource")',
       );
     }
-    const issues: OutcomeIssue[] = validateResource(version, input.resource, type).map((i) =>
+    const found = timedOnLoop(caller, () => validateResource(version, input.resource!, type));
+    const issues: OutcomeIssue[] = found.map((i) =>
       issue(i.code, i.message, { severity: i.severity, path: i.path, rule: i.rule }),
     );
     if (mode === 'update') {

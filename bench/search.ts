@@ -133,7 +133,7 @@ async function profileSearch(
   };
 }
 
-/** The index read, whether a SORT stage sorts in memory, and the index keys read (all stages). */
+/** The index read, whether a SORT stage sorts in memory, and the index keys read (as keysRead). */
 function planShape(explain: unknown): { index?: string; sorts: boolean; keys: number } {
   const shape: { index?: string; sorts: boolean; keys: number } = { sorts: false, keys: 0 };
   const visit = (node: unknown, key?: string): void => {
@@ -142,8 +142,8 @@ function planShape(explain: unknown): { index?: string; sorts: boolean; keys: nu
     const record = node as Record<string, unknown>;
     if (record.stage === 'SORT') shape.sorts = true;
     if (typeof record.indexName === 'string') shape.index ??= record.indexName;
-    if (typeof record.keysExamined === 'number' && record.stage === 'IXSCAN')
-      shape.keys += record.keysExamined;
+    if (typeof record.totalKeysExamined === 'number')
+      shape.keys = Math.max(shape.keys, record.totalKeysExamined);
     for (const [name, value] of Object.entries(record)) visit(value, name);
   };
   visit(explain);

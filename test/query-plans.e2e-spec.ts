@@ -230,6 +230,38 @@ describe('query plans: index scans for every hot query (e2e)', () => {
   });
 
   /**
+   * `_revinclude` names the references index: unnamed, in `_id` order, the planner read the source
+   * type's key index and tested every resource of that type (a user's thousands of Provenances for
+   * one Patient's few) where the references index reads the entries that point at the page.
+   */
+  it('_revinclude=Provenance:target reads the references index, about a key per match', async () => {
+    const sortsEveryMatch = process.env.TEST_DB_ORDERED_INDEXES === 'no';
+    for (const credential of ['user', 'client'] as const) {
+      const headers = credentialHeaders(fixture, credential);
+      const path = `/r4/Patient?_id=${record.patientId}&_revinclude=Provenance:target`;
+      let included = 0;
+      const reports = await plansOf(async () => {
+        const res = await getOk(path, headers)();
+        included = (res.body.entry as Array<{ search: { mode: string } }>).filter(
+          (entry) => entry.search.mode === 'include',
+        ).length;
+      });
+      expect(included).toBeGreaterThan(0);
+      const revinclude = reports.filter(
+        ({ query }) =>
+          query.collection === 'resources' && JSON.stringify(query.command).includes('"t":"Provenance"'),
+      );
+      expect(revinclude).toHaveLength(1);
+      expect(revinclude[0].indexes).toContain('search_references');
+      if (!sortsEveryMatch) {
+        const keys = await keysRead(t.connection, revinclude[0].query);
+        expect(keys).toBeGreaterThanOrEqual(included);
+        expect(keys).toBeLessThanOrEqual(included + 2);
+      }
+    }
+  });
+
+  /**
    * History pages name their index, which holds the page's order (instance: `vid`; type and system:
    * `lu` then `_id`, newest first): read in order where the engine can, the page stops after its rows.
    */

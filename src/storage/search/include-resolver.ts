@@ -14,6 +14,7 @@ import type { TenantContext } from '../../tenancy/tenant-context';
 import type { ResourceDoc } from '../documents';
 import { ResourceRepository, type ResourceRef, type SizedRef } from '../resource.repository';
 import type { Filter } from './filter-clauses';
+import { INDEX_NAMES } from './search-indexes';
 
 /**
  * Most included resources considered for one page: `_include=*` on a page of 100 must stay bounded
@@ -201,9 +202,7 @@ export class IncludeResolver {
   ): Promise<SizedRef[]> {
     const [forward, reverse] = await Promise.all([
       this.referenced(ctx, version, includes, sources, localPrefix),
-      Promise.all(
-        revincludes.map((directive) => this.referencing(ctx, version, directive, sources, localPrefix)),
-      ),
+      Promise.all(revincludes.map((directive) => this.referencing(ctx, version, directive, sources))),
     ]);
     return [...forward, ...reverse.flat()];
   }
@@ -249,25 +248,28 @@ export class IncludeResolver {
     version: FhirVersion,
     directive: IncludeDirective,
     targets: readonly Source[],
-    localPrefix: string,
   ): Promise<SizedRef[]> {
     const pointedAt = targets.filter((doc) => !directive.targetType || directive.targetType === doc.t);
     if (pointedAt.length === 0) return [];
-    const referencesOf = (docs: readonly Source[]) =>
-      docs.flatMap((doc) => [`${doc.t}/${doc.id}`, `${localPrefix}${doc.t}/${doc.id}`]);
-    const query = (condition: Filter) =>
+    // a reference to this server is stored relative only (local-references.ts)
+    const referencesOf = (docs: readonly Source[]) => docs.map((doc) => `${doc.t}/${doc.id}`);
+    const query = (condition: Filter, hint?: string) =>
       this.repository.sizesOf(
         ctx,
         version,
         directive.sourceType ? { t: directive.sourceType, ...condition } : condition,
         MAX_INCLUDED + 1,
+        hint === undefined ? {} : { hint },
       );
     if (!directive.wildcard) {
       const references = referencesOf(pointedAt);
       const entries = directive.params.flatMap((param) =>
         references.map((reference) => `${param}|${reference}`),
       );
-      return query({ 'idx.ref': { $in: entries } });
+      // named: in `_id` order the planner read the source type's key index and tested every
+      // resource of that type (a user's 2,725 Provenances for one Patient's), where the
+      // references index reads the few that point at the page and sorts them
+      return query({ 'idx.ref': { $in: entries } }, INDEX_NAMES.ref);
     }
     // any parameter: a regex of the references, a chunk of targets at a time, until enough are found
     const found: SizedRef[] = [];

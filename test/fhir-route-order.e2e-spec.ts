@@ -13,6 +13,7 @@ const SAMPLE: Record<string, string> = {
 };
 
 interface RouteLayer {
+  name: string;
   route?: { path: string; methods: Record<string, boolean> };
   match(path: string): boolean;
 }
@@ -50,5 +51,15 @@ describe('FHIR route order (e2e)', () => {
       }
     });
     expect(shadowed).toEqual([]);
+  });
+
+  it('finds the routes through its route table, in front of the first route after the middleware', () => {
+    const express = t.app.getHttpAdapter().getInstance() as { router: { stack: RouteLayer[] } };
+    const stack = express.router.stack;
+    const at = stack.findIndex((layer) => layer.name === 'routeTable');
+    expect(at).toBeGreaterThan(0);
+    expect(stack[at].route).toBeUndefined();
+    expect(stack[at - 1].route).toBeUndefined();
+    expect(stack.slice(at + 1).filter((layer) => layer.route).length).toBeGreaterThan(40);
   });
 });

@@ -2,12 +2,20 @@ import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { userOf } from './caller';
-import { ClientConcurrency } from './client-concurrency';
+import { ClientConcurrency, type ClientSlot } from './client-concurrency';
 import { DatabaseClock } from './database-clock';
 import { EventLoopTime } from './event-loop-time';
 import { KnownCredentials } from './known-credentials';
+import type { LaneTicket } from './admission-lane';
 import { RequestAdmission, type RouteLane } from './request-admission';
 import { setResponseCharge } from './response-charge';
+
+/**
+ * What is charged for a request to its caller's share (TenantContext's charging functions): the
+ * engine's reads it did not answer and its database time (by the storage layer), and its steps'
+ * event-loop time after admission (timedOnLoop).
+ */
+type Charges = Pick<TenantContext, 'chargeUnservedReads' | 'startDatabaseCommand' | 'chargeLoopMs'>;
 
 /**
  * Admission of one FHIR request of a client (docs/security.md "Tenant fairness"): the caller's
@@ -28,16 +36,10 @@ export class FhirAdmission {
 
   /**
    * `req`'s credentials were verified as `ctx`'s: the early refusal may know them from now on.
-   * Resolves, once the request may run, to the charges made for it to the caller's share: the
-   * engine's reads it did not answer and its database time (by the storage layer), and its steps'
-   * event-loop time after admission (timedOnLoop).
+   * The charges made for the request to the caller's share (Charges), once the request may run: at
+   * once when its lane has room (no promise), else a promise.
    */
-  async admit(
-    ctx: TenantContext,
-    lane: RouteLane,
-    req: Request,
-    res: Response,
-  ): Promise<Pick<TenantContext, 'chargeUnservedReads' | 'startDatabaseCommand' | 'chargeLoopMs'>> {
+  admit(ctx: TenantContext, lane: RouteLane, req: Request, res: Response): Charges | Promise<Charges> {
     const { clientId } = ctx;
     const user = userOf(ctx);
     this.credentials.remember(req, clientId, user);
@@ -52,17 +54,37 @@ export class FhirAdmission {
       slot.charge(bytes);
     });
     const writtenBefore = res.socket?.bytesWritten ?? 0;
+    // The client's slot and the lane's are both given back when the answer is written or the
+    // connection goes away: one listener for each event, not one per slot.
+    let ticket: LaneTicket | undefined;
     res.once('finish', () => {
       if (!charged) slot.charge(answerBytes(res, writtenBefore));
       slot.release();
+      if (ticket !== undefined) this.lanes.answered(ticket, res);
     });
-    res.once('close', slot.release);
+    res.once('close', () => {
+      slot.release();
+      ticket?.release();
+    });
+    const charges = this.chargesOf(lane, slot);
     // then waits for its turn on the database (the client's slot is held while it waits)
-    await this.lanes.admit(clientId, lane, res);
-    // Database time of reads and writes alike (a slow read answers as little as a fast one; a
-    // write flood holds the engine as a read flood does), each command charged its part of the
-    // engine's time, not its wall-clock time (DatabaseClock). Bulk export and purge run outside
-    // the lanes at their own pace (purge's pacer), and are not charged.
+    const entered = this.lanes.enter(clientId, lane, res);
+    const hold = (granted: LaneTicket | undefined): Charges => {
+      // a connection gone before its turn came: nothing will answer, the slot goes back now
+      if (granted !== undefined && res.destroyed) granted.release();
+      else ticket = granted;
+      return charges;
+    };
+    return entered instanceof Promise ? entered.then(hold) : hold(entered);
+  }
+
+  /**
+   * Database time of reads and writes alike (a slow read answers as little as a fast one; a write
+   * flood holds the engine as a read flood does), each command charged its part of the engine's
+   * time, not its wall-clock time (DatabaseClock). Bulk export and purge run outside the lanes at
+   * their own pace (purge's pacer), and are not charged.
+   */
+  private chargesOf(lane: RouteLane, slot: ClientSlot): Charges {
     const { chargeUnservedReads, chargeLoopMs } = slot;
     if (lane === 'bulk') return { chargeUnservedReads, chargeLoopMs };
     return {

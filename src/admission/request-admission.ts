@@ -53,21 +53,25 @@ export class RequestAdmission {
   }
 
   /**
-   * Waits until the request may run (throws 429/503 as AdmissionLane says; undefined: it may run
-   * now); its slot is given back when the answer is written or the connection goes away. A client
-   * that leaves while waiting leaves the queue.
+   * The request's turn in the lane its route declares: a slot at once when the lane has room (no
+   * wait to give up, so no promise), else a promise of one once it may run (rejected with 429/503
+   * as AdmissionLane says, or when the client leaves while waiting: it leaves the queue), or
+   * undefined outside the lanes (`bulk`). The caller gives the slot back: `answered` once the answer
+   * is written, `release` when the connection goes away (FhirAdmission, with its own slot's).
    */
-  admit(clientId: string, lane: RouteLane, res: Response): Promise<void> | undefined {
+  enter(clientId: string, lane: RouteLane, res: Response): LaneTicket | Promise<LaneTicket> | undefined {
     if (lane === 'bulk') return undefined;
-    // a lane with room admits at once: no wait to give up, so no AbortController and no promise
-    const ticket = this.lanes[lane].tryEnter(clientId);
-    if (ticket === undefined) return this.wait(clientId, this.lanes[lane], res);
-    this.holdUntilAnswered(ticket, res);
-    return undefined;
+    return this.lanes[lane].tryEnter(clientId) ?? this.wait(clientId, this.lanes[lane], res);
   }
 
-  private wait(clientId: string, lane: AdmissionLane, res: Response): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  /** The answer was written: its slot back, and an answer without a server error says the database answers (a hung one ends requests in 5xx). */
+  answered(ticket: LaneTicket, res: Response): void {
+    if (res.statusCode < 500) this.liveness.noteAnswer();
+    ticket.release();
+  }
+
+  private wait(clientId: string, lane: AdmissionLane, res: Response): Promise<LaneTicket> {
+    return new Promise<LaneTicket>((resolve, reject) => {
       const onClose = () => {
         if (leave()) reject(new Error('client closed the connection while waiting'));
       };
@@ -75,8 +79,7 @@ export class RequestAdmission {
         clientId,
         (ticket) => {
           res.off('close', onClose);
-          this.holdUntilAnswered(ticket, res);
-          resolve();
+          resolve(ticket);
         },
         (err) => {
           res.off('close', onClose);
@@ -85,15 +88,5 @@ export class RequestAdmission {
       );
       res.once('close', onClose);
     });
-  }
-
-  private holdUntilAnswered(ticket: LaneTicket, res: Response): void {
-    if (res.destroyed) return ticket.release();
-    res.once('finish', () => {
-      // answered without a server error: the database answers (a hung one ends requests in 5xx)
-      if (res.statusCode < 500) this.liveness.noteAnswer();
-      ticket.release();
-    });
-    res.once('close', ticket.release);
   }
 }

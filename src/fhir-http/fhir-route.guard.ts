@@ -86,8 +86,9 @@ export class FhirRouteGuard implements CanActivate {
     let ctx = await this.tenants.resolve(req, tenant);
     req.tenant = ctx;
     if (route.options.admitted !== false) {
-      const charges = await this.admission.admit(ctx, laneOf(route.options, req.method), req, res);
-      ctx = { ...ctx, ...charges };
+      const admitted = this.admission.admit(ctx, laneOf(route.options, req.method), req, res);
+      // a lane with room admits at once: no promise to wait for
+      ctx = { ...ctx, ...(admitted instanceof Promise ? await admitted : admitted) };
       req.tenant = ctx;
     }
     const compartment = (req.params as Record<string, string | undefined>).compartment;

@@ -150,7 +150,9 @@ export class EventLoopTime {
    * spends from now on as it is spent.
    */
   admitted(req: IncomingMessage, clientId: string, user: string): void {
-    const loop = this.of(req);
+    // a request that spent nothing yet (no body) gets no entry: a later spend finds its caller by its credentials
+    const loop = this.requests.get(req);
+    if (loop === undefined) return;
     loop.caller = { clientId, user };
     if (loop.pendingMs > 0) this.concurrency.chargeWork(clientId, user, 'loopMs', loop.pendingMs);
     loop.pendingMs = 0;

@@ -134,10 +134,11 @@ export class ScopedCollection<T extends TenantDocument> {
    * (docs/storage.md "Where the time goes"); MongoDB does not care. The tenant keys win over
    * anything the conditions say. The value is frozen: further conditions make a new object.
    */
-  where(conditions: Conditions<T> = {}, after: Conditions<T> = {}): ScopedFilter<T> {
+  where(conditions: Conditions<T> = {}, after?: Conditions<T>): ScopedFilter<T> {
     const tenant = this.tenant;
     // spread again last: a key keeps its first position, and the tenant's values win at runtime too
-    return Object.freeze({ ...conditions, ...tenant, ...after, ...tenant }) as unknown as ScopedFilter<T>;
+    const filter = after ? { ...conditions, ...tenant, ...after, ...tenant } : { ...conditions, ...tenant };
+    return Object.freeze(filter) as unknown as ScopedFilter<T>;
   }
 
   findOne(filter: ScopedFilter<T>, options?: mongo.FindOptions): Promise<T | null> {

@@ -3,7 +3,7 @@
  * the Synthea R4 sample loaded BENCH_COPIES times (default 5, ≈195,000 resources) through the API,
  * then the same reads from a floor server (Node's HTTP server and the app's driver call, no framework:
  * bench/lib/read-floor-server.ts), then the same point look-ups straight through the driver
- * (`findOne` by `_id` and tenant, without the index entries, as the app reads; 32 in flight, same
+ * (`findOneByCommand` by `_id` and tenant, without the index entries, as the app reads; 32 in flight, same
  * duration) on the same database, each with its CPU per read (server, engine, load generator);
  * between them a row per variant of the app (READ_VARIANTS: request logs on) and, with
  * BENCH_READ_BASELINE=<a built checkout>, a row of that other build (an A/B pair on the same data);
@@ -20,6 +20,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { resourceKey } from '../libs/fhir/src/storage/keys';
+import { findOneByCommand } from '../src/database/point-read';
 import {
   createBenchUsers,
   printTable,
@@ -311,7 +312,8 @@ export async function benchReads(
   const driver = await withCpu(undefined, async () => {
     const reads = await driverReads(
       () =>
-        resources.findOne(
+        findOneByCommand(
+          resources,
           {
             _id: resourceKey('r4', user.clientId, 'Observation', random()) as any,
             c: user.clientId,

@@ -1,7 +1,7 @@
 /**
  * The floor under `GET /r4/Observation/{id}` (bench/read.ts): Node's own HTTP server and the same
- * driver call the app makes for a read (findOne by key and tenant, without the index entries, with
- * the app's per-operation deadline), answering the stored JSON with the headers a FHIR read
+ * driver call the app makes for a read (`findOneByCommand` by key and tenant, without the index
+ * entries, with the app's per-operation deadline), answering the stored JSON with the headers a FHIR read
  * carries. No framework, no guard, no admission: what a read costs on this machine before the app's
  * stack adds anything. Run by bench/read.ts in a process of its own (READ_FLOOR_* from its
  * environment); prints `listening <port>` once it accepts requests.
@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mongo } from 'mongoose';
 import { resourceKey } from '../../libs/fhir/src/storage/keys';
+import { findOneByCommand } from '../../src/database/point-read';
 
 async function main(): Promise<void> {
   const env = (name: string): string => {
@@ -27,11 +28,11 @@ async function main(): Promise<void> {
     .collection<{ _id: string; vid: number; lu: Date; json: string }>('resources');
   const server = http.createServer((req, res) => {
     const id = (req.url ?? '').split('/')[3] ?? '';
-    resources
-      .findOne(
-        { _id: resourceKey('r4', clientId, 'Observation', id), c: clientId, u: userId },
-        { projection: { idx: 0 } },
-      )
+    findOneByCommand(
+      resources,
+      { _id: resourceKey('r4', clientId, 'Observation', id), c: clientId, u: userId },
+      { projection: { idx: 0 } },
+    )
       .then((doc) => {
         if (!doc) return void res.writeHead(404).end();
         res

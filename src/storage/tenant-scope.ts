@@ -1,4 +1,5 @@
 import type { mongo } from 'mongoose';
+import { findOneByCommand } from '../database/point-read';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { isDuplicateKey } from './duplicate-key';
 
@@ -142,7 +143,7 @@ export class ScopedCollection<T extends TenantDocument> {
   }
 
   findOne(filter: ScopedFilter<T>, options?: mongo.FindOptions): Promise<T | null> {
-    return this.timed(this.collection.findOne<T>(this.readable(filter), options ?? {}));
+    return this.timed(findOneByCommand(this.collection, this.readable(filter), options));
   }
 
   /**

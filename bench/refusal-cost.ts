@@ -8,8 +8,9 @@
  * (the verified ones before, with their scrypt runs, are not counted); REFUSAL_KIND=form-secrets: token
  * requests (client_credentials at a program realm) with wrong secrets in the form body, likewise;
  * REFUSAL_KIND=large-body: the byte-share caller posting 1 MB bodies to `$validate` (refused
- * before the body is parsed; Node still reads it off the connection). By default (REFUSAL_KIND=all) the three kinds run one after another on one server, reported side
- * by side. Target: < 0.3 ms. Say the load (`uptime`) with a figure: the table prints it.
+ * before the body is parsed; Node still reads it off the connection); REFUSAL_KIND=anonymous-body: a
+ * small Patient posted with no credentials at all (401 before the body is parsed). By default
+ * (REFUSAL_KIND=all) the kinds run one after another on one server, reported side by side. Target: < 0.3 ms. Say the load (`uptime`) with a figure: the table prints it.
  * Prints a table, writes bench/results/refusal-cost.json.
  * Run: npm run bench -- refusal-cost   (MONGO_URL to use a running database)
  */
@@ -23,7 +24,7 @@ import { httpJson, printTable } from './lib/bench-server';
 
 const REQUESTS = Number(process.env.REFUSAL_REQUESTS ?? 3000);
 const CONNECTIONS = Number(process.env.REFUSAL_CONNECTIONS ?? 8);
-const KINDS = ['byte-share', 'wrong-secrets', 'form-secrets', 'large-body'] as const;
+const KINDS = ['byte-share', 'wrong-secrets', 'form-secrets', 'large-body', 'anonymous-body'] as const;
 type Kind = (typeof KINDS)[number];
 const KIND = process.env.REFUSAL_KIND ?? 'all';
 if (KIND !== 'all' && !(KINDS as readonly string[]).includes(KIND))
@@ -34,7 +35,12 @@ const FIGURES: Record<Kind, string> = {
   'wrong-secrets': 'server CPU per refused request (wrong client secrets in headers, throttled source)',
   'form-secrets': 'server CPU per refused request (wrong secrets in a token form body, throttled source)',
   'large-body': 'server CPU per refused request (a caller past its share posting 1 MB bodies)',
+  'anonymous-body': 'server CPU per refused request (a 1 KB Patient posted without credentials: 401)',
 };
+/** The anonymous-body kind's body: a small Patient, encoded once. */
+const SMALL_BODY = Buffer.from(
+  JSON.stringify({ resourceType: 'Patient', name: [{ family: 'Anonymous'.repeat(100), given: ['A'] }] }),
+);
 /** The large-body kind's body: a legal ~1 MB narrative for `$validate`, encoded once. */
 const LARGE_BODY = Buffer.from(
   JSON.stringify({
@@ -121,6 +127,8 @@ async function main(): Promise<void> {
         });
         return status(`${server.url}${EPA_TOKEN}`, {}, form.toString());
       }
+      if (kind === 'anonymous-body')
+        return status(`${server.url}/r4/Patient`, { 'Content-Type': 'application/fhir+json' }, SMALL_BODY);
       if (kind === 'large-body') {
         const headers = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/fhir+json' };
         return status(`${server.url}/r4/Patient/$validate`, headers, LARGE_BODY);
@@ -137,7 +145,8 @@ async function main(): Promise<void> {
     // each kind in turn on the one server, measured once its refusals have begun
     for (const kind of SELECTED) {
       const send = sender(kind);
-      while (![429, 0].includes(await send()));
+      const refused = kind === 'anonymous-body' ? [401] : [429, 0];
+      while (!refused.includes(await send()));
       const before = cpuSeconds(pid);
       const started = performance.now();
       const statuses = new Map<number, number>();

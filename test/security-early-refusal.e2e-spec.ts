@@ -128,4 +128,63 @@ describe('security: refusals ahead of Express (e2e)', () => {
     // the address as Express's req.ip gives it (TRUST_PROXY): another forwarded address is not refused
     await from('198.51.100.20', credentials(attacked.client_id, 'wrong-elsewhere')).expect(401);
   });
+
+  it('a FHIR request with a body and no credentials at all is answered 401 without Express seeing it (its body never parsed); the token form body still works', async () => {
+    const anonymous = await expressCallsDuring(t, () =>
+      Promise.all([
+        request(t.server)
+          .post('/r4/Patient')
+          .set('Content-Type', 'application/fhir+json')
+          .send(JSON.stringify({ resourceType: 'Patient' })),
+        // a body that would not even parse: the 401 all the same, not a 400 of the parser
+        request(t.server)
+          .put('/r4/Patient/x')
+          .set('Content-Type', 'application/fhir+json')
+          .send('{"resourceType":'),
+        request(t.server)
+          .post('/r4/Patient?access_token=abc')
+          .set('Content-Type', 'application/fhir+json')
+          .send('{}'),
+      ]),
+    );
+    expect(anonymous.calls).toBe(0);
+    expect(anonymous.result.map((r) => r.status)).toEqual([401, 401, 401]);
+    const [posted, , inQuery] = anonymous.result;
+    expect(posted.headers['content-type']).toBe('application/fhir+json; charset=utf-8');
+    expect(posted.headers['www-authenticate']).toBe('Bearer realm="fhir"');
+    expect(posted.body).toMatchObject({
+      resourceType: 'OperationOutcome',
+      issue: [{ code: 'login', diagnostics: expect.stringMatching(/^credentials required: /) }],
+    });
+    expect(inQuery.body.issue[0].diagnostics).toMatch(/tokens are not accepted in the query string/);
+    // the answer the full path gives to the same request without a body
+    const full = await request(t.server).delete('/r4/Patient/x').expect(401);
+    expect(posted.body).toEqual(full.body);
+    // credentials in headers, or none on a public route: the request goes on as before
+    const user = await createUser(t, await createClient(t));
+    const passed = await expressCallsDuring(t, () =>
+      Promise.all([
+        request(t.server)
+          .post('/r4/Patient')
+          .set(bearer(user.access_token))
+          .set('Content-Type', 'application/fhir+json')
+          .send(JSON.stringify({ resourceType: 'Patient' })),
+        request(t.server).get('/r4/metadata'),
+      ]),
+    );
+    expect(passed.result.map((r) => r.status)).toEqual([201, 200]);
+    expect(passed.calls).toBe(2);
+    // client_secret_post: the token endpoint's credentials come in the form body
+    const client = await createClient(t, { programs: ['epa'] });
+    const token = await request(t.server)
+      .post(EPA)
+      .type('form')
+      .send({
+        grant_type: 'client_credentials',
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+      })
+      .expect(200);
+    expect(typeof token.body.access_token).toBe('string');
+  });
 });

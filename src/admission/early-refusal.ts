@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'http';
 import proxyaddr from 'proxy-addr';
 import { fhirJsonType, OperationOutcomeError, parseFhirVersion } from '@app/fhir';
 import { presentedCredentials } from '../modules/auth/clients/client-credentials';
+import { credentialsRequired } from '../tenancy/tenant-resolver';
 import type { ClientConcurrency } from './client-concurrency';
 import type { KnownCredentials } from './known-credentials';
 
@@ -32,6 +33,9 @@ export interface EarlyRefusalParts {
   formBody: Handler;
 }
 
+/** The FHIR routes of the store's base that anyone may read (CapabilityStatement, SMART configuration). */
+const PUBLIC_FHIR_PATH = /^\/[^/?]+\/(?:metadata|\.well-known\/)/;
+
 /** The token endpoints, where client credentials may come as HTTP Basic or in the form body. */
 const TOKEN_PATH = /^\/(?:oauth2\/token|auth\/realms\/[^/?]+\/protocol\/openid-connect\/token)\/?(?:\?|$)/;
 
@@ -44,6 +48,9 @@ const TOKEN_PATH = /^\/(?:oauth2\/token|auth\/realms\/[^/?]+\/protocol\/openid-c
  *   caller (client, or user within it) that ClientConcurrency would refuse now;
  * - client credentials in headers (the FHIR client headers, HTTP Basic at a token endpoint) from a
  *   source the failure throttle has counted out (and not a secret it verified as right lately);
+ * - on the FHIR store's base, a request with a body and no credentials at all (no Authorization,
+ *   no client_id/client_secret headers) gets the 401 the route would give, its body not parsed:
+ *   nobody could be charged for parsing it (the credentials of a FHIR route are never in its body);
  * - at a token endpoint, from an address the throttle refused in this window, the form body is read
  *   here (the app's own parser: small, and Express then finds it read) and its `client_id` +
  *   `client_secret` meet the same rule; a body that cannot be read is refused as well.
@@ -59,15 +66,21 @@ export function earlyRefusal(parts: EarlyRefusalParts): Handler {
       const caller = credentials.callerOf(req);
       const refusal = caller
         ? concurrency.refusal(caller.clientId, caller.user)
-        : sourceRefusal(req, sources, sourceAddress);
+        : (anonymousBody(req, url) ?? sourceRefusal(req, sources, sourceAddress));
       if (!refusal) return next();
-      // as the exception filter answers a 429 on a FHIR route
-      const outcome =
+      // as the exception filter answers a 401 or 429 on a FHIR route
+      const error =
         refusal instanceof OperationOutcomeError
-          ? refusal.outcome
-          : new OperationOutcomeError('throttled', refusal.message, { status: 429 }).outcome;
+          ? refusal
+          : new OperationOutcomeError('throttled', refusal.message, { status: 429 });
       const reply = () =>
-        answer(res, 429, refusal.headers ?? {}, JSON.stringify(outcome), fhirJsonType(version));
+        answer(
+          res,
+          error.status,
+          refusal.headers ?? {},
+          JSON.stringify(error.outcome),
+          fhirJsonType(version),
+        );
       return withLargeBody(req) ? answerLater(res, reply) : reply();
     }
     if (req.method !== 'POST' || !TOKEN_PATH.test(url)) return next();
@@ -86,6 +99,16 @@ export function earlyRefusal(parts: EarlyRefusalParts): Handler {
       return refusal ? refuseToken(res, refusal) : next();
     });
   };
+}
+
+/** The 401 of a FHIR request that carries a body but no credentials at all, unless its route is public. */
+function anonymousBody(req: IncomingMessage, url: string): OperationOutcomeError | undefined {
+  const { headers } = req;
+  const body = headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
+  if (!body || PUBLIC_FHIR_PATH.test(url)) return undefined;
+  if (headers.authorization !== undefined || headers['client_id'] !== undefined) return undefined;
+  if (headers['client_secret'] !== undefined) return undefined;
+  return credentialsRequired(/[?&]access_token(?:[=&]|$)/.test(url));
 }
 
 /** A refused request declaring a body larger than this (or chunked) is answered after REFUSED_UPLOAD_WAIT_MS. */

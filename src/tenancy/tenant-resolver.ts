@@ -103,11 +103,7 @@ export class TenantResolver {
     const clientId = header(req, 'client_id');
     const secret = header(req, 'client_secret');
     if (!clientId || !secret) {
-      const hint =
-        'access_token' in (req.query ?? {}) ? ' (tokens are not accepted in the query string)' : '';
-      throw unauthorized(
-        `credentials required: Authorization: Bearer <token>, or headers client_id + client_secret${hint}`,
-      );
+      throw credentialsRequired('access_token' in (req.query ?? {}));
     }
     if (opts.bearerOnly) throw unauthorized('this request takes Authorization: Bearer <token>');
     const client = await this.identity.authenticateClient(clientId, secret, sourceAddress(req));
@@ -149,6 +145,14 @@ export class TenantResolver {
     if (optional) return null;
     throw OperationOutcomeError.invalid('the header x-service-user-id or x-app-user-id is required');
   }
+}
+
+/** The 401 of a request without credentials (answered ahead of its body too: early-refusal.ts). */
+export function credentialsRequired(tokenInQuery: boolean): OperationOutcomeError {
+  const hint = tokenInQuery ? ' (tokens are not accepted in the query string)' : '';
+  return unauthorized(
+    `credentials required: Authorization: Bearer <token>, or headers client_id + client_secret${hint}`,
+  );
 }
 
 function header(req: Request, name: string): string | undefined {

@@ -65,7 +65,7 @@ describe('bundle writes (e2e)', () => {
     return seen.sort();
   }
 
-  it('a bundle of new resources: one claim, one insert of them, one of every history row, one of its Provenance', async () => {
+  it("a bundle of new resources: their claims, their insert beside its Provenance's claim, every history row in one insert beside its Provenance", async () => {
     const ids = [1, 2, 3].map((n) => `bw-${run}-${n}`);
     let res: request.Response | undefined;
     const commands = await commandsDuring(async () => {
@@ -74,6 +74,7 @@ describe('bundle writes (e2e)', () => {
     expect(res!.body.entry.map((e: any) => e.response.status)).toEqual(Array(3).fill('201 Created'));
     expect(commands).toEqual([
       'insert resource_history',
+      'insert resource_ids',
       'insert resource_ids',
       'insert resources',
       'insert resources',
@@ -149,6 +150,24 @@ describe('bundle writes (e2e)', () => {
       .collection('resource_history')
       .countDocuments({ rk: { $in: provenanceKeys }, vid: 1 });
     expect(provenanceRows).toBe(2);
+  });
+
+  it("a bundle whose first id another user holds: that entry is refused and the other user's Provenance id stays unclaimed by this one", async () => {
+    const [taken, mine] = [`bw-${run}-bobs`, `bw-${run}-mine`];
+    // bob's resource as the second entry of his bundle: no Provenance is named after it
+    await postBundle([put('Patient', `bw-${run}-bob-first`), put('Patient', taken)], bob).expect(200);
+    const res = await postBundle([put('Patient', taken), put('Patient', mine)]).expect(200);
+    expect(res.body.entry.map((e: any) => e.response.status)).toEqual(['409 Conflict', '201 Created']);
+    const claimOfBobsProvenance = await db()
+      .collection('resource_ids')
+      .findOne({ _id: key('Provenance', provenanceIdFor(key('Patient', taken), 1)) } as never);
+    expect(claimOfBobsProvenance).toBeNull();
+    const provenanceKey = key('Provenance', provenanceIdFor(key('Patient', mine), 1));
+    const provenance = await db()
+      .collection('resources')
+      .findOne({ _id: provenanceKey } as never);
+    expect(provenance?.u).toBe(alice.service_user_id);
+    expect(JSON.parse(provenance!.json).target).toEqual([{ reference: `Patient/${mine}/_history/1` }]);
   });
 
   it("a Provenance id another user holds: the bundle's resources are stored, that user's Provenance and its history row stay his", async () => {

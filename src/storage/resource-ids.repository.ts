@@ -58,7 +58,20 @@ export class ResourceIdsRepository {
    * caller treats them as existing); every other key is this user's now, or was already.
    */
   async claim(ctx: TenantContext, userId: number, keys: readonly string[]): Promise<Set<string>> {
+    return (await this.claimSaying(ctx, userId, keys)).refused;
+  }
+
+  /**
+   * `claim`, also saying which keys this call claimed first (`fresh`: no claim existed, so no
+   * resource of the key does either, except ids written before claims existed).
+   */
+  async claimSaying(
+    ctx: TenantContext,
+    userId: number,
+    keys: readonly string[],
+  ): Promise<{ refused: Set<string>; fresh: Set<string> }> {
     const refused = new Set<string>();
+    const fresh = new Set<string>();
     let pending = [...new Set(keys)];
     // A claim released between our insert and our read is inserted again (once is enough: a
     // release follows a removal, which does not repeat within a write).
@@ -68,6 +81,8 @@ export class ResourceIdsRepository {
         pending.map((_id) => ({ _id, c: ctx.clientId, u: userId, at })),
       );
       const contested = taken.map((index) => pending[index]);
+      const lost = new Set(contested);
+      for (const key of pending) if (!lost.has(key)) fresh.add(key);
       pending = [];
       if (contested.length === 0) break;
       const client = this.scoped(ctx);
@@ -80,7 +95,7 @@ export class ResourceIdsRepository {
       }
     }
     for (const key of pending) refused.add(key);
-    return refused;
+    return { refused, fresh };
   }
 
   /** The owning user of each key that has a claim. */

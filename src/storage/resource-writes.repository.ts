@@ -7,6 +7,11 @@ import { ResourceStorage, type TenantStore } from './resource-storage';
 import { findScoped } from './scoped-lookups';
 import { asOwner, clientWide } from './tenant-scope';
 
+function writerOf(ctx: TenantContext): number {
+  if (ctx.userId === null) throw new Error('a write needs the context of one user');
+  return ctx.userId;
+}
+
 /**
  * The steps of the write protocol on `resources` and `resource_history` (docs/storage.md), which
  * write-protocol.ts composes into creates, updates and deletes, and the removals for good. Documents
@@ -52,40 +57,37 @@ export class ResourceWritesRepository {
   }
 
   /**
-   * Step 1 for many new resources at once (bundle ingest). Returns the keys that already existed;
-   * every other document was inserted. `alsoClaim`: one more key claimed for the writer's user
-   * in the same command (a Provenance to come, write-protocol.ts); in the result when refused.
+   * Step 1 for many new resources at once (bundle ingest), first half: their id claims, per
+   * owning user. `refused`: keys another user holds (the caller treats them as existing);
+   * `fresh`: keys nobody had claimed before (see `ResourceIdsRepository.claimSaying`).
    */
-  async insertCurrentMany(
+  async claimNew(
     ctx: TenantContext,
     docs: readonly ResourceDoc[],
-    alsoClaim?: string,
-  ): Promise<Set<string>> {
-    if (docs.length === 0) return new Set();
-    const refused = await this.claimAll(ctx, docs, alsoClaim);
-    const claimed = docs.filter((doc) => !refused.has(doc._id));
-    const existing = await this.scoped(ctx).resources.insertIgnoringDuplicates(claimed);
-    return new Set([...refused, ...existing.map((index) => claimed[index]._id)]);
+  ): Promise<{ refused: Set<string>; fresh: Set<string> }> {
+    const refused = new Set<string>();
+    const fresh = new Set<string>();
+    for (const userId of new Set(docs.map((doc) => doc.u))) {
+      const keys = docs.filter((doc) => doc.u === userId).map((doc) => doc._id);
+      const claimed = await this.ids.claimSaying(ctx, userId, keys);
+      for (const key of claimed.refused) refused.add(key);
+      for (const key of claimed.fresh) fresh.add(key);
+    }
+    return { refused, fresh };
   }
 
   /**
-   * Id claims of new documents, per owning user (and `alsoClaim` for the writer's user); returns
-   * the keys another user holds.
+   * Second half: the documents whose claims are their users' (`claimNew`). Returns the keys that
+   * already existed; every other document was inserted.
    */
-  private async claimAll(
-    ctx: TenantContext,
-    docs: readonly ResourceDoc[],
-    alsoClaim?: string,
-  ): Promise<Set<string>> {
-    const refused = new Set<string>();
-    const writer = ctx.userId;
-    for (const userId of new Set([...docs.map((doc) => doc.u), ...(writer === null ? [] : [writer])])) {
-      const keys = docs.filter((doc) => doc.u === userId).map((doc) => doc._id);
-      if (alsoClaim !== undefined && userId === writer) keys.push(alsoClaim);
-      if (keys.length === 0) continue;
-      for (const key of await this.ids.claim(ctx, userId, keys)) refused.add(key);
-    }
-    return refused;
+  async insertClaimed(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
+    const existing = await this.scoped(ctx).resources.insertIgnoringDuplicates(docs);
+    return new Set(existing.map((index) => docs[index]._id));
+  }
+
+  /** Id claim of a key for the writer's user (a Provenance to come); false when another user holds it. */
+  async claimForWriter(ctx: TenantContext, key: string): Promise<boolean> {
+    return !(await this.ids.claim(ctx, writerOf(ctx), [key])).has(key);
   }
 
   /**
@@ -157,8 +159,8 @@ export class ResourceWritesRepository {
    * Id claims of current documents to come (Provenances, write-protocol.ts), per owning user;
    * returns the keys another user holds: nothing may be written under those.
    */
-  claimIds(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
-    return this.claimAll(ctx, docs);
+  async claimIds(ctx: TenantContext, docs: readonly ResourceDoc[]): Promise<Set<string>> {
+    return (await this.claimNew(ctx, docs)).refused;
   }
 
   /**

@@ -42,10 +42,9 @@ export interface CompletedWrite {
 export class BundleWrites {
   readonly writes: CompletedWrite[] = [];
   /**
-   * The key of the Provenance the bundle will have if its first new resource is created, claimed
-   * with the ids of its new resources (`createMany`), so that its Provenance needs no claim of its
-   * own. A claim that ends up unused (that resource existed) stays as a claim of a create that
-   * never happened does: its user's, taken over by another user once stale.
+   * The key of the Provenance the bundle will have, named after its first create and claimed
+   * while that resource is inserted (`createMany`), so that the Provenance needs no claim step of
+   * its own at the end.
    */
   claimedProvenance?: string;
 
@@ -213,19 +212,24 @@ export class WriteProtocol {
         outcomes[index] = { error };
       }
     });
-    // Its Provenance's id follows from its first create (`provenanceFor`): claimed now, in the
-    // same command as the new ids, when nothing the bundle wrote before comes first.
-    const first = bundle.writes.length === 0 ? fresh.find(([, doc]) => doc.t !== 'Provenance') : undefined;
-    const provenanceKey = first
-      ? resourceKey(version, ctx.clientId, 'Provenance', provenanceIdFor(first[1]._id, first[1].vid))
-      : undefined;
-    const conflicts = await this.writes.insertCurrentMany(
-      ctx,
-      fresh.map(([, doc]) => doc),
-      provenanceKey,
-    );
-    if (provenanceKey !== undefined && !conflicts.has(provenanceKey))
-      bundle.claimedProvenance = provenanceKey;
+    const docs = fresh.map(([, doc]) => doc);
+    const { refused, fresh: unclaimedBefore } = await this.writes.claimNew(ctx, docs);
+    const claimed = docs.filter((doc) => !refused.has(doc._id));
+    // The bundle's Provenance is named after its first create (`provenanceFor`): when that is the
+    // first of these and its id was nobody's, its Provenance's id is claimed beside the insert.
+    // Only the holder of a resource's id may claim the id of that resource's Provenance, so a
+    // user who loses a race for an id never takes the winner's Provenance id.
+    const first = bundle.writes.length === 0 ? claimed.find((doc) => doc.t !== 'Provenance') : undefined;
+    const provenanceKey =
+      first && unclaimedBefore.has(first._id)
+        ? resourceKey(version, ctx.clientId, 'Provenance', provenanceIdFor(first._id, first.vid))
+        : undefined;
+    const [existing, provenanceClaimed] = await Promise.all([
+      this.writes.insertClaimed(ctx, claimed),
+      provenanceKey === undefined ? false : this.writes.claimForWriter(ctx, provenanceKey),
+    ]);
+    if (provenanceClaimed && !existing.has(first!._id)) bundle.claimedProvenance = provenanceKey;
+    const conflicts = new Set([...refused, ...existing]);
     const inserted = fresh.filter(([, doc]) => !conflicts.has(doc._id));
     for (const [index, doc] of fresh) if (conflicts.has(doc._id)) outcomes[index] = { exists: true };
     await this.complete(

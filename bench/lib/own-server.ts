@@ -29,11 +29,13 @@ export async function startOwnServer(
   clients: number,
   usersPerClient: number,
   env: Record<string, string> = {},
+  /** Another built checkout of the server to run (A/B benchmarks); this one by default. */
+  checkout?: string,
 ): Promise<OwnServer> {
   const bench = await startBenchServer(env);
   try {
     const users = await createBenchUsers(bench, clients, usersPerClient);
-    const child = await serveInOwnProcess(bench, env);
+    const child = await serveInOwnProcess(bench, env, checkout);
     return {
       url: child.url,
       engine: bench.engine,

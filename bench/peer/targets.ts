@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { startOwnServer, type OwnServer } from '../lib/own-server';
 import { processTree } from '../lib/process-stats';
 
@@ -39,6 +41,8 @@ targets (one or more; runs interleave over them):
     --pid <name>=<pid>        count CPU of that process tree (repeatable), e.g. --pid jvm=123 --pid db=456
     --loaded                  the data is already stored (skip ingest)
   --ours                      our server built from this checkout, in its own process on an embedded database
+  --ours-from <checkout>      the same for another built checkout (dist/src/main.js), e.g. main for an
+                              A/B pair with --ours; its data, database and users are its own
 options:
   --patients N (20)  --rounds R (2)  --seconds S per measurement (10)  --warmup S (2)
   --ingest-parallel N bundles in flight (4)  --ingest-chunks K interleaved ingest rounds (4)
@@ -108,8 +112,16 @@ export async function parseArgs(argv: string[]): Promise<PeerOptions> {
         break;
       case '--ours':
         current = undefined;
-        pending.push(oursTarget);
+        pending.push(() => oursTarget());
         break;
+      case '--ours-from': {
+        const checkout = resolve(value(i++));
+        if (!existsSync(join(checkout, 'dist', 'src', 'main.js')))
+          throw new Error(`--ours-from ${checkout}: no dist/src/main.js there (npm run build in it first)`);
+        current = undefined;
+        pending.push(() => oursTarget(checkout));
+        break;
+      }
       case '--patients':
       case '--rounds':
       case '--seconds':
@@ -135,15 +147,16 @@ export async function parseArgs(argv: string[]): Promise<PeerOptions> {
   return options;
 }
 
-async function oursTarget(): Promise<Target> {
+/** Our server from this checkout, or from another built one (`checkout`: named after its folder). */
+async function oursTarget(checkout?: string): Promise<Target> {
   let own: OwnServer;
   try {
-    own = await startOwnServer(1, 1);
+    own = await startOwnServer(1, 1, {}, checkout);
   } catch (error) {
     throw new Error(`could not start our server: ${(error as Error).message}`);
   }
   return {
-    name: 'ours',
+    name: checkout ? `ours@${basename(checkout)}` : 'ours',
     engine: own.engine,
     base: `${own.url}/r4`,
     headers: { Authorization: `Bearer ${own.users[0].accessToken}` },

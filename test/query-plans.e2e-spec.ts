@@ -162,6 +162,16 @@ describe('query plans: index scans for every hot query (e2e)', () => {
         references,
         true,
       ],
+      // one token's resources, newest first: the token index holds (lu, id) after the token
+      [
+        'vital signs (a token, default order)',
+        `Observation?category=vital-signs&_count=${PAGE}`,
+        [
+          ['user', 'search_tok'],
+          ['client', 'search_tok'],
+        ],
+        false,
+      ],
     ];
     for (const [name, path, indexes, sortAssertedOn0108] of cases) {
       it(name, async () => {

@@ -21,6 +21,7 @@ export interface SearchIndexSpec {
  */
 /** Names of the search indexes (the filter builder hints them, filter-builder.ts `indexFor`). */
 export const INDEX_NAMES = {
+  /** `{v, c, t, idx.tok, lu, id}`: token look-ups; one token's resources in the default order. */
   tok: 'search_tok',
   str: 'search_str',
   /**
@@ -40,7 +41,9 @@ export const INDEX_NAMES = {
 export function indexSpecs(fullText: boolean): SearchIndexSpec[] {
   const tenantType = { v: 1, c: 1, t: 1 } as const;
   const specs: SearchIndexSpec[] = [
-    { key: { ...tenantType, 'idx.tok': 1 }, name: INDEX_NAMES.tok },
+    // the lastUpdated order after the token: a code's resources newest first (`Observation?code=X`,
+    // code + date) read in index order and stop after the page instead of sorting every match
+    { key: { ...tenantType, 'idx.tok': 1, lu: -1, id: 1 }, name: INDEX_NAMES.tok },
     { key: { ...tenantType, 'idx.str': 1 }, name: INDEX_NAMES.str },
     // the lastUpdated order after the type: a page of one reference's resources in the default
     // order (a patient's Observations, newest first) is read in index order and stops after the page

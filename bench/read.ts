@@ -10,8 +10,7 @@
  * BENCH_READ_ROUNDS=n runs the app's rows n times, interleaved (CPU per read over all rounds), and
  * BENCH_READ_PROCESSES=n (default 2, 1: no such row) a row of n app processes on the same database,
  * the connections split among them and the read lane divided.
- * The API is served by the real server in its own process (bench/lib/bench-server serveInOwnProcess),
- * with `npm start`'s node flags (a row without them among the variants).
+ * The API is served by the real server in its own process (bench/lib/bench-server serveInOwnProcess).
  * Target: API ≥ 0.6 × driver, p99 < 20 ms. Run: npm run bench -- read
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -30,25 +29,24 @@ import {
   type BenchUser,
 } from './lib/bench-server';
 import { cpuSeconds, descendantsNamed } from './lib/process-stats';
-import { withStartFlags } from './lib/start-flags';
 import { loadSyntheaR4 } from './lib/synthea-load';
 
 const CONNECTIONS = 32;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const PATIENTS = process.env.BENCH_PATIENTS ? Number(process.env.BENCH_PATIENTS) : undefined;
 const COPIES = Number(process.env.BENCH_COPIES ?? 5);
-/**
- * The app again with other settings, a row each (BENCH_READ_VARIANTS=none: the three rows only).
- * Every app row runs with `npm start`'s node flags (bench/lib/start-flags.ts) unless it says
- * otherwise (`startFlags: false`).
- */
-const READ_VARIANTS: ReadonlyArray<[string, Record<string, string>, { startFlags?: boolean }?]> =
+/** The app again with other settings, a row each (BENCH_READ_VARIANTS=none: the three rows only). */
+const READ_VARIANTS: ReadonlyArray<[string, Record<string, string>]> =
   process.env.BENCH_READ_VARIANTS === 'none'
     ? []
     : [
         ['HTTP GET, request logs on (LOG_LEVEL=info)', { LOG_LEVEL: 'info' }],
-        // V8's own young generation (16 MB semi-spaces on Node 20) instead of the start script's 64 MB
-        ["HTTP GET, without npm start's node flags", {}, { startFlags: false }],
+        // a young generation of 64 MB semi-spaces instead of V8's 16 (Node 20): fewer scavenges per
+        // read, a larger heap (docs/storage.md "Reads measured": measured both ways under load)
+        [
+          'HTTP GET, 64 MB young generation (--max-semi-space-size=64)',
+          { NODE_OPTIONS: [process.env.NODE_OPTIONS, '--max-semi-space-size=64'].filter(Boolean).join(' ') },
+        ],
       ];
 /**
  * Another built checkout of the server (a directory with `dist/src/main.js`, e.g. main with a change
@@ -252,16 +250,10 @@ export async function benchReads(
   // The app, the baseline and the variants (what a setting costs per read; request logs: the API
   // row runs at BENCH_LOG_LEVEL, default silent, no request line; operators run at info, one line a
   // request), each a row, round after round so that the machine's other load weighs on all alike.
-  const apps: Array<{
-    label: string;
-    env: Record<string, string>;
-    checkout?: string;
-    processes?: number;
-    startFlags?: boolean;
-  }> = [
+  const apps: Array<{ label: string; env: Record<string, string>; checkout?: string; processes?: number }> = [
     { label: 'HTTP GET /r4/Observation/{id}', env: {} },
     ...(BASELINE ? [{ label: `baseline: ${BASELINE}`, env: {}, checkout: BASELINE }] : []),
-    ...READ_VARIANTS.map(([label, env, how]) => ({ label, env, startFlags: how?.startFlags })),
+    ...READ_VARIANTS.map(([label, env]) => ({ label, env })),
     // N processes of the app on one database, the connections split among them, the read lane
     // divided (each process admits its own SERVER_MAX_CONCURRENT_READS: docs/storage.md)
     ...(PROCESSES > 1
@@ -279,13 +271,7 @@ export async function benchReads(
     for (const [i, app] of apps.entries()) {
       const servers = [];
       for (let n = 0; n < (app.processes ?? 1); n++)
-        servers.push(
-          await serveInOwnProcess(
-            server,
-            app.startFlags === false ? app.env : withStartFlags(app.env),
-            app.checkout,
-          ),
-        );
+        servers.push(await serveInOwnProcess(server, app.env, app.checkout));
       try {
         runs[i].push(
           await httpReads(

@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { createTestApp, TestApp } from '@app/testing';
+import { bearer, createClient, createUser } from '@app/testing/factories';
 
 describe('foundation (e2e)', () => {
   let t: TestApp;
@@ -33,13 +34,22 @@ describe('foundation (e2e)', () => {
   });
 
   it('malformed JSON → 400, never 500', async () => {
+    const user = await createUser(t, await createClient(t));
     const res = await request(t.server)
       .post('/r4/Patient')
+      .set(bearer(user.access_token))
       .set('Content-Type', 'application/fhir+json')
       .send('{"resourceType": "Patient",')
       .expect(400);
     expect(res.body.resourceType).toBe('OperationOutcome');
     expect(JSON.stringify(res.body)).not.toMatch(/at .*\.js:\d+/);
+    // without credentials the body is never parsed: the 401 comes first (docs/security.md)
+    const anonymous = await request(t.server)
+      .post('/r4/Patient')
+      .set('Content-Type', 'application/fhir+json')
+      .send('{"resourceType": "Patient",')
+      .expect(401);
+    expect(anonymous.body.resourceType).toBe('OperationOutcome');
   });
 
   it('a body over the limit → 413', async () => {

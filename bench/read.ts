@@ -6,7 +6,7 @@
  * (`findOneByCommand` by `_id` and tenant, without the index entries, as the app reads; 32 in flight, same
  * duration) on the same database, each with its CPU per read (server, engine, load generator);
  * between them a row per variant of the app (READ_VARIANTS: request logs on) and, with
- * BENCH_READ_BASELINE=<a built checkout>, a row of that other build (an A/B pair on the same data);
+ * BENCH_READ_BASELINE=<built checkouts, comma-separated>, a row of each other build (an A/B pair on the same data);
  * BENCH_READ_ROUNDS=n runs the app's rows n times, interleaved (CPU per read over all rounds), and
  * BENCH_READ_PROCESSES=n (default 2, 1: no such row) a row of n app processes on the same database,
  * the connections split among them and the read lane divided.
@@ -49,12 +49,12 @@ const READ_VARIANTS: ReadonlyArray<[string, Record<string, string>]> =
         ],
       ];
 /**
- * Another built checkout of the server (a directory with `dist/src/main.js`, e.g. main with a change
- * reverted) served as a row of its own between the app's rows: an A/B pair on the same data and
- * load. Its index definitions must be this build's: a server refuses to start on a store whose
+ * Other built checkouts of the server (directories with `dist/src/main.js`, e.g. main with a change
+ * reverted; several: comma-separated) served as rows of their own between the app's rows: A/B pairs
+ * on the same data and load. Its index definitions must be this build's: a server refuses to start on a store whose
  * index of the same name differs (ensureIndexes).
  */
-const BASELINE = process.env.BENCH_READ_BASELINE;
+const BASELINES = (process.env.BENCH_READ_BASELINE ?? '').split(',').filter(Boolean);
 /** The app's rows (the app, the baseline, the variants) run this many times, interleaved. */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_READ_ROUNDS ?? 1));
 /** BENCH_READ_PROCESSES=n (default 2; 1: none): a row of n app processes serving the reads together. */
@@ -252,7 +252,7 @@ export async function benchReads(
   // request), each a row, round after round so that the machine's other load weighs on all alike.
   const apps: Array<{ label: string; env: Record<string, string>; checkout?: string; processes?: number }> = [
     { label: 'HTTP GET /r4/Observation/{id}', env: {} },
-    ...(BASELINE ? [{ label: `baseline: ${BASELINE}`, env: {}, checkout: BASELINE }] : []),
+    ...BASELINES.map((checkout) => ({ label: `baseline: ${checkout}`, env: {}, checkout })),
     ...READ_VARIANTS.map(([label, env]) => ({ label, env })),
     // N processes of the app on one database, the connections split among them, the read lane
     // divided (each process admits its own SERVER_MAX_CONCURRENT_READS: docs/storage.md)

@@ -1,5 +1,5 @@
 import { NestExpressApplication } from '@nestjs/platform-express';
-import type { Request, Response } from 'express';
+import { Router, type NextFunction, type Request, type Response } from 'express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { json, urlencoded } from 'body-parser';
 import helmet from 'helmet';
@@ -44,7 +44,32 @@ function setupSwagger(app: NestExpressApplication, settings: Settings): void {
     .addApiKey({ type: 'apiKey', in: 'header', name: 'x-app-user-id' }, SECURITY.appUserId)
     .build();
   const document = SwaggerModule.createDocument(app, config);
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+  behindDocsGate(app, () => SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' }));
+}
+
+/** `/docs…` in any case, as Express matches paths (case-insensitive routing). */
+function isDocsPath(path: string): boolean {
+  return path.length >= 5 && path.slice(0, 5).toLowerCase() === '/docs';
+}
+
+/**
+ * The layers `setup` adds to the app's router (Swagger's ≈ 10 routes and static files), moved into a
+ * router of their own behind one layer that only `/docs…` paths enter: Express's router tries each
+ * layer in turn, so every request would otherwise be matched against each of them on its way to the
+ * app's routes. The moved layers keep their order and see the same paths (the router is mounted
+ * without a path of its own); a request they pass on continues with the app's next layer.
+ */
+function behindDocsGate(app: NestExpressApplication, setup: () => void): void {
+  const express = app.getHttpAdapter().getInstance() as { router: { stack: unknown[] } };
+  const stack = express.router.stack;
+  const before = stack.length;
+  setup();
+  const docs = Router() as ReturnType<typeof Router> & { stack: unknown[] };
+  docs.stack.push(...stack.splice(before));
+  app.use(function docsGate(req: Request, res: Response, next: NextFunction) {
+    if (isDocsPath(req.path)) return docs(req, res, next);
+    next();
+  });
 }
 
 /** Everything that must be the same for `npm start` and the e2e tests' app. */

@@ -1,3 +1,4 @@
+import request from 'supertest';
 import { createTestApp, TestApp } from '@app/testing';
 
 /** Sample values for the path parameters of the app's routes. */
@@ -61,5 +62,19 @@ describe('FHIR route order (e2e)', () => {
     expect(stack[at].route).toBeUndefined();
     expect(stack[at - 1].route).toBeUndefined();
     expect(stack.slice(at + 1).filter((layer) => layer.route).length).toBeGreaterThan(40);
+  });
+
+  it("keeps Swagger's routes and files behind one layer that only /docs paths enter", async () => {
+    const express = t.app.getHttpAdapter().getInstance() as { router: { stack: RouteLayer[] } };
+    const stack = express.router.stack;
+    expect(stack.filter((layer) => layer.route?.path.toLowerCase().startsWith('/docs'))).toEqual([]);
+    expect(stack.filter((layer) => layer.name === 'docsGate')).toHaveLength(1);
+    // served as before: its routes (in any case, as Express matches), its static files, its UI
+    const json = await request(t.server).get('/DOCS-json').expect(200);
+    expect(json.body.openapi).toBeDefined();
+    await request(t.server).get('/docs/swagger-ui.css').expect(200).expect('Content-Type', /css/);
+    const ui = await request(t.server).get('/docs').redirects(1).expect(200);
+    expect(ui.text).toContain('swagger-ui');
+    await request(t.server).get('/docs/no-such-file.js').expect(404);
   });
 });

@@ -42,12 +42,31 @@ export class ResourceStorage implements OnModuleInit {
     @Inject(SETTINGS) private readonly settings: Pick<Settings, 'fullText' | 'urls'>,
   ) {}
 
+  /** The driver's collection objects, made once per database handle (`db.collection` builds one per call). */
+  private collections?: {
+    db: mongo.Db;
+    resources: mongo.Collection<ResourceDoc>;
+    history: mongo.Collection<HistoryDoc>;
+  };
+
+  private get open(): NonNullable<ResourceStorage['collections']> {
+    const db = this.connection.db!;
+    if (this.collections?.db !== db) {
+      this.collections = {
+        db,
+        resources: db.collection<ResourceDoc>(RESOURCES_COLLECTION),
+        history: db.collection<HistoryDoc>(HISTORY_COLLECTION),
+      };
+    }
+    return this.collections;
+  }
+
   private get resources(): mongo.Collection<ResourceDoc> {
-    return this.connection.db!.collection<ResourceDoc>(RESOURCES_COLLECTION);
+    return this.open.resources;
   }
 
   private get history(): mongo.Collection<HistoryDoc> {
-    return this.connection.db!.collection<HistoryDoc>(HISTORY_COLLECTION);
+    return this.open.history;
   }
 
   /** The tenant's documents; reads see only what its SMART scopes allow (smart-access.ts). */

@@ -71,10 +71,9 @@ export class ResourceStorage implements OnModuleInit {
 
   /** The tenant's documents; reads see only what its SMART scopes allow (smart-access.ts). */
   scoped(ctx: TenantContext): TenantStore {
-    const base = this.settings.urls.base;
     return {
       ctx,
-      resources: new ScopedCollection(this.resources, ctx, (version) => readCondition(ctx, base, version)),
+      resources: new ScopedCollection(this.resources, ctx, (version) => readCondition(ctx, version)),
       history: new ScopedCollection(this.history, ctx, () => historyCondition(ctx)),
     };
   }

@@ -30,17 +30,13 @@ const NOTHING: Filter = { _id: { $in: [] } };
  * `version`: the version the read is limited to, when it is (the compartment's parameters differ
  * per version; without one, a condition per version).
  */
-export function readCondition(
-  ctx: TenantContext,
-  serviceBase: string,
-  version: string | undefined,
-): Filter | undefined {
+export function readCondition(ctx: TenantContext, version: string | undefined): Filter | undefined {
   const access = accessOf(ctx);
   const rules = [...access.r, ...access.s];
   if (rules.some((rule) => rule.type === '*' && isWhole(rule))) return undefined;
   if (rules.length === 0) return NOTHING;
   const known = version === undefined ? undefined : parseFhirVersion(version);
-  const conditions = rules.map((rule) => ruleCondition(rule, serviceBase, known));
+  const conditions = rules.map((rule) => ruleCondition(rule, known));
   return conditions.length === 1 ? conditions[0] : { $or: conditions };
 }
 
@@ -58,14 +54,14 @@ export function historyCondition(ctx: TenantContext): Filter | undefined {
   return { t: { $in: [...new Set(whole.map((rule) => rule.type))] } };
 }
 
-function ruleCondition(rule: AccessRule, serviceBase: string, version: FhirVersion | undefined): Filter {
+function ruleCondition(rule: AccessRule, version: FhirVersion | undefined): Filter {
   const parts: Filter[] = [];
   if (rule.type !== '*') parts.push({ t: rule.type });
   if (rule.patient !== undefined) {
     const versions = version ? [version] : FHIR_VERSIONS;
     const each = versions.map((v) => ({
       v,
-      ...compartmentCondition(v, rule.patient!, rule.type, serviceBase),
+      ...compartmentCondition(v, rule.patient!, rule.type),
     }));
     parts.push(each.length === 1 ? each[0] : { $or: each });
   }
@@ -77,18 +73,11 @@ function ruleCondition(rule: AccessRule, serviceBase: string, version: FhirVersi
  * The Patient compartment of `patient` for `type` (`*`: any type): the Patient itself, and the
  * resources whose compartment parameters reference it (patient-compartment-filter.ts).
  */
-function compartmentCondition(
-  version: FhirVersion,
-  patient: string,
-  type: string,
-  serviceBase: string,
-): Filter {
-  if (type === '*') return patientCompartmentFilter(version, patient, serviceBase);
+function compartmentCondition(version: FhirVersion, patient: string, type: string): Filter {
+  if (type === '*') return patientCompartmentFilter(version, patient);
   const params = patientCompartmentParams(version, type);
   const referencing =
-    params.length === 0
-      ? NOTHING
-      : { 'idx.ref': { $in: compartmentReferenceKeys(version, patient, serviceBase, params) } };
+    params.length === 0 ? NOTHING : { 'idx.ref': { $in: compartmentReferenceKeys(patient, params) } };
   return type === 'Patient' ? { $or: [{ id: patient }, referencing] } : referencing;
 }
 
@@ -112,16 +101,11 @@ export interface WrittenResource {
 }
 
 /** Whether a resource is within a rule. */
-function withinRule(rule: AccessRule, doc: WrittenResource, serviceBase: string): boolean {
+function withinRule(rule: AccessRule, doc: WrittenResource): boolean {
   if (isWhole(rule)) return true;
   const idx = (doc.index() ?? {}) as { ref?: string[]; tok?: string[] };
   if (rule.patient !== undefined && !(doc.t === 'Patient' && doc.id === rule.patient)) {
-    const keys = compartmentReferenceKeys(
-      doc.v,
-      rule.patient,
-      serviceBase,
-      patientCompartmentParams(doc.v, doc.t),
-    );
+    const keys = compartmentReferenceKeys(rule.patient, patientCompartmentParams(doc.v, doc.t));
     if (!keys.some((key) => idx.ref?.includes(key))) return false;
   }
   return rule.conditions.every((condition) => conditionKeys(condition).some((key) => idx.tok?.includes(key)));
@@ -132,14 +116,9 @@ function withinRule(rule: AccessRule, doc: WrittenResource, serviceBase: string)
  * delete) or the version it writes (create, update), e.g. an Observation of another patient
  * with `patient/Observation.cruds`, or of another category than a search-parameter scope names.
  */
-export function assertMayWrite(
-  ctx: TenantContext,
-  permission: Permission,
-  doc: WrittenResource,
-  serviceBase: string,
-): void {
+export function assertMayWrite(ctx: TenantContext, permission: Permission, doc: WrittenResource): void {
   const rules = rulesFor(accessOf(ctx), permission, doc.t);
-  if (rules.some((rule) => withinRule(rule, doc, serviceBase))) return;
+  if (rules.some((rule) => withinRule(rule, doc))) return;
   throw insufficientScope(
     `the granted scopes do not allow ${PERMISSION_NAMES[permission]} of ${doc.t}/${doc.id}` +
       (rules.length > 0 ? ': it lies outside the patient or the values their scopes name' : ''),

@@ -168,7 +168,7 @@ export class WriteProtocol {
       (doc.json === null
         ? undefined
         : searchIndexOf(doc.v, JSON.parse(doc.json) as Record<string, unknown>, this.settings));
-    assertMayWrite(ctx, permission, { v: doc.v, t: doc.t, id: doc.id, index }, this.settings.urls.base);
+    assertMayWrite(ctx, permission, { v: doc.v, t: doc.t, id: doc.id, index });
   }
 
   /** Create with a server-assigned id (`POST /{v}/{type}` without id). */

@@ -35,7 +35,6 @@ export function compartmentSearchFilter(
   compartment: string,
   patientId: string,
   type: string,
-  serviceBase: string,
 ): Filter {
   checkCompartment(version, compartment);
   const params = patientCompartmentParams(version, type);
@@ -45,7 +44,7 @@ export function compartmentSearchFilter(
     );
   }
   const referencing: Filter = {
-    'idx.ref': { $in: compartmentReferenceKeys(version, patientId, serviceBase, params) },
+    'idx.ref': { $in: compartmentReferenceKeys(patientId, params) },
   };
   return type === 'Patient' ? { $or: [{ id: patientId }, referencing] } : referencing;
 }
@@ -59,10 +58,9 @@ export function allTypesCompartmentFilter(
   version: FhirVersion,
   compartment: string,
   patientId: string,
-  serviceBase: string,
 ): Filter {
   checkCompartment(version, compartment);
-  return patientCompartmentFilter(version, patientId, serviceBase);
+  return patientCompartmentFilter(version, patientId);
 }
 
 /**
@@ -75,12 +73,11 @@ export function compartmentWithin(
   compartment: string,
   id: string,
   type: string | undefined,
-  serviceBase: string,
 ): SearchWithin {
   return {
     restriction:
       type === undefined
-        ? allTypesCompartmentFilter(version, compartment, id, serviceBase)
-        : compartmentSearchFilter(version, compartment, id, type, serviceBase),
+        ? allTypesCompartmentFilter(version, compartment, id)
+        : compartmentSearchFilter(version, compartment, id, type),
   };
 }

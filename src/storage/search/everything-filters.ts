@@ -11,47 +11,40 @@ import { rangePattern } from './range-regex';
 
 /**
  * Every Patient and every resource in the compartment of some Patient (type-level
- * `Patient/$everything` over the caller's scope): a compartment parameter references a Patient.
+ * `Patient/$everything` over the caller's scope): a compartment parameter references a Patient
+ * (stored relative, also when written with this server's base URL).
  */
-export function anyPatientCompartmentFilter(version: FhirVersion, serviceBase: string): Filter {
+export function anyPatientCompartmentFilter(version: FhirVersion): Filter {
   const { types, params } = compartmentTypes(version);
-  const prefix = escapeRegex(`${serviceBase}/${version}/`);
-  const pattern = `^(?:${params.map(escapeRegex).join('|')})\\|(?:${prefix})?Patient/${ID}$`;
+  const pattern = `^(?:${params.map(escapeRegex).join('|')})\\|Patient/${ID}$`;
   return { $or: [{ t: 'Patient' }, { t: { $in: types }, 'idx.ref': { $regex: pattern } }] };
 }
 
-const outsidePatterns = new Map<string, string>();
+const outsidePatterns = new Map<FhirVersion, string>();
 const ID = '[A-Za-z0-9\\-.]{1,64}';
 
 /**
- * The `idx.ref` entries (`${param}|${target}`) that point at a resource whose type has no place in
- * the compartment (Practitioner, Organization, Location, Medication …), as `Type/id` or with this
- * server's base: what `$everything` adds beside the compartment.
+ * The `idx.ref` entries (`${param}|${target}`) that point at a resource of this server whose type
+ * has no place in the compartment (Practitioner, Organization, Location, Medication …), stored as
+ * `Type/id` (also when written with this server's base URL): what `$everything` adds beside the
+ * compartment.
  */
-export function outsideReferencePattern(version: FhirVersion, serviceBase: string): string {
-  const key = `${version} ${serviceBase}`;
-  let pattern = outsidePatterns.get(key);
+export function outsideReferencePattern(version: FhirVersion): string {
+  let pattern = outsidePatterns.get(version);
   if (pattern === undefined) {
     const inCompartment = new Set(compartmentTypes(version).types);
     const outside = resourceTypes(version).filter((type) => !inCompartment.has(type));
-    const prefix = escapeRegex(`${serviceBase}/${version}/`);
-    pattern = `^[^|]+\\|(?:${prefix})?(?:${outside.join('|')})/${ID}$`;
-    outsidePatterns.set(key, pattern);
+    pattern = `^[^|]+\\|(?:${outside.join('|')})/${ID}$`;
+    outsidePatterns.set(version, pattern);
   }
   return pattern;
 }
 
 /** The targets of entries matching `outsideReferencePattern`, once each. */
-export function outsideTargets(
-  entries: readonly string[],
-  serviceBase: string,
-  version: FhirVersion,
-): Array<{ type: string; id: string }> {
-  const prefix = `${serviceBase}/${version}/`;
+export function outsideTargets(entries: readonly string[]): Array<{ type: string; id: string }> {
   const targets = new Map<string, { type: string; id: string }>();
   for (const entry of entries) {
-    let target = entry.slice(entry.indexOf('|') + 1);
-    if (target.startsWith(prefix)) target = target.slice(prefix.length);
+    const target = entry.slice(entry.indexOf('|') + 1);
     const slash = target.indexOf('/');
     targets.set(target, { type: target.slice(0, slash), id: target.slice(slash + 1) });
   }

@@ -1,7 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
-import { SETTINGS } from '../../config/config.module';
-import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { ResourceRepository, type SizedRef, type TypeCount } from '../resource.repository';
 import {
@@ -43,14 +41,7 @@ export interface EverythingScope {
  */
 @Injectable()
 export class EverythingReader {
-  constructor(
-    private readonly repository: ResourceRepository,
-    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'urls'>,
-  ) {}
-
-  private get base(): string {
-    return this.settings.urls.base;
-  }
+  constructor(private readonly repository: ResourceRepository) {}
 
   /**
    * Instance level (`patientId`): Patient/{id} served first (404 when it is not in the caller's
@@ -70,7 +61,7 @@ export class EverythingReader {
     let patients: SizedRef[] = [];
     let hint: string | undefined;
     if (patientId === undefined) {
-      compartment = anyPatientCompartmentFilter(version, this.base);
+      compartment = anyPatientCompartmentFilter(version);
     } else {
       const key = this.repository.key(ctx, version, 'Patient', patientId);
       const [patient] = await this.repository.sizesOf(ctx, version, { _id: key }, 1);
@@ -78,7 +69,7 @@ export class EverythingReader {
       patients = [patient];
       compartment = {
         $and: [
-          compartmentFilter(version, patientId, this.base),
+          compartmentFilter(version, patientId),
           // a Patient that links to itself is served once, as the Patient
           { _id: { $ne: patient._id } },
         ],
@@ -108,7 +99,7 @@ export class EverythingReader {
     window?: { skip: number; limit: number },
   ): Promise<{ types: TypeCount[]; window?: SizedRef[]; outside: SizedRef[] }> {
     const { compartment, served, hint } = scope;
-    const referencePattern = outsideReferencePattern(version, this.base);
+    const referencePattern = outsideReferencePattern(version);
     const ownPattern = served === compartment ? referencePattern : undefined;
     const [counted, referencing] = await Promise.all([
       window === undefined
@@ -125,11 +116,9 @@ export class EverythingReader {
         ? undefined
         : this.repository.countByType(ctx, version, compartment, { hint, referencePattern }),
     ]);
-    const outsideKeys = outsideTargets(
-      (referencing ?? counted.types).flatMap((row) => row.references),
-      this.base,
-      version,
-    ).map((ref) => this.repository.key(ctx, version, ref.type, ref.id));
+    const outsideKeys = outsideTargets((referencing ?? counted.types).flatMap((row) => row.references)).map(
+      (ref) => this.repository.key(ctx, version, ref.type, ref.id),
+    );
     const outside = await this.repository.sizesOf(
       ctx,
       version,
@@ -169,13 +158,7 @@ export class EverythingReader {
 
   /** Up to `limit` resources of Patient/{id}'s compartment (the Patient itself not among them), by key. */
   compartmentBatch(ctx: TenantContext, version: FhirVersion, patientId: string, limit: number) {
-    return this.repository.findFields(
-      ctx,
-      version,
-      compartmentFilter(version, patientId, this.base),
-      {},
-      limit,
-    );
+    return this.repository.findFields(ctx, version, compartmentFilter(version, patientId), {}, limit);
   }
 
   /** The Provenances one of whose targets is among `references` (`Type/id`), with their JSON. */

@@ -36,30 +36,25 @@ export function compartmentTypes(version: FhirVersion): CompartmentTypes {
 }
 
 /**
- * Resources in the compartment of Patient/{id}, the Patient itself excluded. References written
- * with this server's base URL count too. The union of parameters over all types is a superset for
- * a type whose own list is shorter; `t` restricted to compartment types keeps strangers out.
+ * Resources in the compartment of Patient/{id}, the Patient itself excluded. The union of
+ * parameters over all types is a superset for a type whose own list is shorter; `t` restricted to
+ * compartment types keeps strangers out.
  */
-export function compartmentFilter(version: FhirVersion, patientId: string, serviceBase: string): Filter {
+export function compartmentFilter(version: FhirVersion, patientId: string): Filter {
   const { types, params } = compartmentTypes(version);
   return {
-    'idx.ref': { $in: compartmentReferenceKeys(version, patientId, serviceBase, params) },
+    'idx.ref': { $in: compartmentReferenceKeys(patientId, params) },
     ...typeAmong(types),
   };
 }
 
 /**
  * The `idx.ref` entries by which a resource names Patient/{id} in one of `params` (compartment
- * parameters): the relative reference, and the absolute one with this server's base URL.
+ * parameters). One per parameter: a reference written with this server's base URL is stored
+ * relative too (docs/storage.md "One stored form of a reference to this server").
  */
-export function compartmentReferenceKeys(
-  version: FhirVersion,
-  patientId: string,
-  serviceBase: string,
-  params: readonly string[],
-): string[] {
-  const references = [`Patient/${patientId}`, `${serviceBase}/${version}/Patient/${patientId}`];
-  return params.flatMap((param) => references.map((reference) => `${param}|${reference}`));
+export function compartmentReferenceKeys(patientId: string, params: readonly string[]): string[] {
+  return params.map((param) => `${param}|Patient/${patientId}`);
 }
 
 /**
@@ -97,13 +92,8 @@ function typesByParams(version: FhirVersion): Array<{ types: string[]; params: s
  * `compartmentFilter`, each type is held to its own compartment parameters: the types are grouped
  * by their parameter list (a few dozen groups), all under one `$in` on the reference index.
  */
-export function patientCompartmentFilter(
-  version: FhirVersion,
-  patientId: string,
-  serviceBase: string,
-): Filter {
-  const refsOf = (params: readonly string[]) =>
-    compartmentReferenceKeys(version, patientId, serviceBase, params);
+export function patientCompartmentFilter(version: FhirVersion, patientId: string): Filter {
+  const refsOf = (params: readonly string[]) => compartmentReferenceKeys(patientId, params);
   const referencing: Filter = {
     'idx.ref': { $in: refsOf(compartmentTypes(version).params) },
     $or: typesByParams(version).map((group) => ({

@@ -64,7 +64,7 @@ export class SearchService {
     prefer?: string,
   ): Promise<Page> {
     const base = this.settings.urls.base;
-    const restriction = compartmentWithin(version, compartment, id, type, base);
+    const restriction = compartmentWithin(version, compartment, id, type);
     // its existence only: the Patient is not served
     if (!(await this.storage.for(ctx).exists(version, 'Patient', id)))
       throw OperationOutcomeError.notFound(`Patient/${id} is not known`);

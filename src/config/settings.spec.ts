@@ -9,6 +9,8 @@ describe('parseSettings', () => {
     expect(s.urls.gateway).toBe(s.urls.base);
     expect(s.accessTokenTtlSeconds).toBe(7200);
     expect(s.bodyLimitBytes).toBe(5 * 1024 * 1024);
+    // a count past 1,000 matches stops there (docs/api.md "Totals")
+    expect(s.searchTotalExactUpTo).toBe(1000);
   });
 
   it('names every bad key in one error', () => {

@@ -1,5 +1,5 @@
 import { OperationOutcomeError } from '@app/fhir';
-import { AdmissionLane, LaneTicket, Liveness } from './admission-lane';
+import { AdmissionLane, CONTENDED_BUDGET_MS, LaneTicket, Liveness } from './admission-lane';
 
 /** A clock and a database whose answers the test decides. */
 class FakeDatabase implements Liveness {
@@ -176,5 +176,112 @@ describe('AdmissionLane', () => {
     await settle();
     expect(!!next.ticket).toBe(true);
     expect(lane.load).toEqual({ running: 2, waiting: 0 });
+  });
+
+  describe('cost cap while another client contends', () => {
+    const WIDE = { ...OPTIONS, capacity: 8 };
+    /** Clients that contend now (as ClientConcurrency.othersContend would say for the others). */
+    let contending: Set<string>;
+    beforeEach(() => {
+      contending = new Set();
+      lane = new AdmissionLane(
+        WIDE,
+        db,
+        () => db.time,
+        (clientId) => [...contending].some((other) => other !== clientId),
+      );
+    });
+    /** One answered request of `clientId` charged `ms` of database time: the lane learns its cost. */
+    const answered = async (clientId: string, ms: number) => {
+      const one = track(lane.enter(clientId));
+      await settle();
+      one.ticket!.release(ms);
+    };
+
+    it('alone a client uses every slot, costly or not (work-conserving)', async () => {
+      await answered('heavy', 500);
+      const burst = Array.from({ length: 10 }, () => track(lane.enter('heavy')));
+      await settle();
+      expect(burst.filter((r) => r.ticket).length).toBe(8);
+      expect(lane.contendedCap('heavy')).toBe(1);
+    });
+
+    it('a costly client runs one at a time while another contends; the rest wait behind it, free slots or not, and start as its own end', async () => {
+      await answered('heavy', 100);
+      contending.add('victim');
+      const burst = Array.from({ length: 6 }, () => track(lane.enter('heavy')));
+      await settle();
+      expect(burst.map((r) => !!r.ticket)).toEqual([true, false, false, false, false, false]);
+      expect(lane.load).toEqual({ running: 1, waiting: 5 });
+      // the other client is not held behind them: it starts at once
+      const victim = track(lane.enter('victim'));
+      await settle();
+      expect(!!victim.ticket).toBe(true);
+      burst[0].ticket!.release(100);
+      await settle();
+      expect(burst.map((r) => !!r.ticket)).toEqual([true, true, false, false, false, false]);
+      // nobody contends any more: the next release lets the rest fill the lane
+      contending.clear();
+      burst[1].ticket!.release(100);
+      await settle();
+      expect(burst.filter((r) => r.ticket).length).toBe(6);
+    });
+
+    it('a client not known yet counts as costly: its first wave runs one request until one is answered', async () => {
+      contending.add('victim');
+      const wave = Array.from({ length: 8 }, () => track(lane.enter('fresh')));
+      await settle();
+      expect(wave.filter((r) => r.ticket).length).toBe(1);
+      // its first answer was cheap (2 ms): it may hold CONTENDED_BUDGET_MS / 2 slots (at most the capacity)
+      wave[0].ticket!.release(2);
+      await settle();
+      expect(lane.contendedCap('fresh')).toBe(Math.min(8, Math.floor(CONTENDED_BUDGET_MS / 2)));
+      expect(wave.filter((r) => r.ticket).length).toBe(1 + Math.min(7, lane.contendedCap('fresh')));
+    });
+
+    it('cheap clients keep the full share; the cap follows the running mean of the cost', async () => {
+      await answered('cheap', 1);
+      expect(lane.contendedCap('cheap')).toBe(8);
+      await answered('mixed', 10);
+      expect(lane.contendedCap('mixed')).toBe(2);
+      // one costly answer moves the mean by a quarter of the difference: 10 + (90 − 10) / 4 = 30
+      await answered('mixed', 90);
+      expect(lane.contendedCap('mixed')).toBe(1);
+      // no database command at all (a $validate): costs nothing
+      await answered('loop-only', 0);
+      expect(lane.contendedCap('loop-only')).toBe(8);
+    });
+
+    it('a request held behind its own client waits past shareWaitMs; after maxWaitMs it gets 429 with Retry-After naming the limit, not 503', async () => {
+      await answered('heavy', 100);
+      contending.add('victim');
+      const running = track(lane.enter('heavy'));
+      const held = track(lane.enter('heavy'));
+      db.advance(500, true);
+      lane.sweep();
+      await settle();
+      expect(held.error).toBeUndefined();
+      db.advance(500, true);
+      lane.sweep();
+      await settle();
+      expect(held.error).toMatchObject({ status: 429, headers: { 'Retry-After': '1' } });
+      expect(held.error!.outcome.issue[0].code).toBe('throttled');
+      expect(held.error!.message).toMatch(
+        /about 100 ms of database time each.*runs 1 at a time.*DB_TIMEOUT_MS/,
+      );
+      expect(!!running.ticket).toBe(true);
+      expect(lane.load).toEqual({ running: 1, waiting: 0 });
+    });
+
+    it('a client arriving while only held clients wait starts at once (held waiters do not block the lane)', async () => {
+      await answered('heavy', 100);
+      contending.add('victim');
+      track(lane.enter('heavy'));
+      track(lane.enter('heavy'));
+      await settle();
+      expect(lane.load).toEqual({ running: 1, waiting: 1 });
+      expect(lane.tryEnter('victim')).toBeDefined();
+      expect(lane.load).toEqual({ running: 2, waiting: 1 });
+    });
   });
 });

@@ -26,9 +26,30 @@ export interface LaneOptions {
 
 /** A running request's slot. */
 export interface LaneTicket {
-  /** Gives the slot back (once) and starts the next waiting request. */
-  release(): void;
+  /**
+   * Gives the slot back (once) and starts the next waiting request. `databaseMs`: the database
+   * time the request was charged (DatabaseClock), which its client's expected cost learns from.
+   */
+  release(databaseMs?: number): void;
 }
+
+/**
+ * While another client contends, a client holds slots whose expected database time together stays
+ * within this budget (at least one slot): its expected time per request is the running mean of what
+ * its requests of this lane were charged (processor-sharing ms). A client of cheap requests (a
+ * name search or a point read: 1–10 ms) keeps most of the lane; one whose requests cost 20 ms or
+ * more runs one at a time, so its burst can no longer fill every slot and starve the engine (two
+ * cores) under the other clients' one query. A client not known yet counts as costly until its
+ * first request is answered: a first wave of 32 costly requests runs one at a time, not eight.
+ */
+export const CONTENDED_BUDGET_MS = 20;
+/** Weight of the newest request in a client's running mean database time. */
+const COST_WEIGHT = 0.25;
+/** Clients whose expected cost is kept; past that the oldest entry is forgotten. */
+const MAX_KNOWN_CLIENTS = 10_000;
+
+/** Whether another client contends for the database now (ClientConcurrency's rule). */
+export type OthersContend = (clientId: string) => boolean;
 
 interface Waiter {
   clientId: string;
@@ -43,6 +64,10 @@ interface Waiter {
  * queueing by request count, so a client sending many requests at once cannot delay a client
  * sending one by more than one slot's time. A client's own requests start in arrival order.
  *
+ * While another client contends, a client holds at most its cost cap (CONTENDED_BUDGET_MS over its
+ * expected database time per request, at least one): its other requests wait behind itself, free
+ * slots or not. Alone it is not capped (work-conserving: a single client may use every slot).
+ *
  * A wait ends in one of three ways besides a slot:
  * - 429 with Retry-After for a client at or over its fair share (capacity / active clients) that
  *   waited shareWaitMs while the database kept answering and another client waits too: overload is answered by telling the
@@ -50,7 +75,8 @@ interface Waiter {
  * - 503 when the database answered nothing for stallMs and does not answer a probe either (hung
  *   or gone: the running requests will fail on their own deadline, the waiting ones need not wait
  *   for it);
- * - 503 after maxWaitMs without a slot (every slot held that long).
+ * - 503 after maxWaitMs without a slot (every slot held that long); 429 instead when the request
+ *   was held behind its own client at its cost cap (its own backlog: the client is told to slow down).
  */
 export class AdmissionLane {
   private readonly running = new Map<string, number>();
@@ -62,11 +88,14 @@ export class AdmissionLane {
   private probing = false;
   /** When a probe of this lane was last answered (counts as an answer of the database). */
   private probeAnsweredAt = 0;
+  /** Each client's expected database time per request of this lane (ms, running mean). */
+  private readonly costs = new Map<string, number>();
 
   constructor(
     private readonly opts: LaneOptions,
     private readonly liveness: Liveness,
     private readonly now: () => number = Date.now,
+    private readonly othersContend: OthersContend = () => false,
   ) {}
 
   /** Requests running / waiting now (for tests and metrics). */
@@ -76,8 +105,20 @@ export class AdmissionLane {
 
   /** A slot at once when the lane has room and nobody waits (no wait, no promise); else undefined. */
   tryEnter(clientId: string): LaneTicket | undefined {
-    if (this.runningTotal < this.opts.capacity && this.waiting === 0) return this.start(clientId);
+    if (this.runningTotal >= this.opts.capacity || this.heldAtCap(clientId)) return undefined;
+    // nobody waits, or only clients held at their cost cap (they wait behind themselves)
+    if (this.waiting === 0 || !this.someoneDispatchable()) return this.start(clientId);
     return undefined;
+  }
+
+  /**
+   * Slots the client may hold while another client contends: CONTENDED_BUDGET_MS over its expected
+   * database time per request (unknown: one), at least one, at most the capacity.
+   */
+  contendedCap(clientId: string): number {
+    const cost = this.costs.get(clientId) ?? CONTENDED_BUDGET_MS;
+    if (!(cost > 0)) return this.opts.capacity;
+    return Math.max(1, Math.min(this.opts.capacity, Math.floor(CONTENDED_BUDGET_MS / cost)));
   }
 
   /**
@@ -144,7 +185,11 @@ export class AdmissionLane {
       ) {
         this.fail(waiter, this.overShareError());
       } else if (waited >= this.opts.maxWaitMs) {
-        this.fail(waiter, this.busyError());
+        // held behind its own client's requests: its own backlog, not a busy server
+        this.fail(
+          waiter,
+          this.heldAtCap(waiter.clientId) ? this.costCapError(waiter.clientId) : this.busyError(),
+        );
       } else if (now - Math.max(waiter.queuedAt, answeredAt) >= this.opts.stallMs) {
         stalled = true;
       }
@@ -165,9 +210,10 @@ export class AdmissionLane {
     this.runningTotal += 1;
     let released = false;
     return {
-      release: () => {
+      release: (databaseMs?: number) => {
         if (released) return;
         released = true;
+        if (databaseMs !== undefined) this.learnCost(clientId, databaseMs);
         const left = (this.running.get(clientId) ?? 1) - 1;
         if (left <= 0) this.running.delete(clientId);
         else this.running.set(clientId, left);
@@ -189,7 +235,30 @@ export class AdmissionLane {
     return false;
   }
 
-  /** Fills free slots: the waiting client with the fewest running requests first. */
+  /** The client's running mean database time per request learns from one answered request. */
+  private learnCost(clientId: string, databaseMs: number): void {
+    if (!(databaseMs >= 0)) return;
+    const known = this.costs.get(clientId);
+    this.costs.set(clientId, known === undefined ? databaseMs : known + COST_WEIGHT * (databaseMs - known));
+    if (this.costs.size > MAX_KNOWN_CLIENTS) this.costs.delete(this.costs.keys().next().value!);
+  }
+
+  /** The client runs at least its cost cap while another client contends: its next request waits. */
+  private heldAtCap(clientId: string): boolean {
+    const running = this.running.get(clientId);
+    return running !== undefined && running >= this.contendedCap(clientId) && this.othersContend(clientId);
+  }
+
+  /** Whether some waiting client may start now (not held at its cost cap). */
+  private someoneDispatchable(): boolean {
+    for (const clientId of this.queues.keys()) if (!this.heldAtCap(clientId)) return true;
+    return false;
+  }
+
+  /**
+   * Fills free slots: the waiting client with the fewest running requests first, skipping clients
+   * held at their cost cap (their requests wait until one of their own ends or nobody contends).
+   */
   private dispatch(): void {
     while (this.runningTotal < this.opts.capacity && this.waiting > 0) {
       let chosen: Waiter[] | undefined;
@@ -197,14 +266,16 @@ export class AdmissionLane {
       for (const [clientId, queue] of this.queues) {
         const running = this.running.get(clientId) ?? 0;
         if (
-          running < chosenRunning ||
-          (running === chosenRunning && queue[0].queuedAt < chosen![0].queuedAt)
+          (running < chosenRunning ||
+            (running === chosenRunning && queue[0].queuedAt < chosen![0].queuedAt)) &&
+          !this.heldAtCap(clientId)
         ) {
           chosen = queue;
           chosenRunning = running;
         }
       }
-      const waiter = chosen![0];
+      if (chosen === undefined) return;
+      const waiter = chosen[0];
       this.remove(waiter);
       waiter.resolve(this.start(waiter.clientId));
     }
@@ -274,6 +345,16 @@ export class AdmissionLane {
     return new OperationOutcomeError(
       'throttled',
       `the server is busy and this client already has its share of concurrent ${this.opts.name} requests; retry shortly`,
+      { status: 429, headers: { 'Retry-After': '1' } },
+    );
+  }
+
+  private costCapError(clientId: string): OperationOutcomeError {
+    const cost = Math.round(this.costs.get(clientId) ?? CONTENDED_BUDGET_MS);
+    const cap = this.contendedCap(clientId);
+    return new OperationOutcomeError(
+      'throttled',
+      `this client's ${this.opts.name} requests cost about ${cost} ms of database time each; while other clients use the database it runs ${cap} at a time (${CONTENDED_BUDGET_MS} ms of expected database time at once), and this request waited ${this.opts.maxWaitMs} ms (DB_TIMEOUT_MS) behind its own; retry later`,
       { status: 429, headers: { 'Retry-After': '1' } },
     );
   }

@@ -175,6 +175,14 @@ export class ClientConcurrency {
   }
 
   /**
+   * Whether another client is active now (a request in flight, or one started or ended within
+   * ACTIVE_MS), as for the in-flight cap: the lanes' per-client slot cap engages only then.
+   */
+  anotherClientActive(clientId: string, now = Date.now()): boolean {
+    return this.othersActive(clientId, undefined, now, ACTIVE_MS);
+  }
+
+  /**
    * The 429 a request of the caller gets now (at its in-flight cap while others are active, or a
    * share spent), or undefined when it may run; nothing is taken. Cheap and from memory:
    * admission's early refusal (early-refusal.ts) asks it before the request is logged or routed.

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { userOf } from './caller';
-import { ClientConcurrency, type ClientSlot } from './client-concurrency';
+import { ClientConcurrency } from './client-concurrency';
 import { DatabaseClock } from './database-clock';
 import { EventLoopTime } from './event-loop-time';
 import { KnownCredentials } from './known-credentials';
@@ -57,16 +57,37 @@ export class FhirAdmission {
     // The client's slot and the lane's are both given back when the answer is written or the
     // connection goes away: one listener for each event, not one per slot.
     let ticket: LaneTicket | undefined;
+    // the database time the request was charged, which its lane's expected cost of the client learns from
+    let databaseMs = 0;
     res.once('finish', () => {
       if (!charged) slot.charge(answerBytes(res, writtenBefore));
       slot.release();
-      if (ticket !== undefined) this.lanes.answered(ticket, res);
+      if (ticket !== undefined) this.lanes.answered(ticket, res, databaseMs);
     });
     res.once('close', () => {
       slot.release();
-      ticket?.release();
+      ticket?.release(databaseMs);
     });
-    const charges = this.chargesOf(lane, slot);
+    const { chargeUnservedReads, chargeLoopMs } = slot;
+    // Database time of reads and writes alike (a slow read answers as little as a fast one; a
+    // write flood holds the engine as a read flood does), each command charged its part of the
+    // engine's time, not its wall-clock time (DatabaseClock). Bulk export and purge run outside
+    // the lanes at their own pace (purge's pacer), and are not charged.
+    const charges: Charges =
+      lane === 'bulk'
+        ? { chargeUnservedReads, chargeLoopMs }
+        : {
+            chargeUnservedReads,
+            chargeLoopMs,
+            startDatabaseCommand: () => {
+              const ended = this.clock.start();
+              return () => {
+                const ms = ended();
+                databaseMs += ms;
+                slot.chargeDatabaseMs(ms);
+              };
+            },
+          };
     // then waits for its turn on the database (the client's slot is held while it waits)
     const entered = this.lanes.enter(clientId, lane, res);
     const hold = (granted: LaneTicket | undefined): Charges => {
@@ -76,25 +97,6 @@ export class FhirAdmission {
       return charges;
     };
     return entered instanceof Promise ? entered.then(hold) : hold(entered);
-  }
-
-  /**
-   * Database time of reads and writes alike (a slow read answers as little as a fast one; a write
-   * flood holds the engine as a read flood does), each command charged its part of the engine's
-   * time, not its wall-clock time (DatabaseClock). Bulk export and purge run outside the lanes at
-   * their own pace (purge's pacer), and are not charged.
-   */
-  private chargesOf(lane: RouteLane, slot: ClientSlot): Charges {
-    const { chargeUnservedReads, chargeLoopMs } = slot;
-    if (lane === 'bulk') return { chargeUnservedReads, chargeLoopMs };
-    return {
-      chargeUnservedReads,
-      chargeLoopMs,
-      startDatabaseCommand: () => {
-        const ended = this.clock.start();
-        return () => slot.chargeDatabaseMs(ended());
-      },
-    };
   }
 }
 

@@ -4,6 +4,7 @@ import { SETTINGS } from '../config/config.module';
 import { Settings } from '../config/settings';
 import { DatabaseLiveness } from '../database/database-liveness';
 import { AdmissionLane, LaneTicket } from './admission-lane';
+import { ClientConcurrency } from './client-concurrency';
 
 export type AdmissionLaneName = 'read' | 'write';
 
@@ -26,6 +27,8 @@ export type RouteLane = AdmissionLaneName | 'bulk';
  * lanes fit in the pool, sized from them in src/database/driver-pool.ts; a wait for a connection
  * is bounded by the server-selection time-out and would answer 503 though the database is only
  * busy), and a busy server answers the clients over their share with 429 (see AdmissionLane).
+ * While another client is active (ClientConcurrency.anotherClientActive), a client of costly requests
+ * holds few slots of a lane (AdmissionLane.contendedCap), its other requests waiting behind it.
  */
 @Injectable()
 export class RequestAdmission {
@@ -34,7 +37,9 @@ export class RequestAdmission {
   constructor(
     @Inject(SETTINGS) settings: Settings,
     private readonly liveness: DatabaseLiveness,
+    concurrency: ClientConcurrency,
   ) {
+    const othersContend = (clientId: string) => concurrency.anotherClientActive(clientId);
     const common = {
       shareWaitMs: settings.serverQueueWaitMs,
       stallMs: liveness.probeTimeoutMs,
@@ -44,10 +49,14 @@ export class RequestAdmission {
       read: new AdmissionLane(
         { ...common, name: 'read', capacity: settings.serverMaxConcurrentReads },
         liveness,
+        Date.now,
+        othersContend,
       ),
       write: new AdmissionLane(
         { ...common, name: 'write', capacity: settings.serverMaxConcurrentWrites },
         liveness,
+        Date.now,
+        othersContend,
       ),
     };
   }
@@ -64,10 +73,14 @@ export class RequestAdmission {
     return this.lanes[lane].tryEnter(clientId) ?? this.wait(clientId, this.lanes[lane], res);
   }
 
-  /** The answer was written: its slot back, and an answer without a server error says the database answers (a hung one ends requests in 5xx). */
-  answered(ticket: LaneTicket, res: Response): void {
+  /**
+   * The answer was written: its slot back (with the database time it was charged, which its
+   * client's expected cost learns from), and an answer without a server error says the database
+   * answers (a hung one ends requests in 5xx).
+   */
+  answered(ticket: LaneTicket, res: Response, databaseMs: number): void {
     if (res.statusCode < 500) this.liveness.noteAnswer();
-    ticket.release();
+    ticket.release(databaseMs);
   }
 
   private wait(clientId: string, lane: AdmissionLane, res: Response): Promise<LaneTicket> {

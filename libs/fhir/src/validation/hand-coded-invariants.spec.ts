@@ -155,7 +155,81 @@ const CASES: Record<string, Case> = {
     base: 'Attachment',
     nodes: [{ data: 'AAAA' }, { data: 'AAAA', contentType: 'x/y' }, { url: 'http://a' }],
   },
+  'bdl-3': {
+    base: 'Bundle',
+    nodes: [
+      bundle('transaction', [{ resource: patient('a'), request: put('a') }]),
+      bundle('transaction', [{ resource: patient('a') }, { resource: patient('b'), request: put('b') }]),
+      bundle('batch', []),
+      bundle('collection', [{ resource: patient('a') }]),
+      bundle('collection', [{ resource: patient('a'), request: put('a') }]),
+      bundle('history', [{ resource: patient('a'), request: put('a'), response: { status: '200' } }]),
+      { resourceType: 'Bundle', entry: [{ resource: patient('a') }] },
+      bundle('batch', [{ _fullUrl: { extension: [{ url: 'x', valueString: 'y' }] }, request: put('a') }]),
+    ],
+    resource: (node) => node,
+  },
+  'bdl-4': {
+    base: 'Bundle',
+    nodes: [
+      bundle('transaction-response', [{ response: { status: '201' } }]),
+      bundle('batch-response', [{ resource: patient('a') }]),
+      bundle('transaction', [{ resource: patient('a'), request: put('a') }]),
+      bundle('searchset', [{ resource: patient('a'), response: { status: '200' } }]),
+    ],
+    resource: (node) => node,
+  },
+  'bdl-5': {
+    base: 'Bundle.entry',
+    nodes: [
+      { resource: patient('a') },
+      { request: put('a') },
+      { response: { status: '200' } },
+      { fullUrl: 'urn:uuid:1' },
+      {},
+    ],
+  },
+  'bdl-7': {
+    base: 'Bundle',
+    nodes: [
+      bundle('transaction', [entry('urn:uuid:1'), entry('urn:uuid:2'), { request: put('c') }]),
+      bundle('transaction', [entry('urn:uuid:1'), entry('urn:uuid:1')]),
+      bundle('collection', [entry('http://s/Patient/a', '1'), entry('http://s/Patient/a', '2')]),
+      bundle('collection', [entry('http://s/Patient/a', '1'), entry('http://s/Patient/a', '1')]),
+      bundle('history', [entry('urn:uuid:1'), entry('urn:uuid:1')]),
+      // `&` joins the two: (a, 1b) and (a1, b) are the same string.
+      bundle('collection', [entry('a', '1b'), entry('a1', 'b')]),
+      { resourceType: 'Bundle', entry: [entry('urn:uuid:1'), entry('urn:uuid:1')] },
+      { resourceType: 'Bundle', entry: [entry('urn:uuid:1'), entry('urn:uuid:2')] },
+      bundle('batch', [{ fullUrl: 'urn:uuid:1', request: put('a') }, { fullUrl: 'urn:uuid:1' }]),
+    ],
+    resource: (node) => node,
+  },
+  'bdl-8': {
+    base: 'Bundle.entry',
+    nodes: [
+      { fullUrl: 'http://s/Patient/a' },
+      { fullUrl: 'http://s/Patient/a/_history/2' },
+      { resource: patient('a') },
+    ],
+  },
 };
+
+function patient(id: string, versionId?: string): Json {
+  return { resourceType: 'Patient', id, ...(versionId ? { meta: { versionId } } : {}) };
+}
+
+function put(id: string): Json {
+  return { method: 'PUT', url: `Patient/${id}` };
+}
+
+function entry(fullUrl: string, versionId?: string): Json {
+  return { fullUrl, resource: patient('a', versionId) };
+}
+
+function bundle(type: string, entries: Json[]): Json {
+  return { resourceType: 'Bundle', type, entry: entries };
+}
 
 const published = new Map<string, string[]>();
 for (const definition of structureDefinitions('r4').byType.values())

@@ -1,4 +1,5 @@
 import type { DefinedFhirVersion } from '../definitions/fhir-version';
+import { HAND_CODED_BUNDLE } from './hand-coded-bundle-invariants';
 
 type JsonObject = Record<string, unknown>;
 
@@ -126,6 +127,7 @@ export const HAND_CODED: Readonly<Record<string, { expressions: readonly string[
       expressions: ['data.empty() or contentType.exists()'],
       check: (node) => !present(node as JsonObject, 'data') || present(node as JsonObject, 'contentType'),
     },
+    ...HAND_CODED_BUNDLE,
   };
 
 /**

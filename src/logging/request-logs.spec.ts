@@ -5,15 +5,18 @@ import { storage } from 'nestjs-pino/storage';
 import pino from 'pino';
 import { requestLogs } from './request-logs';
 
-/** A root logger writing its lines into `lines` (parsed). */
-function capturingLogger(lines: Array<Record<string, any>>): pino.Logger {
+/** A root logger writing its lines into `lines` (parsed), with the given redaction. */
+function capturingLogger(
+  lines: Array<Record<string, any>>,
+  redact?: pino.LoggerOptions['redact'],
+): pino.Logger {
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
       for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
       done();
     },
   });
-  return pino({ level: 'info' }, sink);
+  return pino({ level: 'info', redact }, sink);
 }
 
 /** A real HTTP server running the middleware, then `handler`. */
@@ -74,6 +77,29 @@ describe('requestLogs', () => {
     ]);
     expect(lines[0].err).toEqual({ type: 'MongoServerSelectionError', detail: 'down' });
     expect(lines[1].err.message).toBe('failed with status code 503');
+  });
+
+  it("writes an errored request's line through the root's redaction, a completed one with the same fields", async () => {
+    const lines: Array<Record<string, any>> = [];
+    const root = capturingLogger(lines, { paths: ['*.client_secret', '*.method'], censor: '[redacted]' });
+    const served = await serve(requestLogs(root), (req, res) => {
+      if (req.url === '/failed') Object.assign(res, { err: { client_secret: 'hunter2' } });
+      res.statusCode = req.url === '/failed' ? 500 : 200;
+      res.end();
+    });
+    server = served.server;
+    await fetch(`${served.url}/failed`, { headers: { 'x-request-id': 'e-1' } });
+    await fetch(`${served.url}/fine`, { headers: { 'x-request-id': 'c-1' } });
+    await settle();
+    expect(lines[0]).toMatchObject({ msg: 'request errored', err: { client_secret: '[redacted]' } });
+    expect(lines[0].req.method).toBe('[redacted]');
+    // the completed line's fields are fixed and hold no credential: no redaction walk over them
+    expect(lines[1]).toMatchObject({
+      msg: 'request completed',
+      reqId: 'c-1',
+      req: { id: 'c-1', method: 'GET', path: '/fine' },
+      res: { statusCode: 200 },
+    });
   });
 
   it('redacts the signed token of a bulk export file link from the path', async () => {

@@ -4,6 +4,7 @@ import * as r4Model from 'fhirpath/fhir-context/r4';
 import * as stu3Model from 'fhirpath/fhir-context/stu3';
 import type { FhirVersion } from '../definitions/fhir-version';
 import type { CompiledExpression } from './search-parameter-types';
+import { compileSimplePath } from './simple-paths';
 
 /** fhirpath.js ships a model for each of our versions, which lets `Observation.value` find valueQuantity. */
 export function fhirpathModel(version: FhirVersion): Model {
@@ -56,15 +57,19 @@ export function rewriteResolve(part: string): { expression: string; targetType?:
 
 /**
  * Compiles one expression part once; the evaluator returns fhirpath ResourceNodes (type-annotated,
- * `resolveInternalTypes: false`) so extraction knows whether a value is a Period or a dateTime.
+ * `resolveInternalTypes: false`) so extraction knows whether a value is a Period or a dateTime. A
+ * plain member path is walked directly (simple-paths.ts), giving the same nodes.
  */
 export function compileExpression(version: FhirVersion, part: string): CompiledExpression | undefined {
   const rewritten = rewriteResolve(part);
   if (!rewritten) return undefined;
-  const evaluator = compile(rewritten.expression, fhirpathModel(version), { resolveInternalTypes: false });
+  const model = fhirpathModel(version);
+  const evaluator = compile(rewritten.expression, model, { resolveInternalTypes: false });
+  const byEngine = (resource: unknown): unknown[] => evaluator(resource) as unknown[];
   const firstElement = LEADING_PATH.exec(rewritten.expression)?.[2];
   return {
-    evaluate: (resource: unknown) => evaluator(resource) as unknown[],
+    evaluate: compileSimplePath(model, rewritten.expression, byEngine) ?? byEngine,
+    byEngine,
     firstElement,
     targetType: rewritten.targetType,
   };

@@ -51,7 +51,7 @@ function plainValue(value: unknown): unknown {
 }
 
 /** fhirpath ResourceNode → its JSON value and FHIR data type (plain values pass through). */
-function unwrapNode(node: unknown): { value: unknown; dataType?: string } {
+export function unwrapNode(node: unknown): { value: unknown; dataType?: string } {
   if (isObject(node) && 'data' in node && 'path' in node) {
     const dataType = node.fhirNodeDataType;
     return { value: plainValue(node.data), dataType: typeof dataType === 'string' ? dataType : undefined };

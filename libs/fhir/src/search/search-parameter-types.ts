@@ -18,6 +18,8 @@ export interface SearchParamDefinition {
 /** A compiled FHIRPath expression with what extraction needs to decide whether to run it. */
 export interface CompiledExpression {
   readonly evaluate: (resource: unknown) => unknown[];
+  /** The fhirpath engine's evaluator of the same text: what `evaluate` answers as (simple-paths.spec). */
+  readonly byEngine: (resource: unknown) => unknown[];
   /** First element below the resource root (`code` in `Observation.code`), when statically known. */
   readonly firstElement?: string;
   /** From `.where(resolve() is Patient)`: only references to this type count. */

@@ -103,7 +103,7 @@ describe("security: one user's flood is charged to that user, not to the app's o
     t = await createTestApp({
       ...IDENTITY_TEST_ENV,
       CLIENT_RESPONSE_BYTES_PER_SECOND: '20kb',
-      CLIENT_MAX_CONCURRENT_REQUESTS: '2',
+      CLIENT_MAX_CONCURRENT_REQUESTS: '8',
     });
     app = await createClient(t);
     flooder = await createUser(t, app);
@@ -113,7 +113,7 @@ describe("security: one user's flood is charged to that user, not to the app's o
       id: 'large',
       text: {
         status: 'generated',
-        div: `<div xmlns="http://www.w3.org/1999/xhtml">${'x'.repeat(12_000)}</div>`,
+        div: `<div xmlns="http://www.w3.org/1999/xhtml">${'x'.repeat(40_000)}</div>`,
       },
     };
     await request(t.server)
@@ -135,6 +135,31 @@ describe("security: one user's flood is charged to that user, not to the app's o
 
   const read = (user: TestUser, id: string) =>
     request(t.server).get(`/r4/Patient/${id}`).set(bearer(user.access_token));
+
+  it("while a user floods GET of its large Patient ignoring Retry-After, the app's other user reading at the same time is never refused", async () => {
+    // the neighbour is active when the flood starts (its part of the share is its own from then on)
+    await read(neighbour, 'small').expect(200);
+    let flooding = true;
+    const neighbourStatuses: number[] = [];
+    const neighbourLoop = (async () => {
+      // paced well within its own part (10 kB/s of a ~300-byte answer)
+      while (flooding) {
+        neighbourStatuses.push((await read(neighbour, 'small')).status);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    const floodStatuses: number[] = [];
+    for (let burst = 0; burst < 5; burst++) {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => read(flooder, 'large')));
+      floodStatuses.push(...answers.map((r) => r.status));
+    }
+    flooding = false;
+    await neighbourLoop;
+    // the flood was refused (its part spent), and charged to the flooder alone
+    expect(floodStatuses.filter((s) => s === 429).length).toBeGreaterThan(50);
+    expect(neighbourStatuses.length).toBeGreaterThan(0);
+    expect(neighbourStatuses.filter((s) => s !== 200)).toEqual([]);
+  });
 
   it('a user looping GET of its large Patient ignoring Retry-After: refused for long; the neighbour user is served within 2.5 s', async () => {
     // the flood: bursts of 40 reads at once, each burst back at once whatever Retry-After says

@@ -229,6 +229,47 @@ describe('ClientConcurrency', () => {
     expect(refusal(() => c.acquire('c1', '7')).status).toBe(429);
   });
 
+  it("a user served past its part is charged alone: while it floods, its client's other users keep their share", () => {
+    const c = limiter(1000, 16);
+    c.acquire('c1', '8').release(); // the app's other user is active: each has a part of 500
+    const flood = c.acquire('c1', '7');
+    flood.charge(30_000); // 60 s of its part: only the 500 its part covered reach the client's share
+    flood.release();
+    for (let i = 0; i < 100; i++) refusal(() => c.acquire('c1', '7'));
+    for (let i = 0; i < 10; i++) {
+      const neighbour = c.acquire('c1', '8'); // never refused
+      neighbour.charge(20);
+      neighbour.release();
+    }
+    expect(refusal(() => c.acquire('c1', '7')).message).toMatch(/this user was served more than its part/);
+  });
+
+  it("the client's share still bounds the client as a whole: users each within their part spend it together", () => {
+    const c = limiter(1000, 16);
+    for (const user of ['a', 'b']) c.acquire('c1', user).release();
+    for (const user of ['a', 'b']) {
+      const slot = c.acquire('c1', user);
+      slot.charge(500); // each exactly its part
+      slot.release();
+    }
+    expect(refusal(() => c.acquire('c1', 'c')).message).toMatch(
+      /this client was served more than its share .*CLIENT_RESPONSE_BYTES_PER_SECOND/,
+    );
+  });
+
+  it('othersContend: another client in flight, or done within 100 ms; not the client itself', () => {
+    const c = limiter(0);
+    expect(c.othersContend('c1')).toBe(false);
+    const other = c.acquire('c2');
+    expect(c.othersContend('c1')).toBe(true);
+    expect(c.othersContend('c2')).toBe(false);
+    other.release();
+    jest.setSystemTime(now + 50);
+    expect(c.othersContend('c1')).toBe(true);
+    jest.setSystemTime(now + 300);
+    expect(c.othersContend('c1')).toBe(false);
+  });
+
   it('within a client at its cap, a user holding its part is refused and a user under it gets in', () => {
     const c = limiter(0, 4);
     c.acquire('c2').release(); // another client is active: the cap engages

@@ -281,13 +281,27 @@ export class ClientConcurrency {
     return seconds;
   }
 
-  /** Charges the user's part (deep debt allowed) and the client's share (shallow debt). */
+  /**
+   * Charges the user's part (deep debt allowed) and, of the amount, only what the user's part still
+   * covered to the client's share (shallow debt): a user served past its part is charged alone, so
+   * its flood never spends the share of the client's other users (each keeps its part). The
+   * client's share still bounds the client as a whole (users that come and go each start with a
+   * full part). A give-back returns to the client only while the user's part is not in debt.
+   */
   private spend(clientId: string, user: string, unit: CostUnit, amount: number, now: number): void {
     const rate = this.rate(unit);
     if (rate <= 0 || amount === 0) return;
-    const users = this.sharing(clientId, unit, now);
-    this.ledger.spend(callerKey(clientId, user), unit, amount, rate / users, MAX_USER_DEBT_S, now);
-    this.ledger.spend(clientId, unit, amount, rate, MAX_CLIENT_DEBT_S, now);
+    const part = rate / this.sharing(clientId, unit, now);
+    const userKey = callerKey(clientId, user);
+    const covered = this.ledger.level(userKey, unit, part, now);
+    this.ledger.spend(userKey, unit, amount, part, MAX_USER_DEBT_S, now);
+    const toClient = amount > 0 ? Math.min(amount, Math.max(0, covered)) : covered > 0 ? amount : 0;
+    this.ledger.spend(clientId, unit, toClient, rate, MAX_CLIENT_DEBT_S, now);
+  }
+
+  /** Whether another client contends now (in flight, or started/ended within CONTENDING_MS): the lanes' cap engages only then. */
+  othersContend(clientId: string, now = Date.now()): boolean {
+    return this.othersActive(clientId, undefined, now, CONTENDING_MS);
   }
 
   private rate(unit: CostUnit): number {

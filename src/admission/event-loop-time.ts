@@ -63,7 +63,6 @@ export class EventLoopTime {
     // waiters are requests in flight, bounded by the connections the server accepts
     maxQueue: Number.MAX_SAFE_INTEGER,
     maxQueueSetting: 'none',
-    heavyMs: Infinity,
   });
 
   constructor(

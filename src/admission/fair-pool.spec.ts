@@ -3,8 +3,16 @@ import { FairPool, type PoolTurn } from './fair-pool';
 /** A pool of `capacity` with a fake clock; turns handed out are recorded in order. */
 function pool(capacity: number, maxQueue = 64) {
   let now = 0;
+  /** Clients in flight elsewhere on the server (ClientConcurrency.othersContend). */
+  const elsewhere = new Set<string>();
   const p = new FairPool(
-    { name: 'evaluations', capacity, maxQueue, maxQueueSetting: 'MAX_QUEUE', heavyMs: 250 },
+    {
+      name: 'evaluations',
+      capacity,
+      maxQueue,
+      maxQueueSetting: 'MAX_QUEUE',
+      othersContend: (key) => [...elsewhere].some((other) => other !== key),
+    },
     () => now,
   );
   const started: string[] = [];
@@ -18,6 +26,7 @@ function pool(capacity: number, maxQueue = 64) {
   const tick = () => new Promise((resolve) => setImmediate(resolve));
   return {
     p,
+    elsewhere,
     started,
     turns,
     enter,
@@ -47,16 +56,11 @@ describe('FairPool', () => {
 
   it("a caller with cheap work passes a costly caller's queue at the next free slot", async () => {
     const t = pool(2);
-    // the costly caller's first two evaluations held their workers for the whole bound
-    void t.enter('costly');
-    void t.enter('costly');
-    await t.tick();
-    t.advance(250);
-    t.finish('costly', 250);
-    t.finish('costly', 250);
+    t.elsewhere.add('cheap'); // the cheap caller is in flight (reading its resource, say)
+    // the costly caller's evaluations hold their workers for the whole bound
     for (let i = 0; i < 10; i++) void t.enter('costly');
     await t.tick();
-    // now it is heavy: it runs on half the pool, a worker stays free for the others
+    // while another caller contends, it runs on capacity − 1: a worker stays free for the others
     expect(t.p.load).toEqual({ running: 1, waiting: 9 });
     void t.enter('cheap');
     await t.tick();
@@ -68,6 +72,35 @@ describe('FairPool', () => {
     await t.tick();
     expect(t.started.slice(-1)).toEqual(['cheap']);
     expect(t.p.load.waiting).toBe(9);
+    t.advance(250);
+    t.finish('costly', 250);
+    await t.tick();
+    expect(t.started.slice(-1)).toEqual(['costly']);
+    expect(t.p.load).toEqual({ running: 2, waiting: 8 });
+  });
+
+  it('no caller holds every worker while another contends; alone it may use them all (work-conserving)', async () => {
+    const t = pool(3);
+    for (let i = 0; i < 3; i++) void t.enter('a');
+    await t.tick();
+    expect(t.p.load).toEqual({ running: 3, waiting: 0 }); // alone: all three
+    t.elsewhere.add('b');
+    t.finish('a', 250);
+    void t.enter('a');
+    await t.tick();
+    expect(t.p.load).toEqual({ running: 2, waiting: 1 }); // b in flight elsewhere: one stays free
+    void t.enter('b');
+    await t.tick();
+    expect(t.started.slice(-1)).toEqual(['b']);
+    t.elsewhere.delete('b');
+    t.finish('b', 5);
+    await t.tick();
+    expect(t.p.load).toEqual({ running: 2, waiting: 1 }); // b used the pool lately: it still contends
+    t.advance(3_000); // its use decayed: b is gone
+    void t.enter('a');
+    await t.tick();
+    expect(t.started.slice(-1)).toEqual(['a']); // a may take the last one again
+    expect(t.p.load).toEqual({ running: 3, waiting: 1 });
   });
 
   it('between callers of equal running count, the least recent use goes first; use decays', async () => {

@@ -10,10 +10,11 @@ export interface FairPoolOptions {
   /** The setting that sets maxQueue, named in the 503. */
   maxQueueSetting: string;
   /**
-   * A caller whose recent use (ms held, decaying by half every USE_HALF_LIFE_MS) is over this runs
-   * at most half of the pool's tasks at once (at least one): the rest stays for the others.
+   * Whether a client other than `key` contends now (has a request in flight on the server, or had
+   * one very lately: ClientConcurrency.othersContend). While one does, `key` runs at most
+   * capacity − 1 tasks: a worker stays free for the others whenever they come.
    */
-  heavyMs: number;
+  othersContend?: (key: string) => boolean;
 }
 
 /** A running task's turn. */
@@ -36,6 +37,8 @@ interface Use {
 }
 
 const USE_HALF_LIFE_MS = 1_000;
+/** A caller whose decayed use is at least this used the pool lately: it contends (a few seconds after a task of 10 ms or more). */
+const RECENT_USE_MS = 1;
 /** Callers whose use is kept before the ones that decayed to nothing are forgotten. */
 const MAX_USES = 10_000;
 
@@ -45,9 +48,9 @@ const MAX_USES = 10_000;
  * running tasks, then the least recent use of the pool (ms held, decaying), then the longest
  * waiting — start-time fair queueing by cost. A caller whose tasks are costly so waits behind its
  * own work, not in front of everyone else's; one of cheap tasks passes it at the next free slot.
- * A caller of costly tasks also runs at most half of the pool at once, so a worker is free for
- * the others when they come (a costly FHIRPath can hold its worker for the whole time bound, and
- * the replacement of a terminated worker boots for a while).
+ * No caller holds every worker while another contends (capacity − 1 at most): a costly FHIRPath
+ * holds its worker for the whole time bound and then while its replacement boots, and one
+ * caller's burst of them must not make the others wait for that.
  */
 export class FairPool {
   private readonly running = new Map<string, number>();
@@ -109,15 +112,17 @@ export class FairPool {
     };
   }
 
-  /** Whether the caller's recent use is over heavyMs (its tasks run long). */
-  isCostly(key: string): boolean {
-    return this.useOf(key) > this.opts.heavyMs;
-  }
-
-  /** A costly caller keeps to half the pool (at least one task). */
+  /**
+   * While another caller contends — waits here, runs here, used the pool lately (a sequential
+   * caller between two of its tasks), or is in flight elsewhere — keep a task free for it.
+   */
   private mayStart(key: string): boolean {
-    if (!this.isCostly(key)) return true;
-    return (this.running.get(key) ?? 0) < Math.max(1, Math.floor(this.opts.capacity / 2));
+    if (this.opts.capacity < 2 || (this.running.get(key) ?? 0) < this.opts.capacity - 1) return true;
+    for (const other of this.queues.keys()) if (other !== key) return false;
+    for (const other of this.running.keys()) if (other !== key) return false;
+    for (const other of this.uses.keys())
+      if (other !== key && this.useOf(other) >= RECENT_USE_MS) return false;
+    return !(this.opts.othersContend?.(key) ?? false);
   }
 
   /** Fills free slots: fewest running, then least recent use, then the longest waiting. */
@@ -137,7 +142,7 @@ export class FairPool {
           chosen = queue;
         }
       }
-      if (!chosen) return; // only costly callers at their half wait: the rest of the pool stays free
+      if (!chosen) return; // only a caller at capacity − 1 waits: the last task stays free for the others
       const waiter = chosen.shift()!;
       if (chosen.length === 0) this.queues.delete(waiter.key);
       this.waiting -= 1;

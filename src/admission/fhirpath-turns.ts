@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { SandboxLane } from '@app/fhir';
 import { SETTINGS } from '../config/config.module';
 import { Settings } from '../config/settings';
 import type { TenantContext } from '../tenancy/tenant-context';
@@ -9,10 +8,13 @@ import { FairPool } from './fair-pool';
 
 /**
  * Turns on the shared FHIRPath worker pool (FhirPathSandbox), given fairly among clients (FairPool:
- * per-client queues, costly callers behind their own work), and the worker time each evaluation
- * took charged to the caller's share (CLIENT_WORKER_MS_PER_SECOND, ClientConcurrency). At most
- * FHIRPATH_WORKERS evaluations are handed to the pool at once, so none waits in its first-come
- * queue; FHIRPATH_MAX_QUEUE wait here.
+ * per-client queues, costly callers behind their own work, no client on every worker while another
+ * contends), and the time each evaluation held its worker charged to the caller's share
+ * (CLIENT_WORKER_MS_PER_SECOND, ClientConcurrency). A turn lasts as long as the worker is held: for
+ * an evaluation cut at its deadline, until the worker's replacement has booted, so a client whose
+ * patches keep hitting the deadline pays for the whole time the others could not use that worker
+ * (and is refused 429 at admission once past its share). At most FHIRPATH_WORKERS evaluations are
+ * handed to the pool at once, each to a free worker; FHIRPATH_MAX_QUEUE wait here.
  */
 @Injectable()
 export class FhirPathTurns {
@@ -27,7 +29,7 @@ export class FhirPathTurns {
       capacity: settings.fhirpathWorkers,
       maxQueue: settings.fhirpathMaxQueue,
       maxQueueSetting: 'FHIRPATH_MAX_QUEUE',
-      heavyMs: settings.fhirpathTimeoutMs,
+      othersContend: (clientId) => concurrency.othersContend(clientId),
     });
   }
 
@@ -37,22 +39,21 @@ export class FhirPathTurns {
   }
 
   /**
-   * Runs `evaluate` in the caller's turn, in the sandbox lane for its recent use; `evaluate` reports
-   * the worker time it used through `spent` (from the moment a worker started it: a worker still
-   * booting is nobody's cost).
+   * Runs `evaluate` in the caller's turn. `evaluate` must tell `held`, once, how long the worker was
+   * held (FhirPathSandbox.select does, possibly after it answered: a terminated worker's boot); the
+   * turn is given back and the time charged then.
    */
   async run<T>(
     ctx: Pick<TenantContext, 'clientId' | 'userId'>,
-    evaluate: (spent: (ms: number) => void, lane: SandboxLane) => Promise<T>,
+    evaluate: (held: (ms: number) => void) => Promise<T>,
   ): Promise<T> {
     const turn = await this.pool.enter(ctx.clientId);
-    let cost = 0;
-    try {
-      // a caller whose evaluations ran long lately runs on the sandbox's costly workers
-      return await evaluate((ms) => (cost += ms), this.pool.isCostly(ctx.clientId) ? 'costly' : 'ordinary');
-    } finally {
-      turn.release(cost);
-      this.concurrency.chargeWork(ctx.clientId, userOf(ctx), 'workerMs', cost);
-    }
+    let given = false;
+    return evaluate((ms) => {
+      if (given) return;
+      given = true;
+      turn.release(ms);
+      this.concurrency.chargeWork(ctx.clientId, userOf(ctx), 'workerMs', ms);
+    });
   }
 }

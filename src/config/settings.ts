@@ -281,7 +281,7 @@ export function parseSettings(env: Env, defaults: SettingDefaults = {}): Setting
     maxResourceBytes: parseBytes(r, 'MAX_RESOURCE_BYTES', 1024 * 1024),
     maxArrayLength: r.int('MAX_ARRAY_LENGTH', 1000, 1, 10000000),
     fhirpathTimeoutMs: r.int('FHIRPATH_TIMEOUT_MS', 250, 10, 10000),
-    fhirpathWorkers: r.int('FHIRPATH_WORKERS', 2, 1, 64),
+    fhirpathWorkers: r.int('FHIRPATH_WORKERS', 2, 2, 64),
     fhirpathMaxQueue: r.int('FHIRPATH_MAX_QUEUE', 64, 1, 100000),
     clientMaxConcurrentRequests: r.int('CLIENT_MAX_CONCURRENT_REQUESTS', 16, 1, 100000),
     clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 4 * 1024 * 1024),

@@ -62,7 +62,7 @@ export class PatchService {
   /** The caller's FHIRPath, evaluated in its fair turn on the shared worker pool and charged to it. */
   private selectFor(ctx: TenantContext): FhirPathSelect {
     return (version, resource, expression) =>
-      this.turns.run(ctx, (spent, lane) => this.sandbox.select(version, resource, expression, spent, lane));
+      this.turns.run(ctx, (held) => this.sandbox.select(version, resource, expression, held));
   }
 
   /** The version a patch writes (`bundle`: a PATCH entry of a transaction, its Provenance the bundle's). */

@@ -14,9 +14,6 @@ import { OperationOutcomeError } from '../outcome/operation-outcome';
 /** For each item the expression selected: the key path of an object of the resource, else null. */
 export type Selection = Array<string[] | null>;
 
-/** Which of the sandbox's pools an evaluation runs in (see FhirPathSandbox.workers). */
-export type SandboxLane = 'ordinary' | 'costly';
-
 export interface SandboxLimits {
   /** Time one evaluation may run (from the moment a worker starts it). */
   timeoutMs: number;
@@ -75,7 +72,9 @@ for (const model of Object.values(models)) {
     model,
   );
 }
-workerpool.worker({ select });
+// answered once the worker has booted: a terminated worker's slot is held until its replacement is
+// ready (FhirPathSandbox.select)
+workerpool.worker({ select, ready: () => true });
 `;
 
 /** How long a worker may take to boot before its first evaluation starts (safety net only). */
@@ -87,37 +86,54 @@ function shown(expression: string): string {
   return expression.length > 120 ? `${expression.slice(0, 120)}…` : expression;
 }
 
+/** One worker (a workerpool of one thread) and whether an evaluation, or its replacement's boot, holds it. */
+interface Slot {
+  workers: Pool;
+  held: boolean;
+}
+
 export class FhirPathSandbox {
   /**
-   * Two pools: `ordinary` (SandboxLimits.workers) and `costly` (half of them, at least one) for
-   * callers whose evaluations ran long lately (the caller says which). A costly evaluation usually
-   * ends with its worker terminated, and the pool hands the next evaluation to any idle worker,
-   * booting or not: kept apart, the others never wait for a worker that boots again.
+   * SandboxLimits.workers slots of one worker each, created together at the first evaluation. An
+   * evaluation runs on a free slot only, never queued behind a worker that boots: a slot whose
+   * worker was terminated (deadline, heap) stays held, and charged to the evaluation that caused
+   * it, until its replacement has booted.
    */
-  private readonly workers = new Map<SandboxLane, Pool>();
+  private slots: Slot[] = [];
+  /** Evaluations waiting for a free slot (at most SandboxLimits.maxQueue). */
+  private readonly waiting: Array<(slot: Slot) => void> = [];
+  private closed = false;
 
   constructor(private readonly limits: SandboxLimits) {}
 
   /**
    * The key paths `expression` selects in `resource`; 400 when it is not FHIRPath, 422 past the
-   * bound. `spent` is told the worker time the evaluation took (from its start on a worker to its
-   * end or the worker's termination), to be charged to the caller.
+   * bound. `held` is told, once, how long the evaluation held its worker — from its start on the
+   * worker to its end, and when the worker was terminated, until its replacement has booted (the
+   * others could not use it meanwhile) — when the worker is free again, which may be after the
+   * answer; it is told 0 when the evaluation never ran (503). The caller's turn and charge follow it.
    */
   async select(
     version: FhirVersion,
     resource: object,
     expression: string,
-    spent?: (ms: number) => void,
-    lane: SandboxLane = 'ordinary',
+    held?: (ms: number) => void,
   ): Promise<Selection> {
-    let reply: WorkerReply;
+    let slot: Slot;
+    try {
+      slot = await this.freeSlot();
+    } catch (error) {
+      held?.(0);
+      throw error;
+    }
+    let reply: WorkerReply | undefined;
+    let failure: unknown;
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
     let startedAt: number | undefined;
-    // The bound runs from the worker's 'started' event, not from dispatch: a worker that replaces
-    // a terminated one boots first (~130 ms), and that is no caller's time. The pool's own timeout
-    // only catches a worker that never starts.
-    const task = this.pool(lane).exec('select', [version, resource, expression], {
+    // The bound runs from the worker's 'started' event, not from dispatch: a worker booting for the
+    // first time is no caller's time. The pool's own timeout only catches a worker that never starts.
+    const task = slot.workers.exec('select', [version, resource, expression], {
       on: () => {
         startedAt ??= performance.now();
         timer ??= setTimeout(() => {
@@ -129,36 +145,89 @@ export class FhirPathSandbox {
     try {
       reply = (await task.timeout(this.limits.timeoutMs + BOOT_ALLOWANCE_MS)) as WorkerReply;
     } catch (error) {
-      throw this.refusal(timedOut ? new PoolPromise.TimeoutError('timeout') : error, expression);
+      failure = error;
     } finally {
       clearTimeout(timer);
-      if (startedAt !== undefined) spent?.(performance.now() - startedAt);
     }
-    if ('error' in reply) {
+    const ranMs = startedAt === undefined ? 0 : performance.now() - startedAt;
+    if (failure === undefined) {
+      this.free(slot);
+      held?.(ranMs);
+    } else {
+      // the worker was terminated: its slot is the caller's until the replacement has booted
+      const bootFrom = performance.now();
+      void this.rebooted(slot).then(() => {
+        this.free(slot);
+        held?.(ranMs + performance.now() - bootFrom);
+      });
+      throw this.refusal(timedOut ? new PoolPromise.TimeoutError('timeout') : failure, expression);
+    }
+    if ('error' in reply!) {
       throw OperationOutcomeError.invalid(
         `the path ${shown(expression)} is not valid FHIRPath: ${reply.error}`,
       );
     }
-    return reply.paths;
+    return reply!.paths;
+  }
+
+  /** Slots held now (for tests and metrics). */
+  get heldSlots(): number {
+    return this.slots.filter((slot) => slot.held).length;
   }
 
   /** Stops the workers (the app's shutdown; a running evaluation is cut short). */
   async onModuleDestroy(): Promise<void> {
-    const pools = [...this.workers.values()];
-    this.workers.clear();
-    await Promise.all(pools.map((workers) => workers.terminate(true)));
+    this.closed = true;
+    const slots = this.slots;
+    this.slots = [];
+    await Promise.all(slots.map((slot) => slot.workers.terminate(true)));
   }
 
-  private pool(lane: SandboxLane): Pool {
-    const existing = this.workers.get(lane);
-    if (existing) return existing;
-    const size = lane === 'ordinary' ? this.limits.workers : Math.max(1, Math.floor(this.limits.workers / 2));
-    const created = pool(WORKER_SOURCE, {
+  /** A free slot, held for the caller; waits (FIFO) while all are held, 503 past maxQueue. */
+  private freeSlot(): Promise<Slot> {
+    if (this.closed) return Promise.reject(new Error('the FHIRPath sandbox is shut down'));
+    if (this.slots.length === 0) {
+      this.slots = Array.from({ length: this.limits.workers }, () => ({
+        workers: this.worker(),
+        held: false,
+      }));
+    }
+    const free = this.slots.find((slot) => !slot.held);
+    if (free) {
+      free.held = true;
+      return Promise.resolve(free);
+    }
+    if (this.waiting.length >= this.limits.maxQueue) {
+      return Promise.reject(this.refusal(new Error('max queue size reached'), ''));
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private free(slot: Slot): void {
+    if (!this.slots.includes(slot)) return; // shut down meanwhile
+    const next = this.waiting.shift();
+    if (next) next(slot);
+    else slot.held = false;
+  }
+
+  /** Resolves once the slot's worker answers again (a terminated worker is replaced at once). */
+  private async rebooted(slot: Slot): Promise<void> {
+    try {
+      await slot.workers.exec('ready', []).timeout(BOOT_ALLOWANCE_MS);
+    } catch {
+      if (this.closed) return; // shut down meanwhile
+      // the replacement did not come up: a new pool in its place
+      void slot.workers.terminate(true).catch(() => undefined);
+      slot.workers = this.worker();
+    }
+  }
+
+  private worker(): Pool {
+    return pool(WORKER_SOURCE, {
       workerType: 'thread',
-      // replacements of terminated workers boot at once, not when the next caller comes
-      minWorkers: size,
-      maxWorkers: size,
-      maxQueueSize: this.limits.maxQueue,
+      // the replacement of a terminated worker boots at once, not when the next caller comes
+      minWorkers: 1,
+      maxWorkers: 1,
       workerThreadOpts: {
         eval: true,
         workerData: {
@@ -173,8 +242,6 @@ export class FhirPathSandbox {
         resourceLimits: { maxOldGenerationSizeMb: this.limits.maxHeapMb },
       },
     });
-    this.workers.set(lane, created);
-    return created;
   }
 
   private refusal(error: unknown, expression: string): unknown {

@@ -10,6 +10,7 @@ import {
   TestUser,
 } from '@app/testing';
 import type { LaneTicket } from '../src/admission/admission-lane';
+import { ClientConcurrency } from '../src/admission/client-concurrency';
 import { RequestAdmission } from '../src/admission/request-admission';
 
 const json = 'application/fhir+json';
@@ -147,8 +148,13 @@ describe('security: lane slots held by a costly client while another contends (e
   });
 
   it('the same client alone on the server uses every read slot at once (work-conserving)', async () => {
-    // nobody else has a request in flight or had one within the contending window
-    await sleep(300);
+    // nobody else has a request in flight or had one within the activity window (the reader of
+    // the test before ended its last read just now): waits until the rule itself says so
+    const concurrency = t.app.get(ClientConcurrency);
+    for (let waited = 0; concurrency.anotherClientActive(attackerClient.client_id); waited += 100) {
+      if (waited > 10_000) throw new Error('another client still counts as active after 10 s');
+      await sleep(100);
+    }
     const wave = await Promise.all(Array.from({ length: 16 }, slowSearch));
     expect(wave.map((res) => res.status)).toEqual(Array(16).fill(200));
     expect(most.get(attackerClient.client_id)).toBe(8);

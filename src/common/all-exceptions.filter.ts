@@ -3,7 +3,8 @@ import type { Request, Response } from 'express';
 import { fhirJsonType } from '@app/fhir';
 import { loggableError } from '../logging/loggable-error';
 import { loggablePath } from '../logging/request-logs';
-import { mapError, outcomeOf } from './error-mapping';
+import { embeddedDatabaseVerdict } from '../database/documentdb-supervisor';
+import { awaitsEngineVerdict, mapError, outcomeOf } from './error-mapping';
 import { isFhirRequest } from '../fhir-http/fhir-route-state';
 import { requestVersion } from '../fhir-http/negotiation';
 
@@ -33,7 +34,16 @@ const REASON: Record<number, string> = {
 export class AllExceptionsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
 
-  catch(exception: unknown, host: ArgumentsHost): void {
+  catch(exception: unknown, host: ArgumentsHost): void | Promise<void> {
+    if (!awaitsEngineVerdict(exception)) return this.answer(exception, host);
+    // a generic engine error right as the embedded database dies: its verdict first (503 or 500)
+    return embeddedDatabaseVerdict().then(
+      () => this.answer(exception, host),
+      () => this.answer(exception, host),
+    );
+  }
+
+  private answer(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
     const res = ctx.getResponse<Response>();
     const req = ctx.getRequest<Request>();

@@ -5,8 +5,9 @@ import {
   AFTER_RESTART_MS,
   DocumentDbSupervisor,
   embeddedDatabaseRecovering,
+  embeddedDatabaseVerdict,
 } from '../database/documentdb-supervisor';
-import { mapError } from './error-mapping';
+import { awaitsEngineVerdict, mapError } from './error-mapping';
 
 describe('mapError: database outages are 503, not 500', () => {
   it('maps a network error and a bulk write cut off by one to 503 with Retry-After', () => {
@@ -105,6 +106,27 @@ describe('mapError: the gateway while the embedded PostgreSQL restarts', () => {
       stop: () => supervisor.stop(),
     };
   }
+
+  it('a generic InternalError waits briefly for the verdict: 503 when the exit is learnt meanwhile, 500 after the wait otherwise', async () => {
+    const { kill, stop } = supervised();
+    try {
+      expect(awaitsEngineVerdict(gatewayLostPostgres())).toBe(true);
+      expect(awaitsEngineVerdict(cutBulkWrite(gatewayLostPostgres()))).toBe(true);
+      expect(awaitsEngineVerdict(new Error('a bug of ours'))).toBe(false);
+      // nobody learns of an exit: the wait ends after maxMs, and the error stays a fault
+      const started = Date.now();
+      expect(await embeddedDatabaseVerdict(60, 10)).toBe(false);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(50);
+      expect(mapError(gatewayLostPostgres()).status).toBe(500);
+      // the exit is learnt while the error waits: 503
+      setTimeout(kill, 20);
+      expect(await embeddedDatabaseVerdict(2_000, 10)).toBe(true);
+      expect(awaitsEngineVerdict(gatewayLostPostgres())).toBe(false);
+      expect(mapError(gatewayLostPostgres()).status).toBe(503);
+    } finally {
+      stop();
+    }
+  });
 
   it('a generic InternalError is a fault (500) while the database runs', () => {
     expect(embeddedDatabaseRecovering()).toBe(false);

@@ -80,15 +80,35 @@ const POSTGRES_RESTARTING =
  * embedded database (or just did); at any other time it is a real fault and stays a 500.
  */
 function engineRestarting(err: Error, depth = 0): boolean {
-  const e = err as Error & { code?: unknown; codeName?: unknown; errorResponse?: unknown; cause?: unknown };
+  const e = err as Error & { errorResponse?: unknown; cause?: unknown };
   if (err.name === 'MongoServerError' || err.name === 'MongoBulkWriteError') {
     if (POSTGRES_RESTARTING.test(err.message)) return true;
-    if (e.code === 1 && e.codeName === 'InternalError' && embeddedDatabaseRecovering()) return true;
+    if (genericGatewayError(err) && embeddedDatabaseRecovering()) return true;
   }
   for (const inner of [e.errorResponse, e.cause]) {
     if (depth < 3 && inner instanceof Error && engineRestarting(inner, depth + 1)) return true;
   }
   return false;
+}
+
+function genericGatewayError(err: Error): boolean {
+  const e = err as Error & { code?: unknown; codeName?: unknown };
+  return e.code === 1 && e.codeName === 'InternalError';
+}
+
+/**
+ * A generic gateway error while the embedded database is not (yet) known to be down: the gateway
+ * can answer within milliseconds of PostgreSQL's death, while the dying postmaster is neither a
+ * zombie nor reaped yet, before this process can tell. The one error filter then waits briefly
+ * for the supervisor's verdict (`embeddedDatabaseVerdict`) before mapping it: 503 if it was a
+ * restart, still 500 if not. Rare (only a generic engine error pays the wait), so nothing else slows.
+ */
+export function awaitsEngineVerdict(err: unknown, depth = 0): boolean {
+  if (!(err instanceof Error) || embeddedDatabaseRecovering()) return false;
+  if ((err.name === 'MongoServerError' || err.name === 'MongoBulkWriteError') && genericGatewayError(err))
+    return true;
+  const e = err as Error & { errorResponse?: unknown; cause?: unknown };
+  return depth < 3 && [e.errorResponse, e.cause].some((inner) => awaitsEngineVerdict(inner, depth + 1));
 }
 
 /** The engine stopped a query at its maxTimeMS (MaxTimeMSExpired), or the driver's deadline ran out. */

@@ -56,6 +56,20 @@ export function embeddedDatabaseRecovering(now = Date.now()): boolean {
 }
 
 /**
+ * Waits up to `maxMs` for this process to learn that its embedded database is down (the exit
+ * event, or the kernel's word on the postmaster); true when it is. Without a supervised embedded
+ * database there is nothing to wait for: false at once.
+ */
+export async function embeddedDatabaseVerdict(maxMs = 250, stepMs = 10): Promise<boolean> {
+  if (outage.postgresGone === undefined) return embeddedDatabaseRecovering();
+  for (let waited = 0; ; waited += stepMs) {
+    if (embeddedDatabaseRecovering()) return true;
+    if (waited >= maxMs) return false;
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
+  }
+}
+
+/**
  * The postmaster `pid` is dead though its exit has not reached this process yet (a zombie, or gone).
  * Linux only: where /proc cannot be read this says no, and the exit event decides.
  */

@@ -57,12 +57,15 @@ export type RequestLogs = (req: IncomingMessage, res: ServerResponse, next: () =
  * serializers (copying every request and response header) before ours. What the app logs while
  * serving the request carries its `reqId`.
  */
-export function requestLogs(root: Logger | undefined): RequestLogs {
+export function requestLogs(
+  root: Logger | undefined,
   // The 'request completed' line holds only the fields above (the path already without its query
   // and credentials), none a redaction path can name: written without the root's redaction walk,
   // which was most of the line's cost (its wildcard paths visit every field). 'request errored'
-  // carries an error, which can hold anything: through the root, redacted.
-  const completed = root?.child({}, { redact: [] });
+  // carries an error, which can hold anything: through the root, redacted. The service passes a
+  // logger of its own for these lines (LoggingModule: written in blocks).
+  completed: Logger | undefined = root?.child({}, { redact: [] }),
+): RequestLogs {
   return (req: IncomingMessage, res: ServerResponse, next: () => void): void => {
     const id = requestId(req, res);
     if (root === undefined) return next();

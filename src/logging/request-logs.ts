@@ -62,8 +62,7 @@ export function requestLogs(
   // The 'request completed' line holds only the fields above (the path already without its query
   // and credentials), none a redaction path can name: written without the root's redaction walk,
   // which was most of the line's cost (its wildcard paths visit every field). 'request errored'
-  // carries an error, which can hold anything: through the root, redacted. The service passes a
-  // logger of its own for these lines (LoggingModule: written in blocks).
+  // carries an error, which can hold anything: through the root, redacted.
   completed: Logger | undefined = root?.child({}, { redact: [] }),
 ): RequestLogs {
   return (req: IncomingMessage, res: ServerResponse, next: () => void): void => {

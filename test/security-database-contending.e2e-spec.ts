@@ -1,6 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import request from 'supertest';
-import { bearer, createAppWithUsers, IDENTITY_TEST_ENV, TestApp, TestUser } from '@app/testing';
+import {
+  bearer,
+  createAppWithUsers,
+  IDENTITY_TEST_ENV,
+  seedWordObservations,
+  TestApp,
+  TestUser,
+} from '@app/testing';
 
 const json = 'application/fhir+json';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -42,24 +49,7 @@ describe('security: work charged among contending callers only (e2e)', () => {
         .expect(201);
     }
     // what the other client's slow searches scan: 300 Observations of words
-    const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel'];
-    for (let from = 0; from < 300; from += 20) {
-      const entry = Array.from({ length: 20 }, (_, k) => ({
-        resource: {
-          resourceType: 'Observation',
-          status: 'final',
-          code: { text: `${words[(from + k) % 8]} measurement ${from + k}` },
-          note: [{ text: words.map((w, j) => `${w}${(from + k + j) % 50}`).join(' ') }],
-        },
-        request: { method: 'POST', url: 'Observation' },
-      }));
-      await request(t.server)
-        .post('/r4')
-        .set(bearer(mallory.access_token))
-        .set('Content-Type', json)
-        .send(JSON.stringify({ resourceType: 'Bundle', type: 'batch', entry }))
-        .expect(200);
-    }
+    await seedWordObservations(t, mallory.access_token);
   });
   afterAll(async () => t?.close());
 

@@ -5,6 +5,7 @@ import {
   createTestApp,
   createUser,
   IDENTITY_TEST_ENV,
+  seedWordObservations,
   TestApp,
   TestClient,
   TestUser,
@@ -56,24 +57,7 @@ describe('security: lane slots held by a costly client while another contends (e
       .send(JSON.stringify({ resourceType: 'Patient', id: 'victim', name: [{ family: 'Victim' }] }))
       .expect(201);
     // what the attacker's slow searches scan: 300 Observations of words
-    const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel'];
-    for (let from = 0; from < 300; from += 20) {
-      const entry = Array.from({ length: 20 }, (_, k) => ({
-        resource: {
-          resourceType: 'Observation',
-          status: 'final',
-          code: { text: `${words[(from + k) % 8]} measurement ${from + k}` },
-          note: [{ text: words.map((w, j) => `${w}${(from + k + j) % 50}`).join(' ') }],
-        },
-        request: { method: 'POST', url: 'Observation' },
-      }));
-      await request(t.server)
-        .post('/r4')
-        .set(bearer(attacker.access_token))
-        .set('Content-Type', json)
-        .send(JSON.stringify({ resourceType: 'Bundle', type: 'batch', entry }))
-        .expect(200);
-    }
+    await seedWordObservations(t, attacker.access_token);
     // counts the slots each client holds, where admission takes them and gives them back
     const admission = t.app.get(RequestAdmission);
     const enter = admission.enter.bind(admission);

@@ -9,3 +9,4 @@ export * from './smart-launch';
 export * from './fhirpath-patch';
 export * from './calls-during';
 export * from './app-with-users';
+export * from './word-observations';

@@ -3,7 +3,7 @@ import type { OperationOutcomeError } from '@app/fhir';
 import { NARRATIVE_SLICE_CHARS } from '@app/fhir/validation/narrative';
 import type { Settings } from '../config/settings';
 import { ClientConcurrency } from './client-concurrency';
-import { EventLoopTime, timedOnLoop } from './event-loop-time';
+import { EventLoopTime, timedOnLoop, timedOnLoopBetween } from './event-loop-time';
 import { KnownCredentials } from './known-credentials';
 
 const XHTML = 'http://www.w3.org/1999/xhtml';
@@ -176,5 +176,43 @@ describe('EventLoopTime', () => {
     expect(timedOnLoop(undefined, busy)).toBe('done');
     expect(charged).toHaveLength(2);
     expect(charged.every((ms) => ms >= 5)).toBe(true);
+  });
+
+  it('timedOnLoopBetween charges the synchronous parts of an async step, not its waits, once, even when it throws', async () => {
+    const charged: number[] = [];
+    const caller = { chargeLoopMs: (ms: number) => charged.push(ms) };
+    const busy = (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until);
+    };
+    // the wait is long next to the busy parts: charging it would show whatever the machine's load
+    const WAIT_MS = 300;
+    const wait = (value: string) =>
+      new Promise<string>((resolve) => setTimeout(() => resolve(value), WAIT_MS));
+    const step = async (select: (value: string) => Promise<string>) => {
+      busy(5);
+      const first = await select('a');
+      busy(5);
+      const second = await select('b');
+      busy(5);
+      return first + second;
+    };
+    const started = performance.now();
+    await expect(timedOnLoopBetween(caller, wait, step)).resolves.toBe('ab');
+    const wall = performance.now() - started;
+    await expect(
+      timedOnLoopBetween(caller, wait, async (select) => {
+        busy(5);
+        await select('a');
+        busy(5);
+        throw new Error('invalid');
+      }),
+    ).rejects.toThrow('invalid');
+    await expect(timedOnLoopBetween(undefined, wait, step)).resolves.toBe('ab');
+    expect(charged).toHaveLength(2);
+    expect(charged[0]).toBeGreaterThanOrEqual(15);
+    // both waits (2 × 300 ms) left out, whatever else the wall time held
+    expect(charged[0]).toBeLessThan(wall - 2 * WAIT_MS + 4);
+    expect(charged[1]).toBeGreaterThanOrEqual(10);
   });
 });

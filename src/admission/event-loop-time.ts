@@ -36,6 +36,42 @@ export function timedOnLoop<T>(caller: Pick<TenantContext, 'chargeLoopMs'> | und
   }
 }
 
+/**
+ * Runs `run`, an asynchronous step whose only waits are its calls of `awaited` (a FHIRPath Patch
+ * waiting for the worker pool), and charges to the caller's share only its synchronous parts: from
+ * its start to its first call of `awaited`, from each answer to the next call, from the last answer
+ * to its end. The time spent waiting for `awaited` holds no event loop and is not charged (the
+ * worker's time is charged as worker ms where it runs).
+ */
+export async function timedOnLoopBetween<A extends unknown[], R, T>(
+  caller: Pick<TenantContext, 'chargeLoopMs'> | undefined,
+  awaited: (...args: A) => Promise<R>,
+  run: (timed: (...args: A) => Promise<R>) => Promise<T>,
+): Promise<T> {
+  if (!caller?.chargeLoopMs) return run(awaited);
+  let spent = 0;
+  let started: number | undefined = performance.now();
+  const pause = () => {
+    if (started === undefined) return;
+    spent += performance.now() - started;
+    started = undefined;
+  };
+  const timed = async (...args: A): Promise<R> => {
+    pause();
+    try {
+      return await awaited(...args);
+    } finally {
+      started = performance.now();
+    }
+  };
+  try {
+    return await run(timed);
+  } finally {
+    pause();
+    caller.chargeLoopMs(spent);
+  }
+}
+
 const nextImmediate = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**

@@ -7,6 +7,7 @@ import {
   type FhirPathSelect,
   type FhirVersion,
 } from '@app/fhir';
+import { timedOnLoop, timedOnLoopBetween } from '../../admission/event-loop-time';
 import { FhirPathTurns } from '../../admission/fhirpath-turns';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { written, type Written } from '../../fhir-http/results';
@@ -90,11 +91,23 @@ export class PatchService {
           { status: 412 },
         );
       }
-      const resource = JSON.parse(current.json) as Record<string, unknown>;
+      // the stored version's parse and the patch's application hold the event loop: charged to
+      // the caller as its result's validation is (a patch body of a few bytes may rewrite 1 MB);
+      // a FHIRPath Patch's waits for the worker pool are not
+      const json = current.json;
       const patched =
         document.format === 'json-patch'
-          ? applyJsonPatch(resource, document.operations)
-          : await applyFhirPathPatch(this.selectFor(ctx), version, resource, document.parameters);
+          ? timedOnLoop(ctx, () =>
+              applyJsonPatch(JSON.parse(json) as Record<string, unknown>, document.operations),
+            )
+          : await timedOnLoopBetween(ctx, this.selectFor(ctx), (select) =>
+              applyFhirPathPatch(
+                select,
+                version,
+                JSON.parse(json) as Record<string, unknown>,
+                document.parameters,
+              ),
+            );
       this.assertPatchedValid(ctx, version, type, id, patched);
       try {
         const stored = await store.upsert(version, type, id, patched, { ifMatch: current.vid, bundle });

@@ -1,6 +1,8 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
+import type { TenantContext } from '../tenancy/tenant-context';
+import type { TenantRequest } from '../tenancy/tenant.guard';
 import { routeState } from './fhir-route-state';
 import { patchDocument, type PatchDocument } from './patch-body';
 import { parametersPairs, queryPairs, type SearchPairs } from './search-pairs';
@@ -36,6 +38,33 @@ export const FhirIdParam = createParamDecorator(
     const id = routeState(request(context)).id;
     if (id === undefined && data !== 'optional') throw new Error('@FhirIdParam() on a route without :id');
     return id;
+  },
+);
+
+/** What a handler of one resource acts on: the caller's tenant, the route's version, type and id. */
+export interface FhirInstance {
+  ctx: TenantContext;
+  version: FhirVersion;
+  type: string;
+  id: string;
+}
+
+/**
+ * `@Tenant()`, `@FhirVersionParam()`, `@FhirTypeParam()` and `@FhirIdParam()` in one parameter, for
+ * the routes of one resource (read, vread, update, patch, delete): Nest resolves every parameter
+ * decorator on every request through an execution context, an async resolver and an async pipe chain
+ * of its own, so one parameter instead of four spares a read by id three of each.
+ */
+export const FhirInstanceParam = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): FhirInstance => {
+    const req = context.switchToHttp().getRequest<TenantRequest>();
+    const { version, type, id } = routeState(req);
+    if (type === undefined || id === undefined) {
+      throw new Error('@FhirInstanceParam() on a route without a resource type and :id');
+    }
+    const ctx = req.tenant;
+    if (!ctx) throw new Error('@FhirInstanceParam() on a route without credentials');
+    return { ctx, version, type, id };
   },
 );
 

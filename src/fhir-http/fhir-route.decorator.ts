@@ -10,7 +10,8 @@ import { FhirRouteGuard } from './fhir-route.guard';
  * all by FhirRouteGuard, and what the handler returns is
  * written by `writeFhirReply` (fhir-reply.ts, called by the app's FhirExpressAdapter); errors
  * answer OperationOutcomes. Take the checked values with
- * `@FhirVersionParam()`, `@FhirTypeParam()`, `@FhirIdParam()`, `@FhirSearchParams()`.
+ * `@FhirVersionParam()`, `@FhirTypeParam()`, `@FhirIdParam()`, `@FhirSearchParams()`, or, on the
+ * routes of one resource, all of them with the tenant as one parameter, `@FhirInstanceParam()`.
  */
 export function FhirRoute(options: FhirRouteOptions = {}): MethodDecorator {
   const decorators = [SetMetadata(FHIR_ROUTE, options), UseGuards(FhirRouteGuard)];

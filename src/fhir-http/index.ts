@@ -6,6 +6,8 @@ export {
   FhirVersionParam,
   FhirTypeParam,
   FhirIdParam,
+  FhirInstanceParam,
+  type FhirInstance,
   FhirSearchParams,
   FhirResourceBody,
   FhirPatchBody,

@@ -14,13 +14,14 @@ import {
 } from '@nestjs/swagger';
 import type { FhirVersion } from '@app/fhir';
 import {
-  FhirIdParam,
+  FhirInstanceParam,
   FhirPatchBody,
   FhirResourceBody,
   FhirRoute,
   FhirSearchParams,
   FhirTypeParam,
   FhirVersionParam,
+  type FhirInstance,
   type PatchDocument,
 } from '../../fhir-http';
 import type { SearchPairs } from '../../fhir-http/search-pairs';
@@ -177,12 +178,7 @@ export class FhirStoreController {
   @ApiOkResponse({ description: 'the resource, with ETag and Last-Modified' })
   @ApiGoneResponse({ description: 'deleted: OperationOutcome' })
   @FhirRoute({ shape: true })
-  read(
-    @Tenant() ctx: TenantContext,
-    @FhirVersionParam() version: FhirVersion,
-    @FhirTypeParam() type: string,
-    @FhirIdParam() id: string,
-  ) {
+  read(@FhirInstanceParam() { ctx, version, type, id }: FhirInstance) {
     return this.store.read(ctx, version, type, id);
   }
 
@@ -198,10 +194,7 @@ export class FhirStoreController {
   @ApiConflictResponse({ description: 'the id belongs to another user of the client' })
   @FhirRoute({ body: 'resource' })
   update(
-    @Tenant() ctx: TenantContext,
-    @FhirVersionParam() version: FhirVersion,
-    @FhirTypeParam() type: string,
-    @FhirIdParam() id: string,
+    @FhirInstanceParam() { ctx, version, type, id }: FhirInstance,
     @FhirResourceBody() resource: Record<string, unknown>,
     @Headers('if-match') ifMatch: string | undefined,
   ) {
@@ -221,10 +214,7 @@ export class FhirStoreController {
   @ApiResponse({ status: 422, description: 'the patched resource is not valid: nothing stored' })
   @FhirRoute()
   patch(
-    @Tenant() ctx: TenantContext,
-    @FhirVersionParam() version: FhirVersion,
-    @FhirTypeParam() type: string,
-    @FhirIdParam() id: string,
+    @FhirInstanceParam() { ctx, version, type, id }: FhirInstance,
     @FhirPatchBody() document: PatchDocument,
     @Headers('if-match') ifMatch: string | undefined,
   ) {
@@ -237,12 +227,7 @@ export class FhirStoreController {
   @ApiParam(ID)
   @ApiOkResponse({ description: 'OperationOutcome (information, value) naming id and version' })
   @FhirRoute()
-  delete(
-    @Tenant() ctx: TenantContext,
-    @FhirVersionParam() version: FhirVersion,
-    @FhirTypeParam() type: string,
-    @FhirIdParam() id: string,
-  ) {
+  delete(@FhirInstanceParam() { ctx, version, type, id }: FhirInstance) {
     return this.store.delete(ctx, version, type, id);
   }
 
@@ -254,13 +239,7 @@ export class FhirStoreController {
   @ApiOkResponse({ description: 'that version' })
   @ApiGoneResponse({ description: 'that version is a delete marker' })
   @FhirRoute({ shape: true })
-  vread(
-    @Tenant() ctx: TenantContext,
-    @FhirVersionParam() version: FhirVersion,
-    @FhirTypeParam() type: string,
-    @FhirIdParam() id: string,
-    @Param('vid') vid: string,
-  ) {
+  vread(@FhirInstanceParam() { ctx, version, type, id }: FhirInstance, @Param('vid') vid: string) {
     return this.store.vread(ctx, version, type, id, vid);
   }
 
@@ -272,13 +251,7 @@ export class FhirStoreController {
   @ApiOkResponse({ description: 'OperationOutcome naming id and version' })
   @ApiConflictResponse({ description: 'the version is the current one of a resource not deleted' })
   @FhirRoute()
-  deleteVersion(
-    @Tenant() ctx: TenantContext,
-    @FhirVersionParam() version: FhirVersion,
-    @FhirTypeParam() type: string,
-    @FhirIdParam() id: string,
-    @Param('vid') vid: string,
-  ) {
+  deleteVersion(@FhirInstanceParam() { ctx, version, type, id }: FhirInstance, @Param('vid') vid: string) {
     return this.store.deleteVersion(ctx, version, type, id, vid);
   }
 }

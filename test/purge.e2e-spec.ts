@@ -400,6 +400,37 @@ describe('purge (e2e)', () => {
     expect(await readStatus(t, owner, 'Patient', patient)).toBe(404);
   });
 
+  it('with _before, the sweep removes a leftover whose versions are all older, and keeps one with a newer version', async () => {
+    const owner = await newOwner();
+    const patient = await create(t, owner, 'Patient', {});
+    const oldGone = await create(t, owner, 'Observation', observation(patient));
+    const touchedGone = await create(t, owner, 'Observation', observation(patient));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const boundary = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await update(t, owner, 'Observation', touchedGone, observation(patient, 'later'));
+    // both interrupted between the two steps of a removal: current document gone, history kept
+    const keyOf = (id: string) => `r4|${owner.client.client_id}|Observation|${id}`;
+    await t.connection
+      .collection('resources')
+      .deleteMany({ _id: { $in: [keyOf(oldGone), keyOf(touchedGone)] } } as any);
+
+    const res = await purge(t, `?_before=${encodeURIComponent(boundary)}`)
+      .set(bearer(owner.user.access_token))
+      .expect(200);
+    // the leftover's one version is counted, without a resource; the Patient goes as usual
+    const counts = countsByType(res.body);
+    expect(counts.Patient).toEqual({ resources: 1, versions: 1 });
+    expect(counts.Observation).toEqual({ resources: 0, versions: 1 });
+    // its newest version is not older than _before: its rows stay, as its current document would have
+    expect(await halfRemoved(t, owner)).toEqual([`orphan rows ${keyOf(touchedGone)}`]);
+    const rows = await t.connection.collection('resource_history').countDocuments({ rk: keyOf(touchedGone) });
+    expect(rows).toBe(2);
+    // a purge without _before takes them
+    await purge(t).set(bearer(owner.user.access_token)).expect(200);
+    expect(await halfRemoved(t, owner)).toEqual([]);
+  });
+
   it('a client that goes away leaves nothing half removed, and a repeat finishes the rest', async () => {
     const owner = await newOwner();
     await load(t, owner, 10);

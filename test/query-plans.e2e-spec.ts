@@ -1,5 +1,13 @@
 import request from 'supertest';
-import { bearer, createTestApp, IDENTITY_TEST_ENV, TestApp, TestClient, TestUser } from '@app/testing';
+import {
+  bearer,
+  createTestApp,
+  createUser,
+  IDENTITY_TEST_ENV,
+  TestApp,
+  TestClient,
+  TestUser,
+} from '@app/testing';
 import {
   explainQuery,
   keysRead,
@@ -12,6 +20,7 @@ import type { SyntheaRecord } from '@app/testing/synthea';
 import { DirectoryService } from '../src/modules/directory/directory.service';
 import { ExportPlanner, type ExportScope } from '../src/modules/bulk-export/export-planner';
 import type { TenantContext } from '../src/tenancy/tenant-context';
+import { PurgeRepository } from '../src/modules/purge/purge.repository';
 import {
   credentialHeaders,
   HOT_PATHS,
@@ -321,6 +330,76 @@ describe('query plans: index scans for every hot query (e2e)', () => {
         }
       });
     }
+  });
+
+  describe("purge's history look-ups: no index of their own, each served by one every write keeps", () => {
+    const orderedReads = process.env.TEST_DB_ORDERED_INDEXES !== 'no';
+    let ctx: TenantContext;
+    let keys: string[];
+
+    beforeAll(async () => {
+      const bob = await createUser(t, client);
+      const auth = bearer(bob.access_token);
+      keys = [];
+      for (const id of ['purge-plan-1', 'purge-plan-2', 'purge-plan-3']) {
+        const body = { resourceType: 'Basic', id, code: { text: 'x' } };
+        await request(t.server).put(`/r4/Basic/${id}`).set(auth).send(body).expect(201);
+        await request(t.server).put(`/r4/Basic/${id}`).set(auth).send(body).expect(200);
+        keys.push(`r4|${client.client_id}|Basic|${id}`);
+      }
+      ctx = {
+        clientId: client.client_id,
+        userId: bob.service_user_id,
+        scopes: ['user/*.*'],
+        form: 'user-token',
+      };
+    });
+
+    /** The one query `run` sent to the history, an index scan, servable by `index` (hinted). */
+    async function historyQueryServedBy(run: () => Promise<unknown>, index: string): Promise<PlanReport> {
+      const reports = (await plansOf(run)).filter((report) => report.query.collection === 'resource_history');
+      expect(reports).toHaveLength(1);
+      const hinted = await explainQuery(t.connection, reports[0].query, index);
+      expect(scanViolations([hinted])).toEqual([]);
+      expect(hinted.indexes).toContain(index);
+      return hinted;
+    }
+
+    it('every version of named resources, and of a key slice: resource_versions (rk first)', async () => {
+      const purge = t.app.get(PurgeRepository);
+      await historyQueryServedBy(() => purge.historyRowsOf(ctx, 'r4', keys), 'resource_versions');
+      const range = { from: keys[0], to: `${keys[1]}|` };
+      await historyQueryServedBy(
+        () => purge.removeHistoryInRange(ctx, 'r4', range, [keys[1]]),
+        'resource_versions',
+      );
+      await historyQueryServedBy(
+        () => purge.removeHistoryOf(ctx, 'r4', [{ key: keys[2] }]),
+        'resource_versions',
+      );
+    });
+
+    it("the sweep for leftovers: the user's rows newest first on the user's page indexes, read in order", async () => {
+      const purge = t.app.get(PurgeRepository);
+      for (const [type, index] of [
+        [null, 'user_system_history_ordered'],
+        ['Basic', 'user_type_history_ordered'],
+      ] as const) {
+        const page = await historyQueryServedBy(
+          () => purge.historyRowsOlderThan(ctx, 'r4', type, new Date(Date.now() + 60_000), 2),
+          index,
+        );
+        if (orderedReads) {
+          expect(sortsInMemory(page)).toBe(false);
+          const keysOfPage = await keysRead(t.connection, {
+            ...page.query,
+            command: { ...page.query.command, hint: index },
+          });
+          expect(keysOfPage).toBeLessThanOrEqual(3);
+        }
+        await historyQueryServedBy(() => purge.historyRowsAt(ctx, 'r4', type, new Date(0)), index);
+      }
+    });
   });
 
   it("a user's _lastUpdated range can run on the user's own index", async () => {

@@ -17,7 +17,7 @@ import { ResourceStorage } from '../src/storage/resource-storage';
  * indexes, by type `{v,c,t,idx.ref}` and across types `{v,c,idx.ref}`; one `{v,c,idx.ref,t,lu,id}`
  * now serves both (and one reference's resources newest first), and the searches that used either
  * answer the same on it. The type and system
- * history indexes lacked the page's `_id` tie-break.
+ * history indexes lacked the page's `_id` tie-break; the purge had a history index of its own.
  */
 describe('resource indexes of an earlier layout (e2e)', () => {
   let t: TestApp;
@@ -112,6 +112,35 @@ describe('resource indexes of an earlier layout (e2e)', () => {
       .set(bearer(alice.access_token))
       .expect(200);
     expect(page.body.entry).toHaveLength(2);
+  });
+
+  it("start-up drops the purge's own history index {v,c,u,rk}, and a purge runs without it", async () => {
+    const history = t.connection.collection('resource_history');
+    await history.createIndex({ v: 1, c: 1, u: 1, rk: 1 }, { name: 'user_history' });
+    expect((await history.indexes()).map((index) => index.name)).toContain('user_history');
+
+    await t.app.get(ResourceStorage).onModuleInit();
+
+    const names = (await history.indexes()).map((index) => index.name).sort();
+    expect(names).toEqual(
+      [
+        '_id_',
+        'resource_versions',
+        'system_history_ordered',
+        'type_history_ordered',
+        'user_system_history_ordered',
+        'user_type_history_ordered',
+      ].sort(),
+    );
+    const bob = await createUser(t, await createClient(t));
+    const auth = bearer(bob.access_token);
+    await request(t.server)
+      .put('/r4/Basic/ix-gone')
+      .set(auth)
+      .send({ resourceType: 'Basic', id: 'ix-gone', code: { text: 'x' } })
+      .expect(201);
+    await request(t.server).delete('/r4/purge').set(auth).expect(200);
+    expect(await history.countDocuments({ u: bob.service_user_id })).toBe(0);
   });
 
   it("stores references to this server's base relative, and start-up brings an earlier document's absolute ones to that form", async () => {

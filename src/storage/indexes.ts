@@ -37,6 +37,11 @@ export const resourceIndexes = (fullText: boolean): readonly mongo.IndexDescript
 ];
 
 /**
+ * Every history row pays each of these on insert, so there is no index for the purge alone: its
+ * `rk ∈ keys` and key-slice deletes read `resource_versions` (the key leads it; the tenant keys
+ * filter the rows), and its sweep for leftovers reads the user's rows newest first on the user's
+ * page indexes.
+ *
  * The history page indexes (history.repository.ts names one for each page): instance history in
  * version order; type and system history, per user and client-wide, newest first with `_id` as the
  * tie-break, the page's own order `{lu: -1, _id: -1}`, so an engine that walks an index in order
@@ -56,18 +61,17 @@ export const HISTORY_INDEXES: readonly mongo.IndexDescription[] = [
   { key: { v: 1, c: 1, t: 1, lu: -1, _id: -1 }, name: HISTORY_PAGE_INDEXES.type },
   { key: { v: 1, c: 1, u: 1, lu: -1, _id: -1 }, name: HISTORY_PAGE_INDEXES.userSystem },
   { key: { v: 1, c: 1, lu: -1, _id: -1 }, name: HISTORY_PAGE_INDEXES.system },
-  // Purge: every version of a batch of removed resources (`rk ∈ keys` within the user), and the
-  // user's rows left without a current document, in resource-key order.
-  { key: { v: 1, c: 1, u: 1, rk: 1 }, name: 'user_history' },
 ];
 
 /**
  * History indexes of earlier releases, dropped at start-up (each costs every write): the type and
- * system history indexes without the `_id` tie-break, which left every page a sort of its range.
+ * system history indexes without the `_id` tie-break, which left every page a sort of its range;
+ * the purge's own `{v,c,u,rk}` (its look-ups are served by the indexes above).
  */
 export const RETIRED_HISTORY_INDEXES: readonly string[] = [
   'user_type_history',
   'type_history',
   'user_system_history',
   'system_history',
+  'user_history',
 ];

@@ -80,8 +80,8 @@ export class PurgeRepository {
 
   /**
    * Removes every history row of the given (already removed) resources, then their id claims;
-   * returns how many rows. One statement: in the (v, c, u, rk) index the key follows the tenant
-   * prefix, so each key is a probe.
+   * returns how many rows. One statement: each key is a probe of `resource_versions` (rk, vid),
+   * the tenant keys a filter on the rows it finds.
    */
   async removeHistoryOf(
     ctx: TenantContext,
@@ -145,7 +145,8 @@ export class PurgeRepository {
 
   /**
    * Deletes the user's history rows of the resources in `range` but `except`, then their id claims;
-   * returns how many rows.
+   * returns how many rows. A range of `resource_versions` (rk, vid): it holds the slice's rows of
+   * every user of the client, the tenant keys filter them.
    */
   async removeHistoryInRange(
     ctx: TenantContext,
@@ -186,36 +187,61 @@ export class PurgeRepository {
   }
 
   /**
-   * History rows of the user in the selected types, in resource-key order after `afterKey`: the
-   * candidates for leftovers of an interrupted removal (rows whose current document is gone).
+   * Whether the user holds any history row in the selected types (after a removal: a leftover
+   * or a version of a resource the selection keeps).
    */
-  async historyRowsAfter(
-    ctx: TenantContext,
-    selection: PurgeSelection,
-    afterKey: string | null,
-    limit: number,
-  ): Promise<HistoryRowRef[]> {
+  async anyHistoryRow(ctx: TenantContext, selection: PurgeSelection): Promise<boolean> {
     const filter: Conditions<HistoryDoc> = { v: selection.version };
     if (selection.types) filter.t = { $in: [...selection.types] };
-    if (afterKey !== null) filter.rk = { $gt: afterKey };
+    const history = this.scoped(ctx).history;
+    return (await history.findOne(this.tenantFirst(history, filter), { projection: { _id: 1 } })) !== null;
+  }
+
+  /**
+   * Up to `limit` history rows of the user (of `type`, or of every type) older than `olderThan`,
+   * newest first: the order of the user's history page indexes (indexes.ts), which an engine that
+   * walks an index in order reads up to the page only. The candidates for leftovers of an
+   * interrupted removal (rows whose current document is gone).
+   */
+  async historyRowsOlderThan(
+    ctx: TenantContext,
+    version: FhirVersion,
+    type: string | null,
+    olderThan: Date | null,
+    limit: number,
+  ): Promise<HistoryRowRef[]> {
     const history = this.scoped(ctx).history;
     const rows = await history
-      .find(this.tenantFirst(history, filter), { projection: HISTORY_ROW_FIELDS })
-      .sort({ rk: 1 })
+      .find(this.tenantFirst(history, this.rowsOf(version, type, olderThan && { $lt: olderThan })), {
+        projection: HISTORY_ROW_FIELDS,
+      })
+      .sort({ lu: -1, _id: -1 })
       .limit(limit)
       .toArray();
     return rows.map(toHistoryRowRef);
   }
 
-  /** Every history row of one resource (when one resource has more rows than a page). */
-  async historyRowsOf(
+  /** Every history row of the user (of `type`, or of every type) written at `instant`. */
+  async historyRowsAt(
     ctx: TenantContext,
     version: FhirVersion,
-    resourceKey: string,
+    type: string | null,
+    instant: Date,
   ): Promise<HistoryRowRef[]> {
     const history = this.scoped(ctx).history;
     const rows = await history
-      .find(this.tenantFirst(history, { v: version, rk: resourceKey }), { projection: HISTORY_ROW_FIELDS })
+      .find(this.tenantFirst(history, this.rowsOf(version, type, instant)), {
+        projection: HISTORY_ROW_FIELDS,
+      })
+      .toArray();
+    return rows.map(toHistoryRowRef);
+  }
+
+  /** Every history row of the given resources of the user: each key a probe of `resource_versions`. */
+  async historyRowsOf(ctx: TenantContext, version: FhirVersion, keys: string[]): Promise<HistoryRowRef[]> {
+    const history = this.scoped(ctx).history;
+    const rows = await history
+      .find(this.tenantFirst(history, { v: version, rk: { $in: keys } }), { projection: HISTORY_ROW_FIELDS })
       .toArray();
     return rows.map(toHistoryRowRef);
   }
@@ -240,6 +266,17 @@ export class PurgeRepository {
     if (selection.types) filter.t = { $in: [...selection.types] };
     if (selection.before) filter.lu = { $lt: selection.before };
     return this.tenantFirst(this.scoped(ctx).resources, filter);
+  }
+
+  private rowsOf(
+    version: FhirVersion,
+    type: string | null,
+    lu: Date | { $lt: Date } | null,
+  ): Conditions<HistoryDoc> {
+    const filter: Conditions<HistoryDoc> = { v: version };
+    if (type !== null) filter.t = type;
+    if (lu !== null) filter.lu = lu;
+    return filter;
   }
 
   /** The user's keys of `type` in `range`. */

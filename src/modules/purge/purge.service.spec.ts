@@ -66,7 +66,8 @@ function fakeRepository(total: number, calls: string[], onBatch?: () => void): P
       calls.push(`remove history range except ${except.length}`);
       return history.splice(0).length;
     },
-    historyRowsAfter: async () => [],
+    historyRowsOlderThan: async () => [],
+    anyHistoryRow: async () => false,
     countMatching: async () => current.size,
   };
   return fake as unknown as PurgeRepository;

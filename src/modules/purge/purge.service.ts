@@ -89,8 +89,7 @@ export class PurgeService {
       // Stopped just as the work ran out: nothing current and no leftover version is a finished
       // purge (200), not "budget ran out, 0 remain": a client must be able to tell a finished purge from one to repeat.
       const done =
-        remaining === 0 &&
-        (await this.repository.historyRowsAfter(ctx, selection, null, 1).catch(() => [1])).length === 0;
+        remaining === 0 && !(await this.repository.anyHistoryRow(ctx, selection).catch(() => true));
       if (!done) {
         this.logger.log({ ...summary, stopped: stop, remaining }, 'purge unfinished');
         throw purgeUnfinishedError(subject, tally, budgetMs, remaining);
@@ -223,6 +222,9 @@ export class PurgeService {
    * Phase 2: history rows of this user and selection whose current document is gone (a removal
    * interrupted between its two steps). Readers already ignore them; this makes the purge whole.
    * With `_before`, a leftover matches when its newest version is older, as its current one was.
+   * The user's rows are read newest first, one type at a time when the selection names types (the
+   * order of the user's history page indexes); each resource found without its current document
+   * has all its rows read by key, judged and removed together.
    */
   private async removeLeftovers(
     ctx: TenantContext,
@@ -231,55 +233,72 @@ export class PurgeService {
     tally: PurgeTally,
     signal: AbortSignal | undefined,
   ): Promise<StopReason | undefined> {
-    let afterKey: string | null = null;
-    for (;;) {
-      const stop = this.shouldStop(pacer, signal);
-      if (stop) return stop;
-      const startedAt = Date.now();
-      const limit = pacer.batchSize;
-      const rows = await this.repository.historyRowsAfter(ctx, selection, afterKey, limit);
-      if (rows.length === 0) return undefined;
-      const groups = await this.completeGroups(ctx, selection, rows, limit);
-      afterKey = groups[groups.length - 1][0];
-      const existing = await this.repository.existingKeys(
-        ctx,
-        selection.version,
-        groups.map(([key]) => key),
-      );
-      const leftovers = groups.filter(
-        ([key, group]) =>
-          !existing.has(key) &&
-          (selection.before === null || group.every((row) => row.lastUpdated < selection.before!)),
-      );
-      const leftoverRows = leftovers.flatMap(([, group]) => group);
-      for (const [type, typeRows] of groupBy(leftoverRows, (row) => row.type)) {
-        const removed = await this.repository.removeHistoryRows(
-          ctx,
-          selection.version,
-          typeRows.map((row) => row.id),
-        );
-        tally.add(type, 0, removed);
+    for (const type of selection.types ?? [null]) {
+      let olderThan: Date | null = null;
+      for (;;) {
+        const stop = this.shouldStop(pacer, signal);
+        if (stop) return stop;
+        const startedAt = Date.now();
+        const limit = pacer.batchSize;
+        const page = await this.wholeInstants(ctx, selection, type, olderThan, limit);
+        if (page.rows.length === 0) break;
+        olderThan = page.rows[page.rows.length - 1].lastUpdated;
+        await this.removeLeftoversAmong(ctx, selection, page.rows, tally);
+        pacer.recordBatch(Date.now() - startedAt, page.rows.length);
+        if (!page.full) break;
       }
-      pacer.recordBatch(Date.now() - startedAt, rows.length);
-      if (rows.length < limit) return undefined;
     }
+    return undefined;
   }
 
   /**
-   * Groups a page of history rows by resource. A full page may cut the last resource's rows in two:
-   * that group is left to the next page, unless it is the only one (then all its rows are read).
+   * A page of the user's rows older than `olderThan`, newest first, holding every row of each
+   * instant it reaches: a full page's last instant may go on past it (a bundle's rows share one),
+   * so that instant's rows are all read, and the next page starts below it.
    */
-  private async completeGroups(
+  private async wholeInstants(
+    ctx: TenantContext,
+    selection: PurgeSelection,
+    type: string | null,
+    olderThan: Date | null,
+    limit: number,
+  ): Promise<{ rows: HistoryRowRef[]; full: boolean }> {
+    const rows = await this.repository.historyRowsOlderThan(ctx, selection.version, type, olderThan, limit);
+    if (rows.length < limit) return { rows, full: false };
+    const last = rows[rows.length - 1].lastUpdated;
+    const before = rows.filter((row) => row.lastUpdated.getTime() !== last.getTime());
+    const atLast = await this.repository.historyRowsAt(ctx, selection.version, type, last);
+    return { rows: [...before, ...atLast], full: true };
+  }
+
+  /** Removes the rows of the resources among `rows` that are leftovers (see removeLeftovers). */
+  private async removeLeftoversAmong(
     ctx: TenantContext,
     selection: PurgeSelection,
     rows: HistoryRowRef[],
-    limit: number,
-  ): Promise<Array<[string, HistoryRowRef[]]>> {
-    const groups = [...groupBy(rows, (row) => row.resourceKey)];
-    if (rows.length < limit) return groups;
-    if (groups.length > 1) return groups.slice(0, -1);
-    const [key] = groups[0];
-    return [[key, await this.repository.historyRowsOf(ctx, selection.version, key)]];
+    tally: PurgeTally,
+  ): Promise<void> {
+    const keys = [...new Set(rows.map((row) => row.resourceKey))];
+    const existing = await this.repository.existingKeys(ctx, selection.version, keys);
+    const gone = keys.filter((key) => !existing.has(key));
+    if (gone.length === 0) return;
+    const groups = groupBy(
+      await this.repository.historyRowsOf(ctx, selection.version, gone),
+      (row) => row.resourceKey,
+    );
+    const leftoverRows = [...groups.values()]
+      .filter(
+        (group) => selection.before === null || group.every((row) => row.lastUpdated < selection.before!),
+      )
+      .flat();
+    for (const [type, typeRows] of groupBy(leftoverRows, (row) => row.type)) {
+      const removed = await this.repository.removeHistoryRows(
+        ctx,
+        selection.version,
+        typeRows.map((row) => row.id),
+      );
+      tally.add(type, 0, removed);
+    }
   }
 
   private shouldStop(pacer: PurgePacer, signal: AbortSignal | undefined): StopReason | undefined {

@@ -41,7 +41,12 @@ describe('security: event-loop time charged to the caller (e2e)', () => {
       strangers: [victim],
     } = await createAppWithUsers(
       { users: 1, strangers: 1 },
-      { ...IDENTITY_TEST_ENV, CLIENT_LOOP_MS_PER_SECOND: '100' },
+      {
+        ...IDENTITY_TEST_ENV,
+        CLIENT_LOOP_MS_PER_SECOND: '100',
+        // the loop unit alone: the 1 MB bodies' bytes would otherwise spend the byte share first
+        CLIENT_RESPONSE_BYTES_PER_SECOND: '0',
+      },
     ));
     await request(t.server)
       .put('/r4/Patient/victim')

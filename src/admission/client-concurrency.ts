@@ -49,7 +49,10 @@ const MAX_CLIENT_DEBT_S = 2;
 
 /** What a unit is called in refusals, and the setting of its rate. */
 const UNIT_NAMES: Record<CostUnit, { what: string; setting: string }> = {
-  bytes: { what: 'response bytes', setting: 'CLIENT_RESPONSE_BYTES_PER_SECOND' },
+  bytes: {
+    what: 'bytes (answers, and request bodies while others wait)',
+    setting: 'CLIENT_RESPONSE_BYTES_PER_SECOND',
+  },
   databaseMs: { what: 'ms of database time', setting: 'CLIENT_DATABASE_MS_PER_SECOND' },
   workerMs: { what: 'ms of FHIRPath worker time', setting: 'CLIENT_WORKER_MS_PER_SECOND' },
   loopMs: { what: 'ms of event-loop time', setting: 'CLIENT_LOOP_MS_PER_SECOND' },

@@ -1,7 +1,8 @@
 /**
  * The units a caller's share is counted in (docs/security.md "The cost budget"): what serving it
  * takes from the others. Each has its own rate (per second); a caller past any of them is refused.
- * - `bytes`: FHIR response bytes, and stored bytes the engine read but left out of the answer
+ * - `bytes`: FHIR response bytes, stored bytes the engine read but left out of the answer, and
+ *   (while another caller contends) request bodies, which the loop reads and decodes
  *   (the event loop's cost grows with them: BSON decoding, building and writing the answer);
  * - `databaseMs`: database time of the caller's commands, summed (a slow small query holds a lane);
  * - `workerMs`: time the caller's FHIRPath held a worker of the shared pool;

@@ -17,10 +17,10 @@ const narrative = (slices: number) => {
 const slicesOf = (div: string) => Math.ceil(div.length / NARRATIVE_SLICE_CHARS);
 const request = (token: string) => ({ headers: { authorization: `Bearer ${token}` } }) as IncomingMessage;
 
-function parts(loopMsPerSecond: number) {
+function parts(loopMsPerSecond: number, bytesPerSecond = 0) {
   const concurrency = new ClientConcurrency({
     clientMaxConcurrentRequests: 16,
-    clientResponseBytesPerSecond: 0,
+    clientResponseBytesPerSecond: bytesPerSecond,
     clientLoopMsPerSecond: loopMsPerSecond,
   } as Settings);
   const credentials = new KnownCredentials();
@@ -156,6 +156,38 @@ describe('EventLoopTime', () => {
     )(other, res, () => undefined);
     step(other, res, () => undefined);
     expect(c2.refusal('c1', '')?.status).toBe(429);
+  });
+
+  it("charges a body's bytes to the caller's byte share while another caller is active, before or after admission knows it; alone never", () => {
+    const parse = (loop: EventLoopTime, req: IncomingMessage) =>
+      loop.timedBodyParser(
+        (verify) => (r, s, next) => {
+          verify(r, s, Buffer.alloc(2_000, 'x'), 'utf-8');
+          next();
+        },
+        () => undefined,
+      )(req, {} as ServerResponse, () => undefined);
+    // credentials verified lately: charged at once (1,000 bytes a second, a burst of 1,000)
+    const known = parts(0, 1_000);
+    const req = request('known');
+    known.credentials.remember(req, 'c1', '');
+    known.concurrency.acquire('c2').release();
+    parse(known.loop, req);
+    expect(known.concurrency.refusal('c1', '')?.message).toMatch(/CLIENT_RESPONSE_BYTES_PER_SECOND/);
+    // a caller not known yet: charged when admission verifies it, before its slot is taken
+    const unknown = parts(0, 1_000);
+    const fresh = request('fresh');
+    unknown.concurrency.acquire('c2').release();
+    parse(unknown.loop, fresh);
+    expect(unknown.concurrency.refusal('c1', '')).toBeUndefined();
+    unknown.loop.admitted(fresh, 'c1', '');
+    expect(unknown.concurrency.refusal('c1', '')?.message).toMatch(/request bodies/);
+    // alone on the server: nobody waits for its bodies (work-conserving)
+    const alone = parts(0, 1_000);
+    const own = request('alone');
+    alone.credentials.remember(own, 'c1', '');
+    parse(alone.loop, own);
+    expect(alone.concurrency.refusal('c1', '')).toBeUndefined();
   });
 
   it("timedOnLoop charges a step's time to the caller, once, even when the step throws; no caller, no charge", () => {

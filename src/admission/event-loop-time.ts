@@ -15,6 +15,8 @@ type Verify = (req: IncomingMessage, res: ServerResponse, body: Buffer, encoding
 interface RequestLoop {
   /** Spent before its caller was known: charged once admission knows it. */
   pendingMs: number;
+  /** Its body's bytes, read before its caller was known: charged once admission knows it. */
+  pendingBytes: number;
   /** When the body parser started parsing its body (its `verify` runs right before). */
   parseStarted?: number;
   /** Its caller: known credentials, or admission's; null when looked for and not known. */
@@ -113,6 +115,8 @@ export class EventLoopTime {
    */
   timedBodyParser(build: (verify: Verify) => Handler, verify: Verify): Handler {
     const parser = build((req, res, body, encoding) => {
+      // its bytes were read and decoded on the loop before the parse: charged as bytes (below)
+      this.spendBytes(req, body.length);
       this.of(req).parseStarted = performance.now();
       verify(req, res, body, encoding);
     });
@@ -190,7 +194,22 @@ export class EventLoopTime {
     if (loop === undefined) return;
     loop.caller = { clientId, user };
     if (loop.pendingMs > 0) this.concurrency.chargeWork(clientId, user, 'loopMs', loop.pendingMs);
+    if (loop.pendingBytes > 0) this.concurrency.chargeWork(clientId, user, 'bytes', loop.pendingBytes);
     loop.pendingMs = 0;
+    loop.pendingBytes = 0;
+  }
+
+  /**
+   * Charges a body's bytes to the request's caller's byte share (while another caller contends, as
+   * work), or keeps them until admission knows the caller. The loop reads a body off its socket
+   * chunk by chunk and decodes it before any timed step runs, and its cost grows with its size as
+   * an answer's does: a flood of 224 KB bodies was charged about two thirds of the loop time it took.
+   */
+  spendBytes(req: IncomingMessage, bytes: number): void {
+    if (!(bytes > 0)) return;
+    const caller = this.callerOf(req);
+    if (caller) this.concurrency.chargeWork(caller.clientId, caller.user, 'bytes', bytes);
+    else this.of(req).pendingBytes += bytes;
   }
 
   /** Charges `ms` of the loop to the request's caller, or keeps it until admission knows the caller. */
@@ -215,7 +234,7 @@ export class EventLoopTime {
 
   private of(req: IncomingMessage): RequestLoop {
     let loop = this.requests.get(req);
-    if (!loop) this.requests.set(req, (loop = { pendingMs: 0 }));
+    if (!loop) this.requests.set(req, (loop = { pendingMs: 0, pendingBytes: 0 }));
     return loop;
   }
 }

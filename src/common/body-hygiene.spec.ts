@@ -1,4 +1,11 @@
-import { fhirStringProblem, firstBadNode, identifierProblem, verifyUtf8 } from './body-hygiene';
+import type { Request } from 'express';
+import {
+  fhirBodyGuard,
+  fhirStringProblem,
+  firstBadNode,
+  identifierProblem,
+  verifyUtf8,
+} from './body-hygiene';
 
 describe('body hygiene', () => {
   it('verifyUtf8 refuses bytes that are not UTF-8, and only for a UTF-8 body', () => {
@@ -41,5 +48,35 @@ describe('body hygiene', () => {
       path: 'Patient.name[0].given',
       problem: expect.stringMatching(/repeats 4 times; at most 3/),
     });
+  });
+
+  it('fhirBodyGuard: a Bundle entry over MAX_RESOURCE_BYTES → 413 naming it, measured only when the body is larger', () => {
+    const guard = fhirBodyGuard({ maxResourceBytes: 100, maxArrayLength: 10 });
+    const outcome = (body: object, contentLength?: number): unknown => {
+      const headers = contentLength === undefined ? {} : { 'content-length': String(contentLength) };
+      let passed: unknown = 'not called';
+      guard(
+        { body, path: '/r4', headers } as unknown as Request,
+        {} as never,
+        (err?: unknown) => (passed = err),
+      );
+      return passed;
+    };
+    const entry = (text: string) => ({ resource: { resourceType: 'Basic', code: { text } } });
+    const small = { resourceType: 'Bundle', type: 'batch', entry: [entry('a'), entry('b')] };
+    const bulky = { resourceType: 'Bundle', type: 'batch', entry: [entry('a'), entry('x'.repeat(100))] };
+    expect(outcome(small, JSON.stringify(small).length)).toBeUndefined();
+    // a body over the limit whose entries are each within it passes
+    const many = { ...small, entry: Array.from({ length: 8 }, () => entry('a')) };
+    expect(JSON.stringify(many).length).toBeGreaterThan(100);
+    expect(outcome(many, JSON.stringify(many).length)).toBeUndefined();
+    for (const length of [JSON.stringify(bulky).length, undefined]) {
+      const refused = outcome(bulky, length) as { status?: number; message?: string };
+      expect(refused.status).toBe(413);
+      expect(refused.message).toMatch(/^Bundle\.entry\[1\]\.resource is \d+ bytes/);
+    }
+    // a bad string in an entry is refused whatever the size
+    const control = { ...small, entry: [entry('a\u0001')] };
+    expect((outcome(control, JSON.stringify(control).length) as { status?: number }).status).toBe(400);
   });
 });

@@ -120,15 +120,27 @@ export interface ResourceLimits {
   maxArrayLength: number;
 }
 
-/** Bytes of each resource a body would store: the body itself, or each entry of a Bundle. */
-function resourceSizes(req: Request, body: Record<string, unknown>): Array<[string, number]> {
+/**
+ * Bytes of each resource a body would store: the body itself, or each entry of a Bundle. A Bundle
+ * whose whole body is within `maxResourceBytes` has no entry to measure: each entry, written out
+ * again, is no longer than its part of the body (but for a number in exponent form, which the
+ * stored-form check of write-protocol.ts `buildDoc` meets), and a typical bundle is far below the
+ * limit, so its entries are not serialised twice.
+ */
+function resourceSizes(
+  req: Request,
+  body: Record<string, unknown>,
+  maxResourceBytes: number,
+): Array<[string, number]> {
+  const sent = Number(req.headers['content-length']);
   if (body.resourceType === 'Bundle' && Array.isArray(body.entry)) {
+    if (sent <= maxResourceBytes) return [];
     return body.entry.map((entry: unknown, i): [string, number] => {
       const resource = (entry as { resource?: unknown } | null)?.resource;
       return [`Bundle.entry[${i}].resource`, resource ? Buffer.byteLength(JSON.stringify(resource)) : 0];
     });
   }
-  const length = Number(req.headers['content-length'] ?? Buffer.byteLength(JSON.stringify(body)));
+  const length = Number.isNaN(sent) ? Buffer.byteLength(JSON.stringify(body)) : sent;
   return [[typeof body.resourceType === 'string' ? body.resourceType.slice(0, 64) : '$', length]];
 }
 
@@ -167,7 +179,11 @@ export function fhirBodyGuard(limits: ResourceLimits) {
     const body: unknown = req.body;
     if (body === null || typeof body !== 'object' || Array.isArray(body) || !isFhirPath(req.path))
       return next();
-    for (const [path, bytes] of resourceSizes(req, body as Record<string, unknown>)) {
+    for (const [path, bytes] of resourceSizes(
+      req,
+      body as Record<string, unknown>,
+      limits.maxResourceBytes,
+    )) {
       if (bytes > limits.maxResourceBytes) return next(tooLargeError(path, bytes, limits.maxResourceBytes));
     }
     const rootName = (body as { resourceType?: unknown }).resourceType;

@@ -17,6 +17,7 @@ import {
   cacheControl,
   forRequestBodies,
   headerBlocks,
+  inOneLayer,
   recordedHeaders,
   urlLengthLimit,
 } from './common/response-hygiene';
@@ -88,14 +89,10 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
       formBody,
     }),
   );
-  // the request's id, and its log line when the level logs requests
-  app.use(app.get<RequestLogs>(REQUEST_LOGS));
   // No content-hash ETags from Express: an ETag on a FHIR route is the resource's W/"versionId"
   // (https://hl7.org/fhir/R4/http.html#versioning), set by the store on resource responses only.
   app.set('etag', false);
   answerParserErrors(app.getHttpServer(), settings.maxUrlLength);
-  app.use(urlLengthLimit(settings.maxUrlLength));
-  app.use(cacheControl);
   // 'simple': a query string never becomes nested objects, so `name[$ne]=` stays a literal key.
   app.set('query parser', 'simple');
   // The source address (`req.ip`) counts failed client authentications: behind a proxy, trust it.
@@ -104,40 +101,47 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   // helmet's headers, recorded once: with fixed directives they are the same on every answer.
   const strict = recordedHeaders(helmet());
   const docs = recordedHeaders(helmet({ contentSecurityPolicy: false }));
-  app.use(headerBlocks((req) => (req.path.startsWith('/docs') ? docs : strict)));
-  // CORS: discovery open to any origin; FHIR routes and the token endpoints to the configured
-  // origins and the registered SMART apps' redirect-URI origins; user management, auth-code and the
-  // member pages never (src/common/cors.ts).
   const clients = app.get(ClientsService);
-  app.use(corsMiddleware(settings.fhirCorsOrigins, () => clients.appOrigins()));
-  // the event-loop time of the body's parse and walk is charged to the caller (its cost budget)
   const loop = app.get(EventLoopTime);
+  // every request's middleware, in this order, as one Express layer (inOneLayer)
   app.use(
-    forRequestBodies<Request, Response>([
-      loop.timedBodyParser(
-        (verify) =>
-          json({
-            limit: settings.bodyLimitBytes,
-            // `application/json+fhir`: the DSTU2 type (https://hl7.org/fhir/DSTU2/http.html#mime-type)
-            type: [
-              'application/json',
-              'application/fhir+json',
-              'application/*+json',
-              'application/json+fhir',
-            ],
-            verify,
+    inOneLayer<Request, Response>([
+      // the request's id, and its log line when the level logs requests
+      app.get<RequestLogs>(REQUEST_LOGS),
+      urlLengthLimit(settings.maxUrlLength),
+      cacheControl,
+      headerBlocks((req) => (req.path.startsWith('/docs') ? docs : strict)),
+      // CORS: discovery open to any origin; FHIR routes and the token endpoints to the configured
+      // origins and the registered SMART apps' redirect-URI origins; user management, auth-code and the
+      // member pages never (src/common/cors.ts).
+      corsMiddleware(settings.fhirCorsOrigins, () => clients.appOrigins()),
+      // the event-loop time of the body's parse and walk is charged to the caller (its cost budget)
+      forRequestBodies<Request, Response>([
+        loop.timedBodyParser(
+          (verify) =>
+            json({
+              limit: settings.bodyLimitBytes,
+              // `application/json+fhir`: the DSTU2 type (https://hl7.org/fhir/DSTU2/http.html#mime-type)
+              type: [
+                'application/json',
+                'application/fhir+json',
+                'application/*+json',
+                'application/json+fhir',
+              ],
+              verify,
+            }),
+          verifyUtf8,
+        ),
+        formBody,
+        loop.timedStep(
+          fhirBodyGuard({
+            maxResourceBytes: settings.maxResourceBytes,
+            maxArrayLength: settings.maxArrayLength,
           }),
-        verifyUtf8,
-      ),
-      formBody,
-      loop.timedStep(
-        fhirBodyGuard({
-          maxResourceBytes: settings.maxResourceBytes,
-          maxArrayLength: settings.maxArrayLength,
-        }),
-      ),
-      // long narratives are checked in slices here, never in one piece on the event loop
-      narrativesInSlices(loop),
+        ),
+        // long narratives are checked in slices here, never in one piece on the event loop
+        narrativesInSlices(loop),
+      ]),
     ]),
   );
   app.useGlobalFilters(new AllExceptionsFilter());

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'http';
 import type { AddressInfo } from 'net';
 import helmet from 'helmet';
-import { forRequestBodies, headerBlocks, recordedHeaders } from './response-hygiene';
+import { forRequestBodies, headerBlocks, inOneLayer, recordedHeaders } from './response-hygiene';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 
@@ -82,5 +82,63 @@ describe('forRequestBodies', () => {
     const failing: Handler = (_req, _res, next) => next(refused);
     expect(await run([parse, failing, check], { 'content-length': '5' })).toBe(refused);
     expect(seen).toEqual(['parse']);
+  });
+});
+
+describe('inOneLayer', () => {
+  const seen: string[] = [];
+  const named =
+    (name: string): Handler =>
+    (_req, _res, next) => {
+      seen.push(name);
+      next();
+    };
+  const run = (
+    steps: Array<(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => unknown>,
+  ) =>
+    new Promise<unknown>((resolve) => {
+      seen.length = 0;
+      inOneLayer(steps)({ headers: {} } as IncomingMessage, {} as ServerResponse, resolve);
+    });
+
+  it('runs every step in order, then goes on to the next layer without an error', async () => {
+    const later: Handler = (_req, _res, next) => {
+      seen.push('later');
+      setImmediate(next);
+    };
+    expect(await run([named('a'), later, named('b')])).toBeUndefined();
+    expect(seen).toEqual(['a', 'later', 'b']);
+  });
+
+  it('an error passed on, thrown, or a rejected promise ends the steps and goes to error handling', async () => {
+    const refused = new Error('refused');
+    expect(await run([named('a'), (_req, _res, next) => next(refused), named('b')])).toBe(refused);
+    expect(seen).toEqual(['a']);
+    expect(
+      await run([
+        named('a'),
+        () => {
+          throw refused;
+        },
+        named('b'),
+      ]),
+    ).toBe(refused);
+    expect(seen).toEqual(['a']);
+    expect(await run([named('a'), () => Promise.reject(refused), named('b')])).toBe(refused);
+    expect(seen).toEqual(['a']);
+  });
+
+  it('a step that answers and does not call next ends the request there', async () => {
+    let answered = false;
+    const answer: Handler = () => {
+      answered = true;
+    };
+    const outcome = await Promise.race([
+      run([named('a'), answer, named('b')]),
+      new Promise((resolve) => setImmediate(() => resolve('not passed on'))),
+    ]);
+    expect(outcome).toBe('not passed on');
+    expect(answered).toBe(true);
+    expect(seen).toEqual(['a']);
   });
 });

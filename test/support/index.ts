@@ -10,3 +10,4 @@ export * from './fhirpath-patch';
 export * from './calls-during';
 export * from './app-with-users';
 export * from './word-observations';
+export * from './until-admitted';

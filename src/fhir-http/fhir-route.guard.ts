@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { isResourceType, parseFhirVersion, type FhirVersion } from '@app/fhir';
 import { FhirAdmission } from '../admission/fhir-admission';
 import type { TenantRequest } from '../tenancy/tenant.guard';
+import type { TenantContext } from '../tenancy/tenant-context';
 import type { TenantOptions } from '../tenancy/tenant-options';
 import { TenantResolver } from '../tenancy/tenant-resolver';
 import { FHIR_OPERATION, type FhirOperationDefinition } from './fhir-operation-definition';
@@ -75,24 +76,47 @@ export class FhirRouteGuard implements CanActivate {
     return this.admit(route, route.tenant, req, http.getResponse<Response>(), path);
   }
 
-  private async admit(
+  /**
+   * Steps 2–4. Each step that can answer at once does (a token the caches know, a lane with room):
+   * a read then passes the guard without a promise of ours; a step that must wait is awaited.
+   */
+  private admit(
     route: CompiledRoute,
     tenant: TenantOptions,
     req: FhirRequest & TenantRequest,
     res: Response,
     path: string,
-  ): Promise<boolean> {
-    const state = req.fhir!;
-    let ctx = await this.tenants.resolve(req, tenant);
+  ): boolean | Promise<boolean> {
+    const resolved = this.tenants.resolve(req, tenant);
+    return resolved instanceof Promise
+      ? resolved.then((ctx) => this.admitTenant(route, ctx, req, res, path))
+      : this.admitTenant(route, resolved, req, res, path);
+  }
+
+  private admitTenant(
+    route: CompiledRoute,
+    ctx: TenantContext,
+    req: FhirRequest & TenantRequest,
+    res: Response,
+    path: string,
+  ): boolean | Promise<boolean> {
     req.tenant = ctx;
-    if (route.options.admitted !== false) {
-      const admitted = this.admission.admit(ctx, laneOf(route.options, req.method), req, res);
-      // a lane with room admits at once: no promise to wait for
-      ctx = { ...ctx, ...(admitted instanceof Promise ? await admitted : admitted) };
-      req.tenant = ctx;
-    }
+    if (route.options.admitted === false) return this.allowed(route, ctx, req, path);
+    const admitted = this.admission.admit(ctx, laneOf(route.options, req.method), req, res);
+    return admitted instanceof Promise
+      ? admitted.then((turn) => this.allowed(route, { ...ctx, ...turn }, req, path))
+      : this.allowed(route, { ...ctx, ...admitted }, req, path);
+  }
+
+  private allowed(
+    route: CompiledRoute,
+    ctx: TenantContext,
+    req: FhirRequest & TenantRequest,
+    path: string,
+  ): true {
+    req.tenant = ctx;
     const compartment = (req.params as Record<string, string | undefined>).compartment;
-    checkSmartScopes(ctx, state, route.operation, { method: req.method, routePath: path, compartment });
+    checkSmartScopes(ctx, req.fhir!, route.operation, { method: req.method, routePath: path, compartment });
     return true;
   }
 

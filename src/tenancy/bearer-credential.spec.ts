@@ -74,3 +74,77 @@ describe('BearerCredential (passport-http-bearer through @nestjs/passport)', () 
     second.onModuleDestroy();
   });
 });
+
+describe('BearerCredential.identifyCached (the same checks on what the caches hold)', () => {
+  const user: AccessTokenClaims = { clientId: 'a', userId: 7, scopes: ['user/*.*'], family: 'f1' };
+
+  /** Caches that know `t1`, client `a` and family `f1` as given; nothing reaches a lookup. */
+  function caches(known: {
+    token?: AccessTokenClaims | null;
+    client?: { clientId: string } | null;
+    revoked?: boolean;
+  }) {
+    const lookups = jest.fn(() => Promise.reject(new Error('no lookup on the cached path')));
+    const lookup = {
+      verifyAccessToken: lookups,
+      findActiveClient: lookups,
+      isFamilyRevoked: lookups,
+      cachedAccessToken: (token: string) => (token === 't1' ? known.token : undefined),
+      cachedActiveClient: (clientId: string) => (clientId === 'a' ? known.client : undefined),
+      cachedFamilyRevoked: (_clientId: string, family: string) =>
+        family === 'f1' ? known.revoked : undefined,
+    } as unknown as IdentityLookup;
+    return { bearer: new BearerCredential(lookup), lookups };
+  }
+
+  function refusalOf(run: () => unknown): string {
+    try {
+      run();
+    } catch (e) {
+      expect(e).toBeInstanceOf(OperationOutcomeError);
+      const outcome = e as OperationOutcomeError;
+      expect([outcome.status, outcome.headers['WWW-Authenticate']]).toEqual([
+        401,
+        'Bearer realm="fhir", error="invalid_token"',
+      ]);
+      return outcome.message;
+    }
+    throw new Error('not refused');
+  }
+
+  it('answers at once when the token, its client and its family are all cached', () => {
+    const { bearer, lookups } = caches({ token: user, client: { clientId: 'a' }, revoked: false });
+    expect(bearer.identifyCached('t1')).toEqual({ claims: user, client: { clientId: 'a' } });
+    expect(lookups).not.toHaveBeenCalled();
+    bearer.onModuleDestroy();
+  });
+
+  it('leaves to passport a token, a client or a family the caches do not know', () => {
+    const unknownToken = caches({ client: { clientId: 'a' }, revoked: false });
+    expect(unknownToken.bearer.identifyCached('t1')).toBeUndefined();
+    const unknownClient = caches({ token: user, revoked: false });
+    expect(unknownClient.bearer.identifyCached('t1')).toBeUndefined();
+    const unknownFamily = caches({ token: user, client: { clientId: 'a' } });
+    expect(unknownFamily.bearer.identifyCached('t1')).toBeUndefined();
+    for (const { bearer, lookups } of [unknownToken, unknownClient, unknownFamily]) {
+      expect(lookups).not.toHaveBeenCalled();
+      bearer.onModuleDestroy();
+    }
+  });
+
+  it('refuses as the strategy does: an expired token, a disabled client, a revoked family', () => {
+    const expired = caches({ token: null, client: { clientId: 'a' }, revoked: false });
+    expect(refusalOf(() => expired.bearer.identifyCached('t1'))).toBe(
+      'the access token is invalid or expired',
+    );
+    const disabled = caches({ token: user, client: null, revoked: false });
+    expect(refusalOf(() => disabled.bearer.identifyCached('t1'))).toBe(
+      'the client of this token is unknown or disabled',
+    );
+    const revoked = caches({ token: user, client: { clientId: 'a' }, revoked: true });
+    expect(refusalOf(() => revoked.bearer.identifyCached('t1'))).toBe(
+      'the access token was revoked (its refresh token was reused)',
+    );
+    for (const { bearer } of [expired, disabled, revoked]) bearer.onModuleDestroy();
+  });
+});

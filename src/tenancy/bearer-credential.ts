@@ -30,18 +30,35 @@ export function unauthorized(
   });
 }
 
+/*
+ * A token's three checks, in this order: its signature and expiry, its client, its family. Each
+ * takes what its lookup found and refuses as both paths below refuse (passport's strategy, and
+ * the cached path that answers without it).
+ */
+function validClaims(claims: AccessTokenClaims | null): AccessTokenClaims {
+  if (!claims) throw unauthorized('the access token is invalid or expired', 'invalid_token');
+  return claims;
+}
+
+function activeClient(client: TenantClient | null): TenantClient {
+  if (!client) throw unauthorized('the client of this token is unknown or disabled', 'invalid_token');
+  return client;
+}
+
+function notRevoked(revoked: boolean): void {
+  if (revoked)
+    throw unauthorized('the access token was revoked (its refresh token was reused)', 'invalid_token');
+}
+
 /** passport-http-bearer's strategy, registered with passport under `name`, checking tokens with `identity`. */
 function bearerStrategy(name: string, identity: IdentityLookup): object {
   class BearerTokenStrategy extends PassportStrategy(Strategy, name) {
     /** The token's signature (checked once per token, IdentityLookup caches it) and expiry, its client and its family. */
     async validate(token: string): Promise<BearerIdentity> {
-      const claims = identity.verifyAccessToken(token);
-      if (!claims) throw unauthorized('the access token is invalid or expired', 'invalid_token');
-      const client = await identity.findActiveClient(claims.clientId);
-      if (!client) throw unauthorized('the client of this token is unknown or disabled', 'invalid_token');
-      if (claims.family !== undefined && (await identity.isFamilyRevoked(client.clientId, claims.family))) {
-        throw unauthorized('the access token was revoked (its refresh token was reused)', 'invalid_token');
-      }
+      const claims = validClaims(identity.verifyAccessToken(token));
+      const client = activeClient(await identity.findActiveClient(claims.clientId));
+      if (claims.family !== undefined)
+        notRevoked(await identity.isFamilyRevoked(client.clientId, claims.family));
       return { claims, client };
     }
   }
@@ -72,11 +89,33 @@ export class BearerCredential {
   private readonly name = `fhir-bearer-${++strategies}`;
   private readonly guard = bearerGuard(this.name);
 
-  constructor(identity: IdentityLookup) {
+  constructor(private readonly identity: IdentityLookup) {
     bearerStrategy(this.name, identity);
   }
 
-  /** The identity of `token` (taken from a well-formed `Authorization: Bearer` header), or the 401 it gets. */
+  /**
+   * The identity of a token this process verified recently, when the caches also know its client
+   * and its family: the strategy's checks on what the caches hold, answered at once (an app sends
+   * one token for many requests; passport's round through `AuthGuard` costs promises and an
+   * execution context per request). `undefined` when any of them needs a lookup: then `identify`.
+   * A refusal is the strategy's, with the same 401.
+   */
+  identifyCached(token: string): BearerIdentity | undefined {
+    const verified = this.identity.cachedAccessToken(token);
+    if (verified === undefined) return undefined;
+    const claims = validClaims(verified);
+    const found = this.identity.cachedActiveClient(claims.clientId);
+    if (found === undefined) return undefined;
+    const client = activeClient(found);
+    if (claims.family !== undefined) {
+      const revoked = this.identity.cachedFamilyRevoked(client.clientId, claims.family);
+      if (revoked === undefined) return undefined;
+      notRevoked(revoked);
+    }
+    return { claims, client };
+  }
+
+  /** The identity of `token` (taken from a well-formed `Authorization: Bearer` header) by passport, or the 401 it gets. */
   async identify(token: string): Promise<BearerIdentity> {
     const view: BearerView = { headers: { authorization: `Bearer ${token}` } };
     // AuthGuard.canActivate is async: it settles once the strategy has

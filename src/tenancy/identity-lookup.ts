@@ -19,7 +19,7 @@ export interface AccessTokenClaims {
   launch?: { readonly app: string; readonly patient?: string; readonly grant: string };
 }
 
-export interface IdentityLookup {
+export interface IdentityLookup extends CachedIdentity {
   /** The claims of a valid, unexpired access token; null otherwise. */
   verifyAccessToken(token: string): AccessTokenClaims | null;
   findActiveClient(clientId: string): Promise<TenantClient | null>;
@@ -31,6 +31,19 @@ export interface IdentityLookup {
   /** The service_user_id of a user of the client, by its id or its app_user_id; null if none. */
   findUserId(clientId: string, serviceUserId: number): Promise<number | null>;
   findUserIdByAppUserId(clientId: string, appUserId: string): Promise<number | null>;
+}
+
+/**
+ * What the caches of the identity side already hold, answered at once: `undefined` when the
+ * answer needs a lookup (the database, or a token this process has not verified yet). Each
+ * answers what its `IdentityLookup` counterpart would, so the tenant resolver can resolve a
+ * token seen recently without a promise; anything else goes through passport as before.
+ */
+export interface CachedIdentity {
+  cachedAccessToken(token: string): AccessTokenClaims | null | undefined;
+  cachedActiveClient(clientId: string): TenantClient | null | undefined;
+  cachedFamilyRevoked(clientId: string, family: string): boolean | undefined;
+  cachedLaunchGrantActive(launch: { readonly app: string; readonly grant: string }): boolean | undefined;
 }
 
 export const IDENTITY_LOOKUP = Symbol('IdentityLookup');

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { OperationOutcomeError } from '@app/fhir';
 import { sourceAddress } from '../common/source-address';
-import { BearerCredential, unauthorized } from './bearer-credential';
+import { BearerCredential, type BearerIdentity, unauthorized } from './bearer-credential';
 import { IDENTITY_LOOKUP, type IdentityLookup, type TenantClient } from './identity-lookup';
 import { isReadOnly, TenantContext } from './tenant-context';
 import type { TenantOptions } from './tenant-options';
@@ -24,7 +24,11 @@ export class TenantResolver {
     private readonly bearer: BearerCredential,
   ) {}
 
-  async resolve(req: Request, opts: TenantOptions = {}): Promise<TenantContext> {
+  /**
+   * A bearer token this process has seen recently resolves at once (its checks on the caches,
+   * BearerCredential.identifyCached): no promise; any form that needs a lookup resolves later.
+   */
+  resolve(req: Request, opts: TenantOptions = {}): TenantContext | Promise<TenantContext> {
     const isWrite = !READ_METHODS.has(req.method.toUpperCase()) && !opts.readRoute;
     const authorization = req.headers.authorization;
     if (authorization && (header(req, 'client_id') || header(req, 'client_secret'))) {
@@ -33,70 +37,55 @@ export class TenantResolver {
         'send one credential form: Authorization: Bearer, or the client_id/client_secret headers, not both',
       );
     }
-    const ctx = authorization
-      ? await this.fromBearer(req, authorization)
-      : await this.fromClientHeaders(req, opts);
-    if (isWrite && isReadOnly(ctx)) {
-      throw new OperationOutcomeError(
-        'forbidden',
-        `the scope "${ctx.scopes.join(' ')}" allows reading only`,
-        {
-          status: 403,
-          headers: { 'WWW-Authenticate': 'Bearer error="insufficient_scope"' },
-        },
-      );
-    }
-    if (ctx.userId === null) {
-      if (opts.userRequired || opts.clientWide === 'never') {
-        throw OperationOutcomeError.invalid(
-          'this request acts on one user: use a user token or x-service-user-id / x-app-user-id with a user id',
-        );
-      }
-      if (isWrite) {
-        throw OperationOutcomeError.invalid(
-          'client-wide access (x-service-user-id: client, or a client-level token without a user) is for reads ' +
-            'only: name one user with x-service-user-id or x-app-user-id',
-        );
-      }
-    }
-    return ctx;
+    const resolved = authorization ? this.fromBearer(req, authorization) : this.fromClientHeaders(req, opts);
+    return resolved instanceof Promise
+      ? resolved.then((ctx) => allowed(ctx, opts, isWrite))
+      : allowed(resolved, opts, isWrite);
   }
 
-  private async fromBearer(req: Request, authorization: string): Promise<TenantContext> {
+  private fromBearer(req: Request, authorization: string): TenantContext | Promise<TenantContext> {
     const match = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(authorization);
     if (!match)
       throw unauthorized('the Authorization header must be "Bearer <access token>"', 'invalid_request');
-    // passport-http-bearer: signature and expiry, client, revoked family (BearerCredential)
-    const { claims, client } = await this.bearer.identify(match[1]);
+    // passport-http-bearer: signature and expiry, client, revoked family (BearerCredential), or
+    // the same checks on what the caches hold
+    const cached = this.bearer.identifyCached(match[1]);
+    if (cached !== undefined) return this.fromIdentity(req, cached);
+    return this.bearer.identify(match[1]).then((identity) => this.fromIdentity(req, identity));
+  }
+
+  private fromIdentity(
+    req: Request,
+    { claims, client }: BearerIdentity,
+  ): TenantContext | Promise<TenantContext> {
     if (claims.userId !== null) {
       if (header(req, 'x-service-user-id') || header(req, 'x-app-user-id')) {
         throw OperationOutcomeError.invalid(
           'a user token already names its user: x-service-user-id / x-app-user-id go with client credentials only',
         );
       }
-      if (claims.launch && !(await this.identity.isLaunchGrantActive(claims.launch))) {
-        throw unauthorized(
-          "the access token was revoked (the member withdrew the app's access)",
-          'invalid_token',
-        );
-      }
-      return {
+      const ctx: TenantContext = {
         clientId: client.clientId,
         userId: claims.userId,
         scopes: claims.scopes,
         form: 'user-token',
         ...(claims.launch ? { launch: claims.launch } : {}),
       };
+      if (!claims.launch) return ctx;
+      const active = this.identity.cachedLaunchGrantActive(claims.launch);
+      if (active !== undefined) return launchActive(active, ctx);
+      return this.identity.isLaunchGrantActive(claims.launch).then((looked) => launchActive(looked, ctx));
     }
     // A client-level (program realm) token may narrow itself to one user with the user headers.
-    const userId = await this.userFromHeaders(req, client, true);
-    return {
+    const clientToken = (userId: number | null): TenantContext => ({
       clientId: client.clientId,
       userId,
       scopes: claims.scopes,
       form: 'client-token',
       customer: client.customer,
-    };
+    });
+    const userId = this.userFromHeaders(req, client, true);
+    return userId instanceof Promise ? userId.then(clientToken) : clientToken(userId);
   }
 
   private async fromClientHeaders(req: Request, opts: TenantOptions): Promise<TenantContext> {
@@ -119,11 +108,11 @@ export class TenantResolver {
   }
 
   /** `x-service-user-id` (numeric or `client`) or `x-app-user-id`; a user of another client → 404. */
-  private async userFromHeaders(
+  private userFromHeaders(
     req: Request,
     client: TenantClient,
     optional: boolean,
-  ): Promise<number | null> {
+  ): number | null | Promise<number | null> {
     const serviceUserId = header(req, 'x-service-user-id');
     const appUserId = header(req, 'x-app-user-id');
     if (serviceUserId !== undefined) {
@@ -133,18 +122,55 @@ export class TenantResolver {
           'x-service-user-id must be a numeric service_user_id or "client"',
         );
       }
-      const user = await this.identity.findUserId(client.clientId, Number(serviceUserId));
-      if (user === null) throw OperationOutcomeError.notFound(`no user ${serviceUserId}`);
-      return user;
+      return this.identity.findUserId(client.clientId, Number(serviceUserId)).then((user) => {
+        if (user === null) throw OperationOutcomeError.notFound(`no user ${serviceUserId}`);
+        return user;
+      });
     }
     if (appUserId !== undefined) {
-      const user = await this.identity.findUserIdByAppUserId(client.clientId, appUserId);
-      if (user === null) throw OperationOutcomeError.notFound(`no user "${appUserId}"`);
-      return user;
+      return this.identity.findUserIdByAppUserId(client.clientId, appUserId).then((user) => {
+        if (user === null) throw OperationOutcomeError.notFound(`no user "${appUserId}"`);
+        return user;
+      });
     }
     if (optional) return null;
     throw OperationOutcomeError.invalid('the header x-service-user-id or x-app-user-id is required');
   }
+}
+
+/** A launch token stands only while the member's grant does (revoking it stops its tokens at once). */
+function launchActive(active: boolean, ctx: TenantContext): TenantContext {
+  if (!active) {
+    throw unauthorized(
+      "the access token was revoked (the member withdrew the app's access)",
+      'invalid_token',
+    );
+  }
+  return ctx;
+}
+
+/** What the resolved credentials may do on this request: a read-only scope, a client-wide context. */
+function allowed(ctx: TenantContext, opts: TenantOptions, isWrite: boolean): TenantContext {
+  if (isWrite && isReadOnly(ctx)) {
+    throw new OperationOutcomeError('forbidden', `the scope "${ctx.scopes.join(' ')}" allows reading only`, {
+      status: 403,
+      headers: { 'WWW-Authenticate': 'Bearer error="insufficient_scope"' },
+    });
+  }
+  if (ctx.userId === null) {
+    if (opts.userRequired || opts.clientWide === 'never') {
+      throw OperationOutcomeError.invalid(
+        'this request acts on one user: use a user token or x-service-user-id / x-app-user-id with a user id',
+      );
+    }
+    if (isWrite) {
+      throw OperationOutcomeError.invalid(
+        'client-wide access (x-service-user-id: client, or a client-level token without a user) is for reads ' +
+          'only: name one user with x-service-user-id or x-app-user-id',
+      );
+    }
+  }
+  return ctx;
 }
 
 /** The 401 of a request without credentials (answered ahead of its body too: early-refusal.ts). */

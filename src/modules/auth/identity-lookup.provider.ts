@@ -27,6 +27,22 @@ export class AuthIdentityLookup implements IdentityLookup {
     return this.tokens.verifyAccessToken(token);
   }
 
+  cachedAccessToken(token: string): AccessTokenClaims | null | undefined {
+    return this.tokens.cachedAccessToken(token);
+  }
+
+  cachedActiveClient(clientId: string): TenantClient | null | undefined {
+    return this.clients.cachedActive(clientId);
+  }
+
+  cachedFamilyRevoked(clientId: string, family: string): boolean | undefined {
+    return this.grants.cachedFamilyRevoked(clientId, family);
+  }
+
+  cachedLaunchGrantActive(launch: { readonly app: string; readonly grant: string }): boolean | undefined {
+    return this.launchTokens.cachedGrantActive(launch);
+  }
+
   findActiveClient(clientId: string): Promise<TenantClient | null> {
     return this.clients.findActive(clientId);
   }

@@ -179,9 +179,14 @@ export class ClientsService {
     return this.verified.get(`${clientId}\0${sha256(secret)}`) ?? null;
   }
 
+  /** What `findActive` answers from its cache alone; undefined when it would ask the database. */
+  cachedActive(clientId: string): ClientRecord | null | undefined {
+    return this.byId.get(clientId);
+  }
+
   /** The enabled client with this id (cached briefly), for bearer tokens; null if gone/disabled. */
   async findActive(clientId: string): Promise<ClientRecord | null> {
-    const cached = this.byId.get(clientId);
+    const cached = this.cachedActive(clientId);
     if (cached !== undefined) return cached;
     const found = await this.repo.findWithHash(clientId);
     const result = found && !found.disabled ? stripHash(found) : null;

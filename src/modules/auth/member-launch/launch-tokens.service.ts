@@ -133,6 +133,14 @@ export class LaunchTokensService {
     return active && (await this.clients.findActive(launch.app)) !== null;
   }
 
+  /** What `isGrantActive` answers from the caches alone; undefined when it would ask the database. */
+  cachedGrantActive(launch: { readonly app: string; readonly grant: string }): boolean | undefined {
+    const active = this.activeGrants.get(launch.grant);
+    if (active !== true) return active;
+    const app = this.clients.cachedActive(launch.app);
+    return app === undefined ? undefined : app !== null;
+  }
+
   /** Revokes a grant (owner: the member, or the app); its tokens stop at once in this process. */
   async revoke(grantId: string, owner: { plan: string; u: number } | { app: string }): Promise<boolean> {
     const done = await this.repo.revokeGrant(grantId, owner);

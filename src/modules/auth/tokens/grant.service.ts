@@ -79,12 +79,16 @@ export class GrantService {
 
   /** Whether an access token's refresh-token family was revoked (the tenant guard asks per request). */
   async isFamilyRevoked(clientId: string, family: string): Promise<boolean> {
-    const key = familyCacheKey(clientId, family);
-    const cached = this.revokedFamilies.get(key);
+    const cached = this.cachedFamilyRevoked(clientId, family);
     if (cached !== undefined) return cached;
     const revoked = await this.repo.isFamilyRevoked({ clientId }, family);
-    this.revokedFamilies.set(key, revoked);
+    this.revokedFamilies.set(familyCacheKey(clientId, family), revoked);
     return revoked;
+  }
+
+  /** What `isFamilyRevoked` answers from its cache alone; undefined when it would ask the database. */
+  cachedFamilyRevoked(clientId: string, family: string): boolean | undefined {
+    return this.revokedFamilies.get(familyCacheKey(clientId, family));
   }
 
   /** Revokes the family's refresh tokens and every access token issued with it (RFC 9700 §4.14.2). */

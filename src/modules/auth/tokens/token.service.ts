@@ -170,8 +170,8 @@ export class TokenService {
 
   /** The claims of a valid access token, or null (bad signature, algorithm, iss, aud, expired, id_token). */
   verifyAccessToken(token: string): VerifiedAccessToken | null {
-    const cached = this.verified.get(token);
-    if (cached) return cached.exp * 1000 > Date.now() ? cached : null;
+    const cached = this.cachedAccessToken(token);
+    if (cached !== undefined) return cached;
     const verified = this.verifyUncached(token);
     if (verified) {
       // Shared by every request with this token: frozen so that no caller can alter it for the others.
@@ -179,6 +179,13 @@ export class TokenService {
       this.verified.set(token, Object.freeze(verified));
     }
     return verified;
+  }
+
+  /** What `verifyAccessToken` answers for a token this process verified recently (expiry checked again); undefined for any other. */
+  cachedAccessToken(token: string): VerifiedAccessToken | null | undefined {
+    const cached = this.verified.get(token);
+    if (cached === undefined) return undefined;
+    return cached.exp * 1000 > Date.now() ? cached : null;
   }
 
   private verifyUncached(token: string): VerifiedAccessToken | null {

@@ -1,5 +1,12 @@
 import { OperationOutcomeError } from '@app/fhir';
-import { AdmissionLane, CONTENDED_BUDGET_MS, LaneTicket, Liveness } from './admission-lane';
+import {
+  AdmissionLane,
+  CONTENDED_BUDGET_MS,
+  databaseShareFraction,
+  FULL_SHARE_COST_MS,
+  LaneTicket,
+  Liveness,
+} from './admission-lane';
 
 /** A clock and a database whose answers the test decides. */
 class FakeDatabase implements Liveness {
@@ -252,6 +259,17 @@ describe('AdmissionLane', () => {
       expect(lane.contendedCap('loop-only')).toBe(8);
     });
 
+    it("the lane's running mean is the client's expected cost, which its database share scales by", async () => {
+      expect(lane.expectedCost('new')).toBeUndefined();
+      await answered('mixed', 10);
+      await answered('mixed', 90);
+      expect(lane.expectedCost('mixed')).toBe(30);
+      await answered('heavy', 160);
+      expect(databaseShareFraction(lane.expectedCost('heavy'), 0.25)).toBe(FULL_SHARE_COST_MS / 160);
+      expect(databaseShareFraction(lane.expectedCost('mixed'), 0.25)).toBe(1);
+      expect(databaseShareFraction(lane.expectedCost('new'), 0.25)).toBe(1);
+    });
+
     it('a request held behind its own client waits past shareWaitMs; after maxWaitMs it gets 429 with Retry-After naming the limit, not 503', async () => {
       await answered('heavy', 100);
       contending.add('victim');
@@ -283,5 +301,29 @@ describe('AdmissionLane', () => {
       expect(lane.tryEnter('victim')).toBeDefined();
       expect(lane.load).toEqual({ running: 2, waiting: 1 });
     });
+  });
+});
+
+describe('databaseShareFraction', () => {
+  it('a client of cheap requests (up to FULL_SHARE_COST_MS each), or not known yet, keeps its whole share', () => {
+    for (const ms of [undefined, 0, 3, 10, FULL_SHARE_COST_MS])
+      expect(databaseShareFraction(ms, 0.25)).toBe(1);
+  });
+
+  it('above it the share shrinks in proportion to the expected cost, down to the floor', () => {
+    expect(FULL_SHARE_COST_MS).toBe(2 * CONTENDED_BUDGET_MS);
+    expect(databaseShareFraction(2 * FULL_SHARE_COST_MS, 0.25)).toBe(0.5);
+    expect(databaseShareFraction(3 * FULL_SHARE_COST_MS, 0.25)).toBeCloseTo(1 / 3);
+    // a 1 s request keeps the floor, not 4 %
+    expect(databaseShareFraction(1_000, 0.25)).toBe(0.25);
+    expect(databaseShareFraction(1_000, 0.1)).toBe(0.1);
+  });
+
+  it('a floor of 1 (CLIENT_COSTLY_DATABASE_SHARE_PERCENT=100) turns the scaling off', () => {
+    for (const ms of [3, 90, 1_000]) expect(databaseShareFraction(ms, 1)).toBe(1);
+  });
+
+  it('a cost that is not a number never shrinks the share', () => {
+    expect(databaseShareFraction(Number.NaN, 0.25)).toBe(1);
   });
 });

@@ -43,6 +43,31 @@ export interface LaneTicket {
  * first request is answered: a first wave of 32 costly requests runs one at a time, not eight.
  */
 export const CONTENDED_BUDGET_MS = 20;
+/**
+ * While another caller contends, a client whose expected database time per request (the lane's
+ * running mean, the one cost estimate) is at most this keeps its whole database share
+ * (CLIENT_DATABASE_MS_PER_SECOND); above it the share shrinks in proportion (databaseShareFraction).
+ * Twice the lane's budget: a cheap client's reads and single writes cost 1–10 ms, but on a loaded
+ * engine the processor-sharing clock charges them tens of ms, and a back-to-back cheap client
+ * already spends most of its share; the requests that amplify ($everything over large outside
+ * resources, transactions of 20, slow scans) cost 100 ms or more each.
+ */
+export const FULL_SHARE_COST_MS = 2 * CONTENDED_BUDGET_MS;
+
+/**
+ * The part of its database share a client keeps while another caller contends, from its expected
+ * database time per request: 1 up to FULL_SHARE_COST_MS (or not known yet), then
+ * FULL_SHARE_COST_MS / expected, never under `minFraction` (CLIENT_COSTLY_DATABASE_SHARE_PERCENT).
+ * As the lane caps a costly client's slots by cost, this caps its database time by cost: of two
+ * clients at the same share, the one of 100 ms requests gets less of the engine than the one of
+ * 3 ms requests, where equal shares let one $everything or transaction flood hold half the engine
+ * (a victim's reads then wait behind it about as long as they run). Alone, nothing is charged.
+ */
+export function databaseShareFraction(expectedMs: number | undefined, minFraction: number): number {
+  if (expectedMs === undefined || !(expectedMs > FULL_SHARE_COST_MS)) return 1;
+  return Math.min(1, Math.max(minFraction, FULL_SHARE_COST_MS / expectedMs));
+}
+
 /** Weight of the newest request in a client's running mean database time. */
 const COST_WEIGHT = 0.25;
 /** Clients whose expected cost is kept; past that the oldest entry is forgotten. */
@@ -119,6 +144,11 @@ export class AdmissionLane {
     const cost = this.costs.get(clientId) ?? CONTENDED_BUDGET_MS;
     if (!(cost > 0)) return this.opts.capacity;
     return Math.max(1, Math.min(this.opts.capacity, Math.floor(CONTENDED_BUDGET_MS / cost)));
+  }
+
+  /** The client's expected database time per request of this lane (ms, running mean), if known. */
+  expectedCost(clientId: string): number | undefined {
+    return this.costs.get(clientId);
   }
 
   /**

@@ -53,7 +53,11 @@ const UNIT_NAMES: Record<CostUnit, { what: string; setting: string }> = {
     what: 'bytes (answers, and request bodies while others wait)',
     setting: 'CLIENT_RESPONSE_BYTES_PER_SECOND',
   },
-  databaseMs: { what: 'ms of database time', setting: 'CLIENT_DATABASE_MS_PER_SECOND' },
+  databaseMs: {
+    what: 'ms of database time',
+    setting:
+      'CLIENT_DATABASE_MS_PER_SECOND; less for a client of costly requests: CLIENT_COSTLY_DATABASE_SHARE_PERCENT',
+  },
   workerMs: { what: 'ms of FHIRPath worker time', setting: 'CLIENT_WORKER_MS_PER_SECOND' },
   loopMs: { what: 'ms of event-loop time', setting: 'CLIENT_LOOP_MS_PER_SECOND' },
 };

@@ -84,7 +84,8 @@ export class FhirAdmission {
               return () => {
                 const ms = ended();
                 databaseMs += ms;
-                slot.chargeDatabaseMs(ms);
+                // a client of costly requests keeps a smaller part of its share (RequestAdmission.databaseShare)
+                slot.chargeDatabaseMs(ms / this.lanes.databaseShare(clientId, lane));
               };
             },
           };

@@ -3,7 +3,7 @@ import type { Response } from 'express';
 import { SETTINGS } from '../config/config.module';
 import { Settings } from '../config/settings';
 import { DatabaseLiveness } from '../database/database-liveness';
-import { AdmissionLane, LaneTicket } from './admission-lane';
+import { AdmissionLane, databaseShareFraction, LaneTicket } from './admission-lane';
 import { ClientConcurrency } from './client-concurrency';
 
 export type AdmissionLaneName = 'read' | 'write';
@@ -34,11 +34,15 @@ export type RouteLane = AdmissionLaneName | 'bulk';
 export class RequestAdmission {
   private readonly lanes: Record<AdmissionLaneName, AdmissionLane>;
 
+  /** The least part of its database share a client of costly requests keeps (CLIENT_COSTLY_DATABASE_SHARE_PERCENT). */
+  private readonly costlyShare: number;
+
   constructor(
     @Inject(SETTINGS) settings: Settings,
     private readonly liveness: DatabaseLiveness,
     concurrency: ClientConcurrency,
   ) {
+    this.costlyShare = settings.clientCostlyDatabaseSharePercent / 100;
     const othersContend = (clientId: string) => concurrency.anotherClientActive(clientId);
     const common = {
       shareWaitMs: settings.serverQueueWaitMs,
@@ -71,6 +75,17 @@ export class RequestAdmission {
   enter(clientId: string, lane: RouteLane, res: Response): LaneTicket | Promise<LaneTicket> | undefined {
     if (lane === 'bulk') return undefined;
     return this.lanes[lane].tryEnter(clientId) ?? this.wait(clientId, this.lanes[lane], res);
+  }
+
+  /**
+   * The part of its database share the client keeps for a request of `lane` while another caller
+   * contends (databaseShareFraction of the lane's expected cost of the client): its database time
+   * is charged divided by it, which is the same as a share that many times smaller. Outside the
+   * lanes (bulk work, not charged): 1.
+   */
+  databaseShare(clientId: string, lane: RouteLane): number {
+    if (lane === 'bulk') return 1;
+    return databaseShareFraction(this.lanes[lane].expectedCost(clientId), this.costlyShare);
   }
 
   /**

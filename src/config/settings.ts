@@ -47,6 +47,12 @@ export interface Settings {
   clientResponseBytesPerSecond: number;
   /** Database time (ms, summed over a request's commands) one client may use per second on average while others are active; over → 429. */
   clientDatabaseMsPerSecond: number;
+  /**
+   * The least part (percent) of CLIENT_DATABASE_MS_PER_SECOND a client of costly requests keeps while
+   * another caller contends (its share scales with FULL_SHARE_COST_MS over its expected database time
+   * per request); 100 turns the scaling off.
+   */
+  clientCostlyDatabaseSharePercent: number;
   /** Time (ms) one client's FHIRPath may hold workers of the shared pool per second on average while others are active; over → 429. */
   clientWorkerMsPerSecond: number;
   /** Event-loop time (ms) one client's request steps (body parse, body walk, narrative slices) may take per second on average while others are active; over → 429. */
@@ -286,6 +292,7 @@ export function parseSettings(env: Env, defaults: SettingDefaults = {}): Setting
     clientMaxConcurrentRequests: r.int('CLIENT_MAX_CONCURRENT_REQUESTS', 16, 1, 100000),
     clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 4 * 1024 * 1024),
     clientDatabaseMsPerSecond: r.int('CLIENT_DATABASE_MS_PER_SECOND', 500, 0, 10000000),
+    clientCostlyDatabaseSharePercent: r.int('CLIENT_COSTLY_DATABASE_SHARE_PERCENT', 25, 1, 100),
     clientWorkerMsPerSecond: r.int('CLIENT_WORKER_MS_PER_SECOND', 500, 0, 10000000),
     clientLoopMsPerSecond: r.int('CLIENT_LOOP_MS_PER_SECOND', 250, 0, 10000000),
     serverMaxConcurrentReads: r.int('SERVER_MAX_CONCURRENT_READS', 8, 1, 1000),

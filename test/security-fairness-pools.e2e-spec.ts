@@ -12,6 +12,9 @@ import {
   TestClient,
   TestUser,
 } from '@app/testing';
+import { probeFhirPathWorkers, type FhirPathWorkerProbe } from '@app/testing/fhirpath-worker-probe';
+import { ClientConcurrency } from '../src/admission/client-concurrency';
+import { FhirPathTurns } from '../src/admission/fhirpath-turns';
 import { TenantResolver } from '../src/tenancy/tenant-resolver';
 
 const json = 'application/fhir+json';
@@ -87,6 +90,125 @@ describe('security: the FHIRPath worker pool is shared fairly (e2e)', () => {
     // two workers: at most the two running, and one more that started as the patch arrived
     expect(endedWhileWaiting).toBeLessThanOrEqual(3);
   });
+});
+
+/**
+ * A FHIRPath cut at its deadline has its worker terminated, and the worker's replacement boots
+ * (about 1 s of workerpool's clean-up wait, then the boot, seconds on a loaded machine). While one
+ * client's costly patches keep doing that, another client's ordinary patches must never be handed
+ * to a worker still booting. Before, a costly evaluation's turn ended at its deadline, and the
+ * other client's next evaluation went to the terminated worker's booting replacement. Counted
+ * inside workerpool (where each evaluation was handed), not timed: the counts do not depend on the
+ * machine's load.
+ */
+describe("security: one client's FHIRPath reboots never hold another's patches (e2e)", () => {
+  let t: TestApp;
+  let heavy: TestUser;
+  let heavyClient: TestClient;
+  let victim: TestUser;
+  let probe: FhirPathWorkerProbe | undefined;
+  // the path ends in `.gender`: the sandbox evaluates its parent (patch.ts locates the element through it)
+  const victimSelects = "Patient.where(gender = 'female' or gender = 'male')";
+  const ordinary = `${victimSelects}.gender`;
+  /** Whether the test's loops keep sending (stopped by afterAll too, should the test time out). */
+  let attacking = false;
+  beforeAll(async () => {
+    t = await createTestApp({
+      ...IDENTITY_TEST_ENV,
+      // wide lanes and no shares: only the pool's own rules decide who runs where
+      SERVER_MAX_CONCURRENT_WRITES: '32',
+      CLIENT_WORKER_MS_PER_SECOND: '0',
+      CLIENT_DATABASE_MS_PER_SECOND: '0',
+      CLIENT_LOOP_MS_PER_SECOND: '0',
+      FHIRPATH_WORKERS: '2',
+      // an ordinary evaluation on a loaded machine stays far within it; the costly ones never end
+      FHIRPATH_TIMEOUT_MS: '500',
+    });
+    heavyClient = await createClient(t);
+    heavy = await createUser(t, heavyClient);
+    victim = await createUser(t, await createClient(t));
+  });
+  afterAll(async () => {
+    attacking = false;
+    probe?.restore();
+    await t?.close();
+  });
+
+  const create = async (user: TestUser) =>
+    (
+      await request(t.server)
+        .post('/r4/Patient')
+        .set(bearer(user.access_token))
+        .set('Content-Type', json)
+        .send(JSON.stringify({ resourceType: 'Patient', gender: 'female' }))
+        .expect(201)
+    ).body.id as string;
+  const patch = (user: TestUser, id: string, path: string) =>
+    request(t.server)
+      .patch(`/r4/Patient/${id}`)
+      .set(bearer(user.access_token))
+      .set('Content-Type', json)
+      .send(JSON.stringify(replaceGender(path)));
+  /** Waits until `condition` holds (never a sleep racing a server-side window), failing after 20 s. */
+  const until = async (what: string, condition: () => boolean) => {
+    const failAt = Date.now() + 20_000;
+    while (!condition()) {
+      if (Date.now() > failAt) throw new Error(`never saw: ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+
+  it("while one client's costly patches are cut at their deadline and their workers reboot, another client's patches never go to a booting worker", async () => {
+    probe = probeFhirPathWorkers((expression) => expression === victimSelects);
+    const victimId = await create(victim);
+    const heavyIds = [await create(heavy), await create(heavy)];
+    // every worker booted before the attack (the first evaluation starts them all)
+    await Promise.all(heavyIds.map((id) => patch(heavy, id, 'Patient.gender').expect(200)));
+    await until('every worker booted', () => probe!.created >= 2 && probe!.booting === 0);
+    // the costly client alone on the server (the victim's set-up is over): it may use every worker
+    const concurrency = t.app.get(ClientConcurrency);
+    await until('the costly client alone', () => !concurrency.anotherClientActive(heavyClient.client_id));
+
+    attacking = true;
+    const victimStatuses: number[] = [];
+    const costly: number[] = [];
+    let victimLoop: Promise<void> = Promise.resolve();
+    try {
+      // two loops of costly patches, until at least two workers were cut and rebooted while the
+      // victim patched (at most 6 costly patches: the condition not met fails below)
+      let sent = 0;
+      const enough = () => probe!.cut >= 2 && probe!.handedDuringReboot >= 2;
+      const attacker = async (id: string) => {
+        while (attacking && !enough() && sent < 6) {
+          sent += 1;
+          costly.push((await patch(heavy, id, catastrophic)).status);
+        }
+      };
+      const attack = Promise.all(heavyIds.map(attacker));
+      // the victim comes while the costly patches hold every worker, and patches back to back
+      const turns = t.app.get(FhirPathTurns);
+      await until('the costly patches on every worker', () => turns.load.running === 2);
+      victimLoop = (async () => {
+        while (attacking) victimStatuses.push((await patch(victim, victimId, ordinary)).status);
+      })();
+      await attack;
+      // the last cut worker's replacement is up before the victim stops
+      await until('every cut worker rebooted', () => probe!.rebooting === 0);
+    } finally {
+      attacking = false;
+      await victimLoop;
+    }
+
+    expect(costly.length).toBeGreaterThan(0);
+    expect(costly.filter((status) => status !== 422)).toEqual([]);
+    expect(victimStatuses.filter((status) => status !== 200)).toEqual([]);
+    // the victim patched all along the reboots (the test saw what it claims)
+    expect(probe.handed).toBe(victimStatuses.length);
+    expect(probe.cut).toBeGreaterThanOrEqual(2);
+    expect(probe.handedDuringReboot).toBeGreaterThanOrEqual(2);
+    // and none of its evaluations was handed to a worker still booting
+    expect(probe.handedToBooting).toBe(0);
+  }, 30_000);
 });
 
 /**

@@ -2,6 +2,7 @@ import request from 'supertest';
 import {
   bearer,
   createClient,
+  createFemalePatient,
   createTestApp,
   createUser,
   IDENTITY_TEST_ENV,
@@ -88,15 +89,7 @@ describe('security: the event loop is not held by deep narratives (e2e)', () => 
     t = await createTestApp(IDENTITY_TEST_ENV);
     attacker = await createUser(t, await createClient(t));
     victim = await createUser(t, await createClient(t));
-    const created = async (user: TestUser) =>
-      (
-        await request(t.server)
-          .post('/r4/Patient')
-          .set(bearer(user.access_token))
-          .set('Content-Type', json)
-          .send(JSON.stringify({ resourceType: 'Patient', gender: 'female' }))
-          .expect(201)
-      ).body.id as string;
+    const created = (user: TestUser) => createFemalePatient(t, user);
     attackerPatient = await created(attacker);
     victimPatient = await created(victim);
   });

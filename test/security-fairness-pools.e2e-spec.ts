@@ -7,7 +7,8 @@ import {
   createTestApp,
   createUser,
   IDENTITY_TEST_ENV,
-  replaceGenderPatch,
+  createFemalePatient,
+  patchGender,
   TestApp,
   TestClient,
   TestUser,
@@ -19,7 +20,6 @@ import { TenantResolver } from '../src/tenancy/tenant-resolver';
 
 const json = 'application/fhir+json';
 
-const replaceGender = replaceGenderPatch;
 const catastrophic = catastrophicFhirPath(29);
 
 /**
@@ -47,21 +47,8 @@ describe('security: the FHIRPath worker pool is shared fairly (e2e)', () => {
   });
   afterAll(async () => t?.close());
 
-  const create = async (user: TestUser) =>
-    (
-      await request(t.server)
-        .post('/r4/Patient')
-        .set(bearer(user.access_token))
-        .set('Content-Type', json)
-        .send(JSON.stringify({ resourceType: 'Patient', gender: 'female' }))
-        .expect(201)
-    ).body.id as string;
-  const patch = (user: TestUser, id: string, path: string) =>
-    request(t.server)
-      .patch(`/r4/Patient/${id}`)
-      .set(bearer(user.access_token))
-      .set('Content-Type', json)
-      .send(JSON.stringify(replaceGender(path)));
+  const create = (user: TestUser) => createFemalePatient(t, user);
+  const patch = (user: TestUser, id: string, path: string) => patchGender(t, user, id, path);
 
   it("another client's ordinary patch waits for at most the pool's workers, not behind 8 costly evaluations", async () => {
     const heavyIds: string[] = [];
@@ -134,21 +121,8 @@ describe("security: one client's FHIRPath reboots never hold another's patches (
     await t?.close();
   });
 
-  const create = async (user: TestUser) =>
-    (
-      await request(t.server)
-        .post('/r4/Patient')
-        .set(bearer(user.access_token))
-        .set('Content-Type', json)
-        .send(JSON.stringify({ resourceType: 'Patient', gender: 'female' }))
-        .expect(201)
-    ).body.id as string;
-  const patch = (user: TestUser, id: string, path: string) =>
-    request(t.server)
-      .patch(`/r4/Patient/${id}`)
-      .set(bearer(user.access_token))
-      .set('Content-Type', json)
-      .send(JSON.stringify(replaceGender(path)));
+  const create = (user: TestUser) => createFemalePatient(t, user);
+  const patch = (user: TestUser, id: string, path: string) => patchGender(t, user, id, path);
   /** Waits until `condition` holds (never a sleep racing a server-side window), failing after 20 s. */
   const until = async (what: string, condition: () => boolean) => {
     const failAt = Date.now() + 20_000;

@@ -3,6 +3,7 @@ import {
   bearer,
   catastrophicFhirPath,
   createClient,
+  createFemalePatient,
   createTestApp,
   createUser,
   IDENTITY_TEST_ENV,
@@ -25,15 +26,7 @@ describe('security: bounded FHIRPath evaluation (e2e)', () => {
   let otherPatient: string;
   const json = 'application/fhir+json';
   const replaceGender = replaceGenderPatch;
-  const create = async (user: TestUser) =>
-    (
-      await request(t.server)
-        .post('/r4/Patient')
-        .set(bearer(user.access_token))
-        .set('Content-Type', json)
-        .send(JSON.stringify({ resourceType: 'Patient', gender: 'female' }))
-        .expect(201)
-    ).body.id as string;
+  const create = (user: TestUser) => createFemalePatient(t, user);
   const patch = (id: string, body: unknown) =>
     request(t.server)
       .patch(`/r4/Patient/${id}`)

@@ -6,12 +6,21 @@ import { configureApp } from './configure-app';
 import { DatabaseHandle } from './database/embedded-database';
 import { FhirExpressAdapter } from './fhir-http/fhir-express-adapter';
 
-/** Builds the configured HTTP application (used by main and by the e2e tests). */
-export async function createApp(settings: Settings, database: DatabaseHandle, dbName?: string) {
+/**
+ * Builds the configured HTTP application (used by main and by the e2e tests). `nestRoutes`: every
+ * route through Nest's own request pipeline, none compiled (the compiled FHIR routes' A/B).
+ */
+export async function createApp(
+  settings: Settings,
+  database: DatabaseHandle,
+  dbName?: string,
+  options: { nestRoutes?: boolean } = {},
+) {
+  // FHIR handlers' answers are written by the FHIR reply (src/fhir-http/fhir-reply.ts)
+  const adapter = new FhirExpressAdapter(settings.urls.base);
   const app = await NestFactory.create<NestExpressApplication>(
     AppModule.register({ settings, database, dbName }),
-    // FHIR handlers' answers are written by the FHIR reply (src/fhir-http/fhir-reply.ts)
-    new FhirExpressAdapter(settings.urls.base),
+    adapter,
     {
       bodyParser: false,
       bufferLogs: true,
@@ -19,5 +28,7 @@ export async function createApp(settings: Settings, database: DatabaseHandle, db
     },
   );
   configureApp(app, settings);
+  // FHIR routes get handlers compiled for them when the app's init registers its routes
+  if (options.nestRoutes !== true) adapter.compileFhirRoutes(app);
   return app;
 }

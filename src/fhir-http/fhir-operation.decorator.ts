@@ -8,7 +8,7 @@ import {
   type OperationLevel,
   type OperationMethod,
 } from './fhir-operation-definition';
-import { FhirRoute } from './fhir-route.decorator';
+import { defineHandlerSite, FhirRoute } from './fhir-route.decorator';
 
 const PATH_PARAMS: ReadonlyArray<[string, string]> = [
   ['version', 'FHIR version: r4, stu3 or dstu2 (any case)'],
@@ -102,6 +102,8 @@ function defineTwin(
   Reflect.defineMetadata(PATH_METADATA, paths, twin);
   Reflect.defineMetadata(METHOD_METADATA, RequestMethod[method], twin);
   Object.defineProperty(target, twinKey, { value: twin, writable: true, configurable: true });
+  // its own site: the one it inherits from the original names the original's property
+  defineHandlerSite(twin, target, twinKey);
   const ctor = (target as { constructor: object }).constructor;
   const args: unknown = Reflect.getMetadata(ROUTE_ARGS_METADATA, ctor, key);
   if (args) Reflect.defineMetadata(ROUTE_ARGS_METADATA, args, ctor, twinKey);

@@ -6,6 +6,23 @@ import type { TenantOptions } from '../tenancy/tenant-options';
 /** Metadata key of `@FhirRoute()` (and of every `@FhirOperation()` handler). */
 export const FHIR_ROUTE = 'fhir-http:route';
 
+/** A controller's method that handles a route, and a controller class. */
+export type RouteHandler = (...args: never[]) => unknown;
+export type ControllerClass = abstract new (...args: never[]) => unknown;
+
+/**
+ * Metadata key, on a FHIR handler, of where it is defined (`FhirHandlerSite`). Nest copies a
+ * handler's metadata onto the request handler it registers for it, which is how the app's adapter
+ * recognises a FHIR route and finds its controller method (compiled-fhir-route.ts).
+ */
+export const FHIR_HANDLER = 'fhir-http:handler';
+
+export interface FhirHandlerSite {
+  controller: ControllerClass;
+  /** The controller's property that holds the handler. */
+  method: string;
+}
+
 /**
  * The FHIR base a route hangs under. Each is a path prefix that ends at the version:
  * `{base_url}/{v}`, `{analytics_url}/bulk-data/{v}`, the R4-only population gateway

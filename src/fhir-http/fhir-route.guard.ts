@@ -8,7 +8,14 @@ import type { TenantContext } from '../tenancy/tenant-context';
 import type { TenantOptions } from '../tenancy/tenant-options';
 import { TenantResolver } from '../tenancy/tenant-resolver';
 import { FHIR_OPERATION, type FhirOperationDefinition } from './fhir-operation-definition';
-import { FHIR_ROUTE, laneOf, type FhirRequest, type FhirRouteOptions } from './fhir-route-state';
+import {
+  FHIR_ROUTE,
+  laneOf,
+  type ControllerClass,
+  type FhirRequest,
+  type FhirRouteOptions,
+  type RouteHandler,
+} from './fhir-route-state';
 import { checkRequestBody, responseContentType } from './negotiation';
 import { idParam, typeParam, versionParam } from './path-params';
 import { checkSmartScopes } from './smart-scope-check';
@@ -17,7 +24,7 @@ import { checkSmartScopes } from './smart-scope-check';
 const RELEASE_NAME = /^(?:r|stu|dstu)\d+$/i;
 
 /** What a handler's decorators say, read once per handler (not per request). */
-interface CompiledRoute {
+export interface CompiledRoute {
   options: FhirRouteOptions;
   /** The credentials asked of the caller; undefined on public routes. */
   tenant?: TenantOptions;
@@ -49,9 +56,19 @@ export class FhirRouteGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
-    const route = this.routeOf(context);
     const http = context.switchToHttp();
-    const req = http.getRequest<FhirRequest & TenantRequest>();
+    return this.check(
+      this.routeOf(context.getHandler() as RouteHandler, context.getClass()),
+      http.getRequest<FhirRequest & TenantRequest>(),
+      http.getResponse<Response>(),
+    );
+  }
+
+  /**
+   * The four steps for a route read once by `routeOf`: what `canActivate` runs under Nest's guard
+   * consumer, and what a compiled FHIR route (compiled-fhir-route.ts) calls directly.
+   */
+  check(route: CompiledRoute, req: FhirRequest & TenantRequest, res: Response): boolean | Promise<boolean> {
     const { options } = route;
     const params = req.params as Record<string, string | undefined>;
     // the population gateway and the directory view are R4 only: no version segment
@@ -73,7 +90,7 @@ export class FhirRouteGuard implements CanActivate {
     if (req.method === 'POST' || req.method === 'PUT') checkRequestBody(req, options.body ?? 'any', version);
     req.fhir = { options, version, type, id, mediaType };
     if (route.tenant === undefined) return true;
-    return this.admit(route, route.tenant, req, http.getResponse<Response>(), path);
+    return this.admit(route, route.tenant, req, res, path);
   }
 
   /**
@@ -120,15 +137,13 @@ export class FhirRouteGuard implements CanActivate {
     return true;
   }
 
-  private routeOf(context: ExecutionContext): CompiledRoute {
-    const handler = context.getHandler();
+  /** The route of a handler (the controller's method) of a controller class, read once. */
+  routeOf(handler: RouteHandler, controller: ControllerClass): CompiledRoute {
     let route = this.compiled.get(handler);
     if (route === undefined) {
       const options =
-        this.reflector.getAllAndOverride<FhirRouteOptions | undefined>(FHIR_ROUTE, [
-          handler,
-          context.getClass(),
-        ]) ?? {};
+        this.reflector.getAllAndOverride<FhirRouteOptions | undefined>(FHIR_ROUTE, [handler, controller]) ??
+        {};
       route = {
         options,
         tenant:

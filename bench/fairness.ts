@@ -16,7 +16,9 @@
  * - `narrative`: `$validate` of 32,000 nested elements (refused at the depth limit), ignoring Retry-After;
  * - `large-narrative`: `$validate` of a legal ~1 MB narrative (parsed in slices), ignoring Retry-After;
  * - `write-flood`: transactions of 20 Observations (database time of writes), honouring Retry-After.
- * Target: the victim's p99 moves by at most 2× in each. The attacker's requests (served, and
+ * Target: the victim's p99 moves by at most 2× in each, against the victim alone measured right
+ * before that attack (the spread of those baselines against the first is printed: the bench's own
+ * noise, no attack running). The attacker's requests (served, and
  * refused 429) and the server's CPU per attacker request are reported too, the victim's own CPU in
  * the phase taken out (for refused floods: target < 0.3 ms). Each phase starts with the attacker's
  * shares full (`settle`): storing what the attacks need, and the previous phase's attack, left it in
@@ -370,6 +372,8 @@ async function main(): Promise<void> {
       };
     };
     const rows = [row('victim alone', baseline, baselineCpu, baselineEngineCpu)];
+    // each adjacent baseline's p99 over the first one's: what the bench reads with no attack at all
+    const aloneAgain: number[] = [];
     const summary: Array<{
       attack: Attack;
       ratio: number;
@@ -383,14 +387,20 @@ async function main(): Promise<void> {
     for (const attack of SELECTED) {
       const { send, ignoreRetryAfter, victim: ownVictim, attacker } = attacks[attack];
       const settledS = await settle(server.url, attacker ?? auth(heavyToken));
-      // an attack with its own victim operation: that operation alone first
-      let alone = rows[0];
+      // The victim alone again right before the attack, on the server as the previous phases left
+      // it: the ratio compares two adjacent phases, so a machine that got busier or quieter since
+      // the first baseline does not read as the attack's effect (or hide it). An attack with its
+      // own victim operation measures that operation alone.
+      let alone: ReturnType<typeof row>;
       if (ownVictim) {
         await victimLoop(ownVictim.request, Date.now() + 1000); // warm-up (a pool's workers boot)
         const aloneStats = await victimLoop(ownVictim.request, Date.now() + PHASE_MS / 3);
         alone = row(`victim ${ownVictim.name} alone`, aloneStats, 0, 0);
-        rows.push(alone);
+      } else {
+        alone = row(`victim alone before ${attack}`, await victimLoop(victim, Date.now() + PHASE_MS), 0, 0);
+        aloneAgain.push(alone.p99Ms / rows[0].p99Ms);
       }
+      rows.push(alone);
       cpu = cpuSeconds(pid);
       engineCpu = engineCpuSeconds(pid);
       const heavy = newStats();
@@ -432,6 +442,10 @@ async function main(): Promise<void> {
       console.log(
         `victim p99 ratio during ${attack} / alone: ${ratio.toFixed(2)} (target ≤ 2); attacker requests ${attackerRequests}: ${served} answered, ${refused} refused 429 (its shares full at the start: waited ${settledS.toFixed(1)} s); server CPU per attacker request (the victim's own CPU taken out) ${cpuMsPerAttack.toFixed(2)} ms`,
       );
+    if (aloneAgain.length > 0)
+      console.log(
+        `noise: the victim alone before an attack / alone at the start, p99 ratio ${Math.min(...aloneAgain).toFixed(2)}–${Math.max(...aloneAgain).toFixed(2)} over ${aloneAgain.length} phases (no attack running)`,
+      );
     console.log(`load average ${load.join(' → ')}`);
     mkdirSync(join(__dirname, 'results'), { recursive: true });
     writeFileSync(
@@ -451,6 +465,7 @@ async function main(): Promise<void> {
           heavyConnections: HEAVY_CONNECTIONS,
           phaseMs: PHASE_MS,
           loadAverage: load,
+          aloneAgainP99Ratios: aloneAgain,
           rows,
           summary: summary.map(
             ({

@@ -1,9 +1,11 @@
 import request from 'supertest';
 import { createClient, createTestApp, TestApp } from '@app/testing';
 import * as secretHash from '../src/modules/auth/clients/secret-hash';
+import { FAILURE_PACE_MS, UNPACED_FAILURES } from '../src/modules/auth/rate-limit/failure-pacing';
 
 const EPA = '/auth/realms/epa-uat/protocol/openid-connect/token';
-const LIMIT = 20;
+/** The window's failure limit of the first describe: below UNPACED_FAILURES, so the slots alone bound it. */
+const LIMIT = UNPACED_FAILURES - 1;
 
 /** Secrets verified by the app in this process (one scrypt run each), counted at the module's export. */
 const verifications = jest.spyOn(secretHash, 'verifySecret');
@@ -81,5 +83,62 @@ describe('security: concurrent wrong secrets verify at most the limit (e2e)', ()
     });
     expect(again.status).toBe(429);
     expect(secretVerificationCount()).toBe(before);
+  });
+});
+
+/**
+ * Past UNPACED_FAILURES an address verifies one wrong secret per FAILURE_PACE_MS (FailurePacing):
+ * a burst costs that many scrypt runs, not the window's limit, and later guesses come one a second.
+ */
+describe('security: wrong secrets from one address are paced (e2e)', () => {
+  const WINDOW_LIMIT = 20;
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({
+      TRUST_PROXY: 'loopback',
+      TOKEN_FAILURE_LIMIT: String(WINDOW_LIMIT),
+      AUTH_FAILURE_LIMIT_PER_ADDRESS: '1000',
+      AUTH_FAILURE_WINDOW: '3600',
+    });
+  });
+  afterAll(async () => t?.close());
+
+  const token = (address: string, clientId: string, secret: string) =>
+    request(t.server)
+      .post(EPA)
+      .set('X-Forwarded-For', address)
+      .type('form')
+      .send({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret });
+
+  it(`64 wrong secrets at once verify ${UNPACED_FAILURES}, then one per pace; the owner elsewhere is served`, async () => {
+    const address = '203.0.113.201';
+    const client = await createClient(t, { programs: ['epa'] });
+    const before = secretVerificationCount();
+    const burst = await Promise.all(
+      Array.from({ length: 64 }, (_, i) => token(address, client.client_id, `guess-${i}`)),
+    );
+    const verified = secretVerificationCount() - before;
+    // a straggler reaching the server a whole pace after the burst's last failure may verify one more
+    expect(verified).toBeGreaterThanOrEqual(UNPACED_FAILURES);
+    expect(verified).toBeLessThanOrEqual(UNPACED_FAILURES + 1);
+    const statuses = burst.map((a) => a.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(verified);
+    expect(statuses.filter((s) => s !== 401 && s !== 429 && s !== 503)).toEqual([]);
+
+    // right away: refused without a verification, told to come back after the pace
+    const early = secretVerificationCount();
+    const paced = await token(address, client.client_id, 'guess-now');
+    expect(paced.status).toBe(429);
+    expect(paced.headers['retry-after']).toBe(String(Math.ceil(FAILURE_PACE_MS / 1000)));
+    expect(secretVerificationCount()).toBe(early);
+
+    // after the pace: exactly one more guess is verified, the next is paced again
+    await new Promise((resolve) => setTimeout(resolve, FAILURE_PACE_MS + 100));
+    const next = await Promise.all([1, 2, 3].map((i) => token(address, client.client_id, `later-${i}`)));
+    expect(next.map((a) => a.status).sort()).toEqual([401, 429, 429]);
+    expect(secretVerificationCount()).toBe(early + 1);
+
+    // the owner, from its own address, is verified at once
+    await token('198.51.100.20', client.client_id, client.client_secret).expect(200);
   });
 });

@@ -42,10 +42,16 @@ export class ClientAuthenticator {
   async authenticate(clientId: string, secret: string, address: string): Promise<ClientRecord | null> {
     const known = this.clients.recentlyVerified(clientId, secret);
     if (known) return known;
-    const attempt = await this.rateLimit.reserveAuthAttempt(clientId.slice(0, MAX_KEY_ID), address);
+    const keyId = clientId.slice(0, MAX_KEY_ID);
+    const attempt = await this.rateLimit.reserveAuthAttempt(keyId, address);
     let client: ClientRecord | null;
     try {
-      client = await this.clients.authenticate(clientId, secret);
+      client = await this.rateLimit.paced(
+        keyId,
+        address,
+        () => this.clients.authenticate(clientId, secret),
+        (found) => found === null,
+      );
     } catch (error) {
       await attempt.release();
       throw error;

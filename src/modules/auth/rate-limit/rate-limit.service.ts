@@ -1,6 +1,7 @@
 import { HttpException, Inject, Injectable } from '@nestjs/common';
 import { SETTINGS } from '../../../config/config.module';
 import { Settings } from '../../../config/settings';
+import { FailurePacing, PacingRefusal } from './failure-pacing';
 import { FailureSlots, type SlotCounter } from './failure-slots';
 import { RateLimitRepository } from './rate-limit.repository';
 
@@ -30,11 +31,14 @@ export class RateLimitService {
   private readonly slots = new FailureSlots();
   /** The last refusal of each address in its window: its message and the window's end (ms). */
   private readonly refusedAddresses = new Map<string, { message: string; until: number }>();
+  private readonly pacing: FailurePacing;
 
   constructor(
     @Inject(SETTINGS) private readonly settings: Settings,
     private readonly repo: RateLimitRepository,
-  ) {}
+  ) {
+    this.pacing = new FailurePacing(settings.authFailureWindowSeconds * 1000);
+  }
 
   /**
    * Counts one user-management call; throws 429 once over the hourly limit. `userId` set (a user
@@ -62,6 +66,9 @@ export class RateLimitService {
    */
   async reserveAuthAttempt(clientId: string, address: string): Promise<AuthAttempt> {
     const { pair, source, counters, refused } = this.authCounters(clientId, address);
+    if (this.slots.spent(counters)) throw refused();
+    const paced = this.pacing.refusalNow(pair.key);
+    if (paced) throw this.pacedRefusal(address, paced);
     if (!this.slots.take(counters)) throw refused();
     let counts: number[];
     try {
@@ -95,13 +102,41 @@ export class RateLimitService {
   }
 
   /**
-   * The 429 this process already knows a source gets (a counter of its window is spent), or
-   * undefined; synchronous, from memory, nothing taken. Admission's early refusal asks it before a
-   * request is logged, routed or its body parsed.
+   * Runs a secret's verification (`verify`, whose answer `failed` judges) at the pace of its
+   * (client id, address) pair in the current failure window (FailurePacing): 429 with Retry-After
+   * instead when the pair has to wait. Call it with a reserved attempt; on a 429 give the attempt
+   * back (nothing was verified).
+   */
+  async paced<T>(
+    clientId: string,
+    address: string,
+    verify: () => Promise<T>,
+    failed: (answer: T) => boolean,
+  ): Promise<T> {
+    const { pair } = this.authCounters(clientId, address);
+    const answer = await this.pacing.paced(pair.key, verify, failed);
+    if (answer instanceof PacingRefusal) throw this.pacedRefusal(address, answer);
+    return answer;
+  }
+
+  /**
+   * The 429 this process already knows a source gets (a counter of its window is spent, or its
+   * address must wait for its pace), or undefined; synchronous, from memory, nothing taken.
+   * Admission's early refusal asks it before a request is logged, routed or its body parsed.
    */
   knownRefusal(clientId: string, address: string): TooManyRequests | undefined {
-    const { counters, refused } = this.authCounters(clientId, address);
-    return this.slots.spent(counters) ? refused() : undefined;
+    const { pair, counters, refused } = this.authCounters(clientId, address);
+    if (this.slots.spent(counters)) return refused();
+    const paced = this.pacing.refusalNow(pair.key);
+    return paced && this.pacedRefusal(address, paced);
+  }
+
+  /** The 429 of a source that must wait for its pace; the address is remembered so its next token form is read early. */
+  private pacedRefusal(address: string, { retryAfterSeconds }: PacingRefusal): TooManyRequests {
+    const message =
+      'failed client authentications of this client from this address are checked one a second; retry later';
+    this.rememberRefused(address, message, Date.now() + retryAfterSeconds * 1000);
+    return new TooManyRequests(message, retryAfterSeconds);
   }
 
   /**
@@ -120,6 +155,9 @@ export class RateLimitService {
   }
 
   private rememberRefused(address: string, message: string, until: number): void {
+    // a window's refusal outlasts a pace's: the shorter one does not replace it
+    const last = this.refusedAddresses.get(address);
+    if (last && last.until > until) return;
     this.refusedAddresses.delete(address);
     this.refusedAddresses.set(address, { message, until });
     if (this.refusedAddresses.size > MAX_REFUSED_ADDRESSES) {

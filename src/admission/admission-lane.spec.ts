@@ -270,6 +270,46 @@ describe('AdmissionLane', () => {
       expect(databaseShareFraction(lane.expectedCost('new'), 0.25)).toBe(1);
     });
 
+    it('a client is backlogged while more than its cap waits behind its own cost cap; a full lane, one request at a time, one waiting or nobody contending is no backlog', async () => {
+      // cheap transactions (15 ms each) one at a time: never backlogged, keeps its whole share
+      await answered('flood', 15);
+      contending.add('victim');
+      expect(lane.contendedCap('flood')).toBe(1);
+      const first = track(lane.enter('flood'));
+      await settle();
+      expect(lane.backlogged('flood')).toBe(false);
+      // a second one waits behind the first: no more than twice its cap, not backlogged yet
+      const second = track(lane.enter('flood'));
+      await settle();
+      expect(!!second.ticket).toBe(false);
+      expect(lane.backlogged('flood')).toBe(false);
+      // a third: more waiting than it runs, backlogged, keeps only the floor of its share
+      const third = track(lane.enter('flood'));
+      await settle();
+      expect(lane.backlogged('flood')).toBe(true);
+      expect(databaseShareFraction(lane.expectedCost('flood'), 0.25, lane.backlogged('flood'))).toBe(0.25);
+      // nobody contends: not held, so not backlogged (the waiter starts at the next release)
+      contending.clear();
+      expect(lane.backlogged('flood')).toBe(false);
+      contending.add('victim');
+      first.ticket!.release(15);
+      await settle();
+      expect(!!second.ticket).toBe(true);
+      expect(lane.backlogged('flood')).toBe(false);
+      second.ticket!.release(15);
+      await settle();
+      third.ticket!.release(15);
+      // a full lane (a client of 1 ms reads holds all 8): the victim waits for a slot, not behind its own cap
+      await answered('cheap', 1);
+      const hogs = Array.from({ length: 8 }, () => track(lane.enter('cheap')));
+      await settle();
+      expect(hogs.filter((r) => r.ticket).length).toBe(8);
+      const victim = track(lane.enter('victim'));
+      await settle();
+      expect(!!victim.ticket).toBe(false);
+      expect(lane.backlogged('victim')).toBe(false);
+    });
+
     it('a request held behind its own client waits past shareWaitMs; after maxWaitMs it gets 429 with Retry-After naming the limit, not 503', async () => {
       await answered('heavy', 100);
       contending.add('victim');
@@ -325,5 +365,11 @@ describe('databaseShareFraction', () => {
 
   it('a cost that is not a number never shrinks the share', () => {
     expect(databaseShareFraction(Number.NaN, 0.25)).toBe(1);
+  });
+
+  it('a backlogged client keeps the floor whatever each request costs; a floor of 1 turns that off too', () => {
+    for (const ms of [undefined, 3, 15, 90, 1_000]) expect(databaseShareFraction(ms, 0.25, true)).toBe(0.25);
+    for (const ms of [undefined, 15, 1_000]) expect(databaseShareFraction(ms, 1, true)).toBe(1);
+    expect(databaseShareFraction(15, 0.25, false)).toBe(1);
   });
 });

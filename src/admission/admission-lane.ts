@@ -62,8 +62,20 @@ export const FULL_SHARE_COST_MS = 2 * CONTENDED_BUDGET_MS;
  * clients at the same share, the one of 100 ms requests gets less of the engine than the one of
  * 3 ms requests, where equal shares let one $everything or transaction flood hold half the engine
  * (a victim's reads then wait behind it about as long as they run). Alone, nothing is charged.
+ *
+ * A client `backlogged` in the lane (AdmissionLane.backlogged: its requests wait behind its own
+ * cost cap) keeps only `minFraction`, whatever each request costs: it asks for more of the engine
+ * than the lane lets it hold at once, request after request. The cost per request cannot see a
+ * flood of requests that are each cheap (transactions of 20 at ~15 ms, one at a time, always one
+ * in the engine: the victim's reads ran beside one nearly every time); its rate can, and a client
+ * sending one request at a time (a reader, however slow the engine) is never backlogged.
  */
-export function databaseShareFraction(expectedMs: number | undefined, minFraction: number): number {
+export function databaseShareFraction(
+  expectedMs: number | undefined,
+  minFraction: number,
+  backlogged = false,
+): number {
+  if (backlogged) return Math.min(1, minFraction);
   if (expectedMs === undefined || !(expectedMs > FULL_SHARE_COST_MS)) return 1;
   return Math.min(1, Math.max(minFraction, FULL_SHARE_COST_MS / expectedMs));
 }
@@ -144,6 +156,19 @@ export class AdmissionLane {
     const cost = this.costs.get(clientId) ?? CONTENDED_BUDGET_MS;
     if (!(cost > 0)) return this.opts.capacity;
     return Math.max(1, Math.min(this.opts.capacity, Math.floor(CONTENDED_BUDGET_MS / cost)));
+  }
+
+  /**
+   * Whether the client's requests pile up behind its own cost cap now: it runs its cap while
+   * another client contends and has more than that waiting (databaseShareFraction: it keeps the
+   * costly part of its database share). More than its cap, not one: an app whose two users read
+   * back to back on a slow engine (cap 1) has one read waiting for the other at times, and asks
+   * for no more than twice its cap; a flood keeps its whole in-flight allowance waiting. Requests
+   * waiting only because the lane is full are not its backlog.
+   */
+  backlogged(clientId: string): boolean {
+    const waiting = this.queues.get(clientId)?.length ?? 0;
+    return waiting > 0 && this.heldAtCap(clientId) && waiting > this.contendedCap(clientId);
   }
 
   /** The client's expected database time per request of this lane (ms, running mean), if known. */

@@ -79,13 +79,19 @@ export class RequestAdmission {
 
   /**
    * The part of its database share the client keeps for a request of `lane` while another caller
-   * contends (databaseShareFraction of the lane's expected cost of the client): its database time
-   * is charged divided by it, which is the same as a share that many times smaller. Outside the
-   * lanes (bulk work, not charged): 1.
+   * contends (databaseShareFraction of the lane's expected cost of the client, and whether its
+   * requests wait behind its own cost cap there): its database time is charged divided by it,
+   * which is the same as a share that many times smaller. Outside the lanes (bulk work, not
+   * charged): 1.
    */
   databaseShare(clientId: string, lane: RouteLane): number {
     if (lane === 'bulk') return 1;
-    return databaseShareFraction(this.lanes[lane].expectedCost(clientId), this.costlyShare);
+    const admitted = this.lanes[lane];
+    return databaseShareFraction(
+      admitted.expectedCost(clientId),
+      this.costlyShare,
+      admitted.backlogged(clientId),
+    );
   }
 
   /**

@@ -50,7 +50,8 @@ export interface Settings {
   /**
    * The least part (percent) of CLIENT_DATABASE_MS_PER_SECOND a client of costly requests keeps while
    * another caller contends (its share scales with FULL_SHARE_COST_MS over its expected database time
-   * per request); 100 turns the scaling off.
+   * per request), and what a client whose requests wait behind its own lane cap keeps; 100 turns
+   * both off.
    */
   clientCostlyDatabaseSharePercent: number;
   /** Time (ms) one client's FHIRPath may hold workers of the shared pool per second on average while others are active; over → 429. */

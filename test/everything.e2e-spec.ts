@@ -1,6 +1,7 @@
 import request from 'supertest';
-import { bearer, createAppWithUsers, TestApp, TestUser } from '@app/testing';
+import { bearer, createAppWithUsers, IDENTITY_TEST_ENV, TestApp, TestUser } from '@app/testing';
 import { entryIds, loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
+import { recordQueries } from '@app/testing/query-plans';
 
 /** docs/api.md §6, §7: `GET` and `DELETE /{v}/Patient/{id}/$everything` on Synthea R4 records. */
 describe('Patient/$everything (e2e, Synthea R4)', () => {
@@ -18,7 +19,8 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
     ({
       t,
       users: [alice, bob],
-    } = await createAppWithUsers({ users: 2 }));
+      // METRICS_ENABLED turns the driver's command monitoring on (recordQueries listens to it)
+    } = await createAppWithUsers({ users: 2 }, { ...IDENTITY_TEST_ENV, METRICS_ENABLED: 'true' }));
     records = await loadSyntheaPatients(t, asAlice(), { count: 2, skip: 1 });
   }, 120_000);
   afterAll(async () => t?.close());
@@ -167,6 +169,23 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
         .map((o) => o.id)
         .sort(),
     );
+  });
+
+  it('a first page is two queries: the compartment once (counts, outside references, its first resources with their JSON), then the Patient and the outside resources by key', async () => {
+    const [record] = records;
+    const path = `/r4/Patient/${record.patientId}/$everything`;
+    let first: any;
+    const queries = await recordQueries(t.connection, async () => {
+      first = (await get(path).expect(200)).body;
+    });
+    expect(queries.filter((q) => q.collection === 'resources').map((q) => q.summary)).toHaveLength(2);
+    // the same entries as the first page of a walk with pages of one (each read by key)
+    const ones: string[] = [];
+    for (let skip = 0; skip < 10; skip++) {
+      const page = (await get(`${path}?_count=1&_skip=${skip}`).expect(200)).body;
+      ones.push(...page.entry.map((e: any) => JSON.stringify(e.resource)));
+    }
+    expect(first.entry.map((e: any) => JSON.stringify(e.resource))).toEqual(ones);
   });
 
   it('bad parameters are 400, an unknown or foreign patient 404', async () => {

@@ -40,9 +40,11 @@ async function jsonBytesReadDuring<T>(
   const count = (value: unknown): void => {
     if (Array.isArray(value)) return value.forEach(count);
     if (value === null || typeof value !== 'object') return;
-    const { json, docs } = value as { json?: unknown; docs?: unknown };
+    // `window`: the first `$everything` page's compartment resources come with their counts
+    const { json, docs, window } = value as { json?: unknown; docs?: unknown; window?: unknown };
     if (typeof json === 'string') bytes += json.length;
     if (docs !== undefined) count(docs);
+    if (window !== undefined) count(window);
   };
   const names = Object.getOwnPropertyNames(ResourceRepository.prototype).filter(
     (name) => name !== 'constructor' && typeof repository[name] === 'function',

@@ -476,24 +476,35 @@ export class ResourceRepository {
 
   /**
    * `countByType`, and in the same pass over the matches the resources `[skip, skip + limit)` in
-   * `sort` order, by key and JSON size only (`$facet`: the matches are found once; the caller reads
-   * the few its page budget serves by key, so the reply stays small whatever the resources weigh).
+   * `sort` order, by key and JSON size (`$facet`: the matches are found once; the caller reads
+   * the few its page budget serves by key, so the reply stays small whatever the resources weigh);
+   * with `jsonUpTo`, also the JSON of those small enough that `limit` of them stay within it
+   * (page-budget.ts `inlineJsonUpTo`).
    */
   async countByTypeWithWindow(
     ctx: TenantContext,
     version: FhirVersion,
     filter: Filter<ResourceDoc>,
-    options: { referencePattern?: string; hint?: string; sort: SortOrder; skip: number; limit: number },
-  ): Promise<{ types: TypeCount[]; window: SizedRef[] }> {
-    const { referencePattern, hint, sort, skip, limit } = options;
+    options: {
+      referencePattern?: string;
+      hint?: string;
+      sort: SortOrder;
+      skip: number;
+      limit: number;
+      jsonUpTo?: number;
+    },
+  ): Promise<{ types: TypeCount[]; window: Array<SizedRef & { json?: string }> }> {
+    const { referencePattern, hint, sort, skip, limit, jsonUpTo } = options;
     const window: object[] = [{ $sort: sort }];
     if (skip > 0) window.push({ $skip: skip });
-    window.push({ $limit: limit }, { $project: SIZED_FIELDS });
+    const fields =
+      jsonUpTo === undefined ? SIZED_FIELDS : { ...SIZED_FIELDS, json: inlineJsonUpTo(jsonUpTo, limit) };
+    window.push({ $limit: limit }, { $project: fields });
     const [row] = await this.scoped(ctx)
-      .resources.aggregate<{ types: TypeCountRow[]; window: SizedRef[] }>(
+      .resources.aggregate<{ types: TypeCountRow[]; window: Array<SizedRef & { json?: string }> }>(
         this.searchFilter(ctx, version, { filter, limit: 0 }),
         [{ $facet: { types: [{ $group: typeCountGroup(referencePattern) }], window } }],
-        hint === undefined ? {} : { hint },
+        { ...(hint === undefined ? {} : { hint }), enableUtf8Validation: false },
       )
       .toArray();
     return { types: (row?.types ?? []).map(typeCountOf), window: row?.window ?? [] };

@@ -31,8 +31,12 @@ export interface EverythingScope {
   readonly compartment: Filter;
   readonly served: Filter;
   readonly hint?: string;
-  readonly patients: SizedRef[];
+  /** Instance level: the Patient (read by key with the outside resources, `counts`). */
+  readonly patient?: { readonly id: string; readonly key: string };
 }
+
+/** A compartment resource of the page window: its JSON too when it was small enough to come inline. */
+export type WindowRow = SizedRef & { json?: string };
 
 /**
  * The reads of `Patient/$everything` and of its removal (everything.service.ts lays out the pages):
@@ -44,34 +48,31 @@ export class EverythingReader {
   constructor(private readonly repository: ResourceRepository) {}
 
   /**
-   * Instance level (`patientId`): Patient/{id} served first (404 when it is not in the caller's
-   * scope), its compartment without it beside, on the reference index by its `v, c, idx.ref`
+   * Instance level (`patientId`): Patient/{id} served first (`counts` reads it, 404 when it is not
+   * in the caller's scope), its compartment without it beside, on the reference index by its `v, c, idx.ref`
    * prefix (any type: the planner cannot tell multikey selectivity). Type level: every Patient
    * of the caller's scope and every resource in some Patient compartment, in one sorted stream; the
    * Patients are part of it, so none is held in memory. No hint: the Patients match on their
    * type, the rest on a reference pattern.
    */
-  async scope(
+  scope(
     ctx: TenantContext,
     version: FhirVersion,
     patientId: string | undefined,
     selection: EverythingSelection,
-  ): Promise<EverythingScope> {
+  ): EverythingScope {
     let compartment: Filter;
-    let patients: SizedRef[] = [];
+    let patient: EverythingScope['patient'];
     let hint: string | undefined;
     if (patientId === undefined) {
       compartment = anyPatientCompartmentFilter(version);
     } else {
-      const key = this.repository.key(ctx, version, 'Patient', patientId);
-      const [patient] = await this.repository.sizesOf(ctx, version, { _id: key }, 1);
-      if (!patient) throw OperationOutcomeError.notFound(`Patient/${patientId} is not known`);
-      patients = [patient];
+      patient = { id: patientId, key: this.repository.key(ctx, version, 'Patient', patientId) };
       compartment = {
         $and: [
           compartmentFilter(version, patientId),
           // a Patient that links to itself is served once, as the Patient
-          { _id: { $ne: patient._id } },
+          { _id: { $ne: patient.key } },
         ],
       };
       hint = INDEX_NAMES.ref;
@@ -82,22 +83,26 @@ export class EverythingReader {
     if (selection.types) conditions.push(typeAmong(selection.types));
     if (selection.since) conditions.push({ lu: { $gte: selection.since } });
     const served = conditions.length === 1 ? compartment : { $and: conditions };
-    return { compartment, served, hint, patients };
+    return { compartment, served, hint, patient };
   }
 
   /**
    * Per type, how many resources are served; the resources referenced outside the compartment
-   * (from the whole compartment, whatever the selection serves), by size; and with `window`, the
+   * (from the whole compartment, whatever the selection serves), by size, read by key with the
+   * Patient (instance level: 404 when it is not in the caller's scope); and with `window`, the
    * served compartment resources `[skip, skip + limit)` in page order read in the same pass
    * (one patient's compartment is small enough to come back as one document, `$facet`'s reply;
-   * every patient's is counted on its own, its part of the page queried after).
+   * every patient's is counted on its own, its part of the page queried after), with the JSON of
+   * those within `window.jsonUpTo` bytes together (page-budget.ts `inlineJsonUpTo`): a first
+   * page then needs no read of its compartment resources by key. Two queries in all: each one
+   * costs the engine and this process about as much as reading a few dozen small documents.
    */
   async counts(
     ctx: TenantContext,
     version: FhirVersion,
     scope: EverythingScope,
-    window?: { skip: number; limit: number },
-  ): Promise<{ types: TypeCount[]; window?: SizedRef[]; outside: SizedRef[] }> {
+    window?: { skip: number; limit: number; jsonUpTo?: number },
+  ): Promise<{ types: TypeCount[]; window?: WindowRow[]; outside: SizedRef[]; patients: SizedRef[] }> {
     const { compartment, served, hint } = scope;
     const referencePattern = outsideReferencePattern(version);
     const ownPattern = served === compartment ? referencePattern : undefined;
@@ -119,13 +124,15 @@ export class EverythingReader {
     const outsideKeys = outsideTargets((referencing ?? counted.types).flatMap((row) => row.references)).map(
       (ref) => this.repository.key(ctx, version, ref.type, ref.id),
     );
-    const outside = await this.repository.sizesOf(
-      ctx,
-      version,
-      { _id: { $in: outsideKeys } },
-      outsideKeys.length,
-    );
-    return { types: counted.types, window: counted.window, outside };
+    // the Patient is no outside resource (its type has a compartment): it cannot be among them
+    const { patient } = scope;
+    const keys = patient === undefined ? outsideKeys : [patient.key, ...outsideKeys];
+    const found = await this.repository.sizesOf(ctx, version, { _id: { $in: keys } }, keys.length);
+    const patients = found.filter((ref) => ref._id === patient?.key);
+    if (patient !== undefined && patients.length === 0)
+      throw OperationOutcomeError.notFound(`Patient/${patient.id} is not known`);
+    const outside = found.filter((ref) => ref._id !== patient?.key);
+    return { types: counted.types, window: counted.window, outside, patients };
   }
 
   /** Served compartment resources of `single`'s type ordered before it (by id). */

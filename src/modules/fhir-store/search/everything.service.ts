@@ -11,7 +11,12 @@ import type { Settings } from '../../../config/settings';
 import type { TenantContext } from '../../../tenancy/tenant-context';
 import type { OperationOutput, Page } from '../../../fhir-http/results';
 import type { SizedRef } from '../../../storage/resource.repository';
-import { EverythingReader, type EverythingScope } from '../../../storage/search/everything-reader';
+import {
+  EverythingReader,
+  type EverythingScope,
+  type WindowRow,
+} from '../../../storage/search/everything-reader';
+import type { ResourceDoc } from '../../../storage/documents';
 import { StorageService } from '../../../storage/storage-handle';
 import { servedWithinBudget } from '../../../storage/page-budget';
 import {
@@ -34,6 +39,23 @@ const BATCH = 1000;
  * resources referenced outside the compartment, a few dozen for a Synthea patient).
  */
 const SINGLES_AHEAD = 200;
+
+/**
+ * The JSON a window brought inline for resources the page does not serve (singles took their
+ * slots, or the byte budget ended the page before them) was read for this request all the same:
+ * charged to the client's share as page-budget.ts charges what a page looked at and did not serve.
+ */
+function chargeInlineUnserved(
+  ctx: TenantContext,
+  window: readonly WindowRow[] | undefined,
+  served: ReadonlyArray<WindowRow | undefined>,
+): void {
+  const servedKeys = new Set(served.map((ref) => ref?._id));
+  let bytes = 0;
+  for (const row of window ?? [])
+    if (typeof row.json === 'string' && !servedKeys.has(row._id)) bytes += row.size;
+  if (bytes > 0) ctx.chargeUnservedReads?.(bytes);
+}
 
 /**
  * `GET|POST /{v}/Patient/{id}/$everything` and `/{v}/Patient/$everything` (https://hl7.org/fhir/R4/patient-operation-everything.html)
@@ -66,23 +88,29 @@ export class EverythingService {
       maxCount: MAX_PAGE_SIZE,
       maxSkip: this.settings.searchMaxSkip,
     });
-    const scope = await this.reader.scope(ctx, version, patientId, window);
+    const scope = this.reader.scope(ctx, version, patientId, window);
     const kept = (doc: SizedRef) =>
       (!window.types || window.types.includes(doc.t)) && (!window.since || doc.lu >= window.since);
     // The compartment's part of the page is read in the same pass as the counts, before the
     // singles are known: from up to SINGLES_AHEAD positions before the page (singles placed
-    // before it move the compartment's part back), by type and id only.
+    // before it move the compartment's part back), by type and id; a window that starts at the
+    // page (the first page) brings the JSON of its small resources too.
     const windowStart = Math.max(0, window.skip - SINGLES_AHEAD);
+    const maxBytes = this.settings.searchPageMaxBytes;
     const counted = await this.reader.counts(
       ctx,
       version,
       scope,
       patientId === undefined
         ? undefined
-        : { skip: windowStart, limit: window.skip - windowStart + window.count },
+        : {
+            skip: windowStart,
+            limit: window.skip - windowStart + window.count,
+            jsonUpTo: windowStart === window.skip ? maxBytes : undefined,
+          },
     );
     const servedTypes = counted.types;
-    const singles = [...scope.patients, ...counted.outside].filter(kept).sort(compareKeys);
+    const singles = [...counted.patients, ...counted.outside].filter(kept).sort(compareKeys);
     const counts = new Map(servedTypes.map((row) => [row.type, row.count]));
     const placed = await Promise.all(
       singles.map(async (single) => ({
@@ -101,12 +129,14 @@ export class EverythingService {
     // The page byte budget on the sizes: the slots in order while their JSON fits (at least one);
     // next follows them. Only the JSON of those is read.
     const sizes = page.map((ref) => ref?.size ?? 0);
-    const fitting = servedWithinBudget(ctx, sizes, this.settings.searchPageMaxBytes);
+    const fitting = servedWithinBudget(ctx, sizes, maxBytes);
     const inBudget = page.slice(0, fitting);
+    chargeInlineUnserved(ctx, counted.window, inBudget);
     // A resource removed between the count and the page query leaves its slot empty.
-    const docs = await this.storage.for(ctx).readLive(
+    const docs = await this.withJson(
+      ctx,
       version,
-      inBudget.filter((ref) => ref !== undefined).map((ref) => ({ type: ref.t, id: ref.id })),
+      inBudget.filter((ref) => ref !== undefined),
     );
     const entries = docs.map((doc) => resourceEntry(base, doc, 'match'));
     const warnings = unknownParamsEntry(window.unknown);
@@ -129,6 +159,31 @@ export class EverythingService {
   }
 
   /**
+   * The page's resources with their JSON, in page order: those of the window that brought it
+   * inline as they are, the others read by key (one removed since is left out).
+   */
+  private async withJson(
+    ctx: TenantContext,
+    version: FhirVersion,
+    refs: ReadonlyArray<WindowRow>,
+  ): Promise<Array<Pick<ResourceDoc, 'v' | 't' | 'id' | 'json'>>> {
+    const missing = refs.filter((ref) => typeof ref.json !== 'string');
+    const read =
+      missing.length === 0
+        ? []
+        : await this.storage.for(ctx).readLive(
+            version,
+            missing.map((ref) => ({ type: ref.t, id: ref.id })),
+          );
+    const byKey = new Map(read.map((doc) => [doc._id, doc]));
+    return refs.flatMap((ref): Array<Pick<ResourceDoc, 'v' | 't' | 'id' | 'json'>> => {
+      if (typeof ref.json === 'string') return [{ v: version, t: ref.t, id: ref.id, json: ref.json }];
+      const doc = byKey.get(ref._id);
+      return doc ? [doc] : [];
+    });
+  }
+
+  /**
    * The compartment resources of the page, in page order, by key and size: from the window read
    * with the counts, or by a sorted query of their own (no window, or more singles come before the
    * page than the window reached back).
@@ -137,10 +192,10 @@ export class EverythingService {
     ctx: TenantContext,
     version: FhirVersion,
     layout: EverythingPageLayout,
-    window: readonly SizedRef[] | undefined,
+    window: readonly WindowRow[] | undefined,
     windowStart: number,
     scope: EverythingScope,
-  ): Promise<SizedRef[]> {
+  ): Promise<WindowRow[]> {
     if (layout.compartmentLimit === 0) return [];
     if (window && layout.compartmentSkip >= windowStart) {
       const from = layout.compartmentSkip - windowStart;

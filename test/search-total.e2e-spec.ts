@@ -126,4 +126,84 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
       expect(res.body.issue[0].diagnostics ?? res.body.issue[0].details?.text).toContain('_total');
     }
   });
+
+  /**
+   * A patient's Observations sorted by date: no index holds that order, so the page query sorts
+   * every match and counts them in the same pass (search-executor.ts `sortsFewMatches`). The
+   * answers are those of a page query and a count of their own.
+   */
+  describe("one reference's matches sorted by a parameter: the count in the page's query", () => {
+    const observationsOf = async (patient: string, count: number) => {
+      const id = (await create(alice, `Sortson${patient}`)).body.id as string;
+      for (let i = 0; i < count; i++)
+        await request(t.server)
+          .post('/r4/Observation')
+          .set(bearer(alice.access_token))
+          .set('Content-Type', 'application/fhir+json')
+          .send({
+            resourceType: 'Observation',
+            status: 'final',
+            code: { text: 'sorted' },
+            subject: { reference: `Patient/${id}` },
+            // two on each day: the id breaks their tie
+            effectiveDateTime: `2020-01-${String(10 + Math.floor(i / 2)).padStart(2, '0')}`,
+          })
+          .expect(201);
+      return id;
+    };
+    /** Every match by walking next: [date, id] in served order, and the queries of each page. */
+    const walk = async (path: string) => {
+      const served: Array<[string, string]> = [];
+      const queries: number[] = [];
+      let bundles: any[] = [];
+      let url: string | undefined = path;
+      while (url) {
+        let body: any;
+        const recorded = await recordQueries(t.connection, async () => {
+          body = (await get(url!).expect(200)).body;
+        });
+        queries.push(recorded.filter((q) => q.collection === 'resources').length);
+        bundles = [...bundles, body];
+        for (const entry of body.entry ?? [])
+          served.push([entry.resource.effectiveDateTime, entry.resource.id]);
+        url = link(body, 'next')?.slice(t.settings.urls.base.length);
+      }
+      return { served, queries, bundles };
+    };
+    const inOrder = (served: Array<[string, string]>) =>
+      [...served].sort(([d1, i1], [d2, i2]) => (d1 !== d2 ? (d1 < d2 ? 1 : -1) : i1 < i2 ? -1 : 1));
+
+    it('below and at the cap: exact total and last link, one query per page, newest date first', async () => {
+      for (const count of [3, EXACT_UP_TO]) {
+        const patient = await observationsOf(`b${count}`, count);
+        const { served, queries, bundles } = await walk(
+          `/r4/Observation?patient=${patient}&_sort=-date&_count=2`,
+        );
+        expect(served).toHaveLength(count);
+        expect(served).toEqual(inOrder(served));
+        expect(queries).toEqual(bundles.map(() => 1));
+        for (const bundle of bundles) {
+          expect(bundle.total).toBe(count);
+          expect(link(bundle, 'last')).toContain(`_skip=${Math.floor((count - 1) / 2) * 2}`);
+        }
+      }
+    });
+
+    it('above the cap: no total and no last link by default, exact with accurate; every match once in order', async () => {
+      const patient = await observationsOf('a8', 8);
+      const { served, bundles } = await walk(`/r4/Observation?patient=${patient}&_sort=-date&_count=3`);
+      expect(served).toHaveLength(8);
+      expect(served).toEqual(inOrder(served));
+      // the last page (skip 6) reaches the last match: it tells the total
+      expect(bundles.map((bundle) => bundle.total)).toEqual([undefined, undefined, 8]);
+      expect(link(bundles[0], 'last')).toBeUndefined();
+      const accurate = await get(
+        `/r4/Observation?patient=${patient}&_sort=-date&_count=3&_total=accurate`,
+      ).expect(200);
+      expect(accurate.body.total).toBe(8);
+      expect(accurate.body.entry.map((e: any) => e.resource.id)).toEqual(
+        served.slice(0, 3).map(([, id]) => id),
+      );
+    });
+  });
 });

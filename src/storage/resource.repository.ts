@@ -70,6 +70,15 @@ const SERVED_FIELDS = ['_id', 'v', 'c', 'u', 't', 'id', 'vid', 'lu', 'del'] as c
   keyof ResourceDoc
 >;
 
+/** A searchset page's projection: the served fields, the JSON's size, the JSON when small (page-budget.ts). */
+function pageFields(page: { size: number; maxBytes: number }): object {
+  return {
+    ...Object.fromEntries(SERVED_FIELDS.map((field) => [field, 1])),
+    size: JSON_SIZE,
+    json: inlineJsonUpTo(page.maxBytes, page.size + 1),
+  };
+}
+
 function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): ResourceDoc {
   const { size: _size, ...doc } = row;
   return doc;
@@ -318,17 +327,54 @@ export class ResourceRepository {
     options: Omit<StoreSearchOptions, 'limit' | 'count' | 'withoutIndex'>,
     page: { size: number; maxBytes: number },
   ): Promise<SearchPageRows> {
-    const projection = {
-      ...Object.fromEntries(SERVED_FIELDS.map((field) => [field, 1])),
-      size: JSON_SIZE,
-      json: inlineJsonUpTo(page.maxBytes, page.size + 1),
-    };
     const rows = await this.sortedPage<ResourceDoc & { size: number }>(
       ctx,
       this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }),
-      { ...options, limit: page.size + 1, projection },
+      { ...options, limit: page.size + 1, projection: pageFields(page) },
       { enableUtf8Validation: false },
     );
+    return this.servedPage(ctx, rows, page, options.skip ?? 0);
+  }
+
+  /**
+   * `searchPage` and the count of its matches (at most `countLimit`) in one query, for a page
+   * whose sort no index holds: its query reads and sorts every match anyway, so counting them in
+   * the same pass (`$facet`) costs less than a second query that reads them all again. Only for
+   * matches known to be few (one reference's resources): the engine holds them all for the two
+   * facets.
+   */
+  async searchPageCounted(
+    ctx: TenantContext,
+    version: FhirVersion,
+    options: Omit<StoreSearchOptions, 'limit' | 'count' | 'withoutIndex'> & { sort: SortOrder },
+    page: { size: number; maxBytes: number },
+    countLimit: number,
+  ): Promise<SearchPageRows & { counted: number }> {
+    const skip = options.skip ?? 0;
+    const rows: object[] = [{ $sort: options.sort }, { $limit: skip + page.size + 1 }];
+    if (skip > 0) rows.push({ $skip: skip });
+    rows.push({ $project: pageFields(page) });
+    const [result] = await this.scoped(ctx)
+      .resources.aggregate<{ rows: Array<ResourceDoc & { size: number }>; n: Array<{ n: number }> }>(
+        this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }),
+        [{ $facet: { rows, n: [{ $limit: countLimit }, { $count: 'n' }] } }],
+        { ...forContext(ctx, options.hint), enableUtf8Validation: false },
+      )
+      .toArray();
+    const served = await this.servedPage(ctx, result?.rows ?? [], page, skip);
+    return { ...served, counted: result?.n[0]?.n ?? 0 };
+  }
+
+  /**
+   * The page's rows (one more than `page.size` looked at) held to `page.maxBytes`: those served in
+   * order, their JSON inline or fetched by `_id` (`searchPage`).
+   */
+  private async servedPage(
+    ctx: TenantContext,
+    rows: Array<ResourceDoc & { size: number }>,
+    page: { size: number; maxBytes: number },
+    skip: number,
+  ): Promise<SearchPageRows> {
     const kept = servedWithinBudget(
       ctx,
       rows.map((row) => row.size),
@@ -354,7 +400,7 @@ export class ResourceRepository {
       const doc = typeof row.json === 'string' ? row : byId.get(row._id);
       return doc ? [withoutSize(doc)] : [];
     });
-    const sawAll = rows.length <= page.size && (rows.length > 0 || (options.skip ?? 0) === 0);
+    const sawAll = rows.length <= page.size && (rows.length > 0 || skip === 0);
     return { docs, hasNext, ...(sawAll ? { matchesFromSkip: rows.length } : {}) };
   }
 

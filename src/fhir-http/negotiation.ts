@@ -12,8 +12,35 @@ import type { FhirBodyKind, FhirRequest } from './fhir-route-state';
 
 const FORM = /^application\/x-www-form-urlencoded\s*(;|$)/i;
 
+/** `_format`. Express parses the query string anew at each `req.query`: a URL without one has none. */
 function formatParam(req: Request): string | undefined {
+  if (!req.url.includes('?')) return undefined;
   return typeof req.query._format === 'string' ? req.query._format : undefined;
+}
+
+type Negotiated = ReturnType<typeof negotiateResponseFormat>;
+
+/** At most this many `Accept` values remembered per version; past it, the memory starts afresh. */
+export const REMEMBERED_ACCEPT_VALUES = 256;
+
+/**
+ * What each `Accept` value negotiates, per version: a client sends the same value on every request
+ * (e.g. `application/fhir+json`), and parsing it (ranges, parameters, q-values, sorting) is work and
+ * garbage on each one. Bounded, so that random values cannot grow it.
+ */
+const negotiatedAccept = new Map<FhirVersion, Map<string, Negotiated>>();
+
+function negotiate(accept: string | undefined, format: string | undefined, version: FhirVersion): Negotiated {
+  if (accept === undefined || format !== undefined) return negotiateResponseFormat(accept, format, version);
+  let remembered = negotiatedAccept.get(version);
+  if (remembered === undefined) negotiatedAccept.set(version, (remembered = new Map()));
+  let negotiated = remembered.get(accept);
+  if (negotiated === undefined) {
+    negotiated = negotiateResponseFormat(accept, undefined, version);
+    if (remembered.size >= REMEMBERED_ACCEPT_VALUES) remembered.clear();
+    remembered.set(accept, negotiated);
+  }
+  return negotiated;
 }
 
 /**
@@ -21,7 +48,7 @@ function formatParam(req: Request): string | undefined {
  * work when the server cannot speak what is asked (https://hl7.org/fhir/R4/http.html#mime-type).
  */
 export function responseContentType(req: Request, version: FhirVersion): ResponseFormat {
-  const negotiated = negotiateResponseFormat(req.headers.accept, formatParam(req), version);
+  const negotiated = negotiate(req.headers.accept, formatParam(req), version);
   if (!negotiated.ok) throw new OperationOutcomeError('not-supported', negotiated.message, { status: 406 });
   return negotiated.contentType;
 }

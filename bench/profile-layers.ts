@@ -67,6 +67,7 @@ const LAYERS: ReadonlyArray<[string, RegExp, 'url' | 'name']> = [
   ],
   ['parameter decorators', /fhir-http\/fhir-params|use-tenant\.decorator/, 'url'],
   ['route table (the routes a request can match)', /fhir-http\/route-table/, 'url'],
+  ["compiled FHIR route (in place of Nest's pipeline)", /fhir-http\/compiled-fhir-route/, 'url'],
   ['handler (controller, service)', /modules\/fhir-store\/fhir-store\.(controller|service)/, 'url'],
   ['storage (repository, tenant scope)', /src\/storage\//, 'url'],
   ['driver (mongodb, bson, mongoose)', /node_modules\/(mongodb|bson|mongoose)\//, 'url'],

@@ -185,7 +185,7 @@ export class FhirPathSandbox {
 
   /** A free slot, held for the caller; waits (FIFO) while all are held, 503 past maxQueue. */
   private freeSlot(): Promise<Slot> {
-    if (this.closed) return Promise.reject(new Error('the FHIRPath sandbox is shut down'));
+    if (this.closed) return Promise.reject(this.shutDown());
     if (this.slots.length === 0) {
       this.slots = Array.from({ length: this.limits.workers }, () => ({
         workers: this.worker(),
@@ -244,7 +244,22 @@ export class FhirPathSandbox {
     });
   }
 
+  /**
+   * The app is closing (a deploy, a restart): the evaluation was stopped or never ran, nothing was
+   * changed, and the request may be sent again to the next instance — 503, not the 500 of an
+   * unexpected error.
+   */
+  private shutDown(): OperationOutcomeError {
+    return new OperationOutcomeError(
+      'transient',
+      'the server is shutting down: the FHIRPath evaluation was stopped and nothing was changed; retry',
+      { status: 503, headers: { 'Retry-After': '1' } },
+    );
+  }
+
   private refusal(error: unknown, expression: string): unknown {
+    // its worker was terminated by the shutdown, not by its own bound or heap
+    if (this.closed) return this.shutDown();
     if (error instanceof PoolPromise.TimeoutError) {
       return new OperationOutcomeError(
         'too-costly',

@@ -1,13 +1,14 @@
 /**
  * Insert cost of each index of the store on the engine: the documents the FHIR store
  * writes for Synthea R4 resources (WriteProtocol: current documents with their `idx` entries, and
- * their history rows) inserted with the driver (`insertMany`, ordered:false, batches of 500) into a
+ * their history rows) inserted with the driver (`insertMany`, ordered:false, batches of INDEX_COST_BATCH) into a
  * fresh collection holding only `_id`, then `_id` plus one index at a time, then every index the
  * app declares on that collection. The difference to `_id` alone is what that index costs a write.
  * Prints a table and writes bench/results/index-cost.json.
  * Run: npm run bench -- index-cost   (INDEX_COST_PATIENTS=<n>, default 5: 2,146 distinct resources;
  *   INDEX_COST_ROUNDS=<n>, default 3: each configuration's median time counts;
  *   INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes, not each index alone;
+ *   INDEX_COST_BATCH=<n>: documents per insert command, default 500 (a bundle step sends 20);
  *   INDEX_COST_LAYOUTS=1: `resources` in today's layout against candidate layouts, docs/storage.md
  *   "Storage design evaluated": without `_content` words, one composite multikey index, search
  *   entries as ordered keys in a side collection;
@@ -30,7 +31,11 @@ import { printTable, startBenchServer } from './lib/bench-server';
 import { childrenCpuMs } from './lib/process-cpu';
 
 const PATIENTS = Number(process.env.INDEX_COST_PATIENTS ?? 5);
-const BATCH = 500;
+/**
+ * Documents per `insertMany` (INDEX_COST_BATCH, default 500). The store sends one per bundle step,
+ * 20 for a 20-entry bundle; with 1 the `_id only` row is what one insert command itself costs.
+ */
+const BATCH = Number(process.env.INDEX_COST_BATCH ?? 500);
 const ROUNDS = Number(process.env.INDEX_COST_ROUNDS ?? 3);
 /** INDEX_COST_ONLY_ALL=1: `_id` alone and all indexes only (comparing engine settings). */
 const ONLY_ALL = process.env.INDEX_COST_ONLY_ALL === '1';
@@ -209,7 +214,7 @@ async function main(): Promise<void> {
     await target.dropDatabase();
     const load = loadavg().map((l) => l.toFixed(1));
     console.log(
-      `\nindex insert cost — ${server.engine}, ${unique.length} documents per run, load average ${load.join(' ')}`,
+      `\nindex insert cost — ${server.engine}, ${unique.length} documents per run in inserts of ${BATCH}, load average ${load.join(' ')}`,
     );
     printTable(rows);
     if (probe) {

@@ -1,0 +1,59 @@
+import { parseSearch } from '@app/fhir';
+import type { TenantContext } from '../../tenancy/tenant-context';
+import type { ResourceRepository, SearchPageRows } from '../resource.repository';
+import { SearchExecutor } from './search-executor';
+import { SubQueryResolver } from './sub-query-resolver';
+
+const ctx: TenantContext = { clientId: 'c', userId: 1, scopes: [], form: 'user-token' };
+const PAGE = { size: 10, maxBytes: 1_000_000 };
+
+/** A repository whose page query answers `page` after `ms` (a busy engine), and counts 42. */
+function repositoryAnswering(page: SearchPageRows, ms: number) {
+  const countBy = jest.fn(async () => 42);
+  const searchPage = jest.fn(() => new Promise<SearchPageRows>((done) => setTimeout(() => done(page), ms)));
+  const repository = { countBy, searchPage } as unknown as ResourceRepository;
+  return { executor: new SearchExecutor(repository, new SubQueryResolver(repository)), countBy };
+}
+
+const parsed = (type: string, pairs: Array<[string, string]>) => parseSearch('r4', type, pairs);
+
+describe('SearchExecutor.searchPage: when the count starts', () => {
+  it("one reference's search: a slow page that saw its last match costs no count", async () => {
+    const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: false, matchesFromSkip: 3 }, 60);
+    const result = await executor.searchPage(ctx, 'r4', parsed('Condition', [['patient', 'p1']]), {
+      page: PAGE,
+      count: { limit: 1001 },
+    });
+    expect(result.matchesFromSkip).toBe(3);
+    expect(countBy).not.toHaveBeenCalled();
+  });
+
+  it("one reference's search: a full page is counted after it", async () => {
+    const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: true }, 60);
+    const result = await executor.searchPage(ctx, 'r4', parsed('Condition', [['patient', 'p1']]), {
+      page: PAGE,
+      count: { limit: 1001 },
+    });
+    expect(result.counted).toBe(42);
+    expect(countBy).toHaveBeenCalledTimes(1);
+  });
+
+  it('a search of many matches: the count starts beside a page query that runs long', async () => {
+    const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: false, matchesFromSkip: 3 }, 60);
+    await executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {
+      page: PAGE,
+      count: { limit: 1001 },
+    });
+    // started at 15 ms, before the page answered; its answer is not needed
+    expect(countBy).toHaveBeenCalledTimes(1);
+  });
+
+  it('a search of many matches whose page answers at once costs no count', async () => {
+    const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: false, matchesFromSkip: 3 }, 0);
+    await executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {
+      page: PAGE,
+      count: { limit: 1001 },
+    });
+    expect(countBy).not.toHaveBeenCalled();
+  });
+});

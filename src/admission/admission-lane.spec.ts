@@ -242,13 +242,30 @@ describe('AdmissionLane', () => {
       // its first answer was cheap (2 ms): it may hold CONTENDED_BUDGET_MS / 2 slots (at most the capacity)
       wave[0].ticket!.release(2);
       await settle();
-      expect(lane.contendedCap('fresh')).toBe(Math.min(8, Math.floor(CONTENDED_BUDGET_MS / 2)));
+      expect(lane.contendedCap('fresh')).toBe(Math.min(8 - 1, Math.floor(CONTENDED_BUDGET_MS / 2)));
       expect(wave.filter((r) => r.ticket).length).toBe(1 + Math.min(7, lane.contendedCap('fresh')));
+    });
+
+    it('cheap requests first, then a costly wave: the wave never holds every slot while another contends (capacity − 1)', async () => {
+      for (let i = 0; i < 4; i++) await answered('wave', 1);
+      contending.add('victim');
+      const wave = Array.from({ length: 8 }, () => track(lane.enter('wave')));
+      await settle();
+      expect(wave.filter((r) => r.ticket).length).toBe(7);
+      const victim = track(lane.enter('victim'));
+      await settle();
+      expect(!!victim.ticket).toBe(true);
+      // its first costly answers bring the cap down (mean 1 → 25.75 → 1 slot)
+      wave[0].ticket!.release(100);
+      await settle();
+      expect(lane.contendedCap('wave')).toBe(1);
+      expect(wave.filter((r) => r.ticket).length).toBe(7);
     });
 
     it('cheap clients keep the full share; the cap follows the running mean of the cost', async () => {
       await answered('cheap', 1);
-      expect(lane.contendedCap('cheap')).toBe(8);
+      // never every slot while another contends: capacity − 1
+      expect(lane.contendedCap('cheap')).toBe(8 - 1);
       await answered('mixed', 10);
       expect(lane.contendedCap('mixed')).toBe(2);
       // one costly answer moves the mean by a quarter of the difference: 10 + (90 − 10) / 4 = 30
@@ -256,7 +273,7 @@ describe('AdmissionLane', () => {
       expect(lane.contendedCap('mixed')).toBe(1);
       // no database command at all (a $validate): costs nothing
       await answered('loop-only', 0);
-      expect(lane.contendedCap('loop-only')).toBe(8);
+      expect(lane.contendedCap('loop-only')).toBe(8 - 1);
     });
 
     it("the lane's running mean is the client's expected cost, which its database share scales by", async () => {
@@ -299,9 +316,11 @@ describe('AdmissionLane', () => {
       second.ticket!.release(15);
       await settle();
       third.ticket!.release(15);
-      // a full lane (a client of 1 ms reads holds all 8): the victim waits for a slot, not behind its own cap
+      // a full lane (clients of 1 ms reads hold all 8): the victim waits for a slot, not behind its own cap
       await answered('cheap', 1);
-      const hogs = Array.from({ length: 8 }, () => track(lane.enter('cheap')));
+      await answered('other', 1);
+      const hogs = Array.from({ length: 7 }, () => track(lane.enter('cheap')));
+      hogs.push(track(lane.enter('other')));
       await settle();
       expect(hogs.filter((r) => r.ticket).length).toBe(8);
       const victim = track(lane.enter('victim'));

@@ -150,12 +150,17 @@ export class AdmissionLane {
 
   /**
    * Slots the client may hold while another client contends: CONTENDED_BUDGET_MS over its expected
-   * database time per request (unknown: one), at least one, at most the capacity.
+   * database time per request (unknown: one), at least one, and never every slot of the lane (at
+   * most capacity − 1, as the FHIRPath pool keeps a worker free). The expected cost is a running
+   * mean of answered requests: a client that sent cheap requests first, then a wave of costly
+   * ones, got the cap of the cheap ones until the first costly answers came in — with the whole
+   * lane that wave held every slot (a write flood's first second ran 4 transactions of 4).
    */
   contendedCap(clientId: string): number {
+    const most = Math.max(1, this.opts.capacity - 1);
     const cost = this.costs.get(clientId) ?? CONTENDED_BUDGET_MS;
-    if (!(cost > 0)) return this.opts.capacity;
-    return Math.max(1, Math.min(this.opts.capacity, Math.floor(CONTENDED_BUDGET_MS / cost)));
+    if (!(cost > 0)) return most;
+    return Math.max(1, Math.min(most, Math.floor(CONTENDED_BUDGET_MS / cost)));
   }
 
   /**

@@ -81,6 +81,8 @@ export interface Settings {
    * as HAPI FHIR counts): a count that stops there costs a few ms whatever the number of matches.
    */
   searchTotalExactUpTo: number;
+  /** A search's count starts beside its page query once that query has run this long (SearchExecutor). */
+  searchCountBesideAfterMs: number;
   userMgmtRateLimitPerHour: number;
   /** Failed client authentications per (client id, source address) per window, then 429. */
   authFailureLimit: number;
@@ -307,6 +309,7 @@ export function parseSettings(env: Env, defaults: SettingDefaults = {}): Setting
     exportJobStaleMs: r.int('EXPORT_JOB_STALE_MS', 120000, 200, 3600000),
     searchMaxSkip: r.int('SEARCH_MAX_SKIP', 10000, 0, 1000000),
     searchTotalExactUpTo: r.int('SEARCH_TOTAL_EXACT_UP_TO', 1000, 0, 100000000),
+    searchCountBesideAfterMs: r.int('SEARCH_COUNT_BESIDE_AFTER_MS', 15, 0, 600000),
     userMgmtRateLimitPerHour: r.int('USER_MGMT_RATE_LIMIT', 300, 1, 10000000),
     authFailureLimit: r.int('TOKEN_FAILURE_LIMIT', 20, 1, 10000000),
     authFailureLimitPerAddress: r.int('AUTH_FAILURE_LIMIT_PER_ADDRESS', 100, 1, 10000000),

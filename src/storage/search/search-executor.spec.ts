@@ -12,7 +12,8 @@ function repositoryAnswering(page: SearchPageRows, ms: number) {
   const countBy = jest.fn(async () => 42);
   const searchPage = jest.fn(() => new Promise<SearchPageRows>((done) => setTimeout(() => done(page), ms)));
   const repository = { countBy, searchPage } as unknown as ResourceRepository;
-  return { executor: new SearchExecutor(repository, new SubQueryResolver(repository)), countBy };
+  const settings = { searchCountBesideAfterMs: 15 };
+  return { executor: new SearchExecutor(repository, new SubQueryResolver(repository), settings), countBy };
 }
 
 const parsed = (type: string, pairs: Array<[string, string]>) => parseSearch('r4', type, pairs);

@@ -1,5 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { OperationOutcomeError, SearchError, type FhirVersion, type ParsedSearch } from '@app/fhir';
+import { SETTINGS } from '../../config/config.module';
+import type { Settings } from '../../config/settings';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { ResourceDoc } from '../documents';
 import { LAST_UPDATED_INDEX } from '../indexes';
@@ -8,9 +10,6 @@ import { buildFilter } from './filter-builder';
 import type { Filter } from './filter-clauses';
 import { INDEX_NAMES } from './search-indexes';
 import { SubQueryResolver } from './sub-query-resolver';
-
-/** See `lateCount`: a page query that has not answered by then starts the count beside it. */
-const COUNT_BESIDE_AFTER_MS = 15;
 
 /** Search-lib errors are the client's: 400 with the issue code the lib chose. */
 export function asOutcomeError(error: unknown): unknown {
@@ -73,12 +72,13 @@ export class SearchExecutor {
   constructor(
     private readonly repository: ResourceRepository,
     private readonly subQueries: SubQueryResolver,
+    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'searchCountBesideAfterMs'>,
   ) {}
 
   /**
    * One page of a search from `parsed.skip`. `count`: also count the matches (at most `limit`)
    * when the page does not tell the total itself; the count starts beside the page query once
-   * that query has run for COUNT_BESIDE_AFTER_MS (`lateCount`), one reference's only after it.
+   * that query has run for SEARCH_COUNT_BESIDE_AFTER_MS (`lateCount`), one reference's only after it.
    */
   async searchPage(
     ctx: TenantContext,
@@ -104,7 +104,9 @@ export class SearchExecutor {
           ctx,
           version,
           { filter: query.filter, hint: query.hint, limit: options.count.limit },
-          options.within === undefined && ofOneReference(query) ? undefined : COUNT_BESIDE_AFTER_MS,
+          options.within === undefined && ofOneReference(query)
+            ? undefined
+            : this.settings.searchCountBesideAfterMs,
         )
       : undefined;
     let page: SearchPageRows;
@@ -178,7 +180,7 @@ export class SearchExecutor {
 
   /**
    * The count for Bundle.total, started beside the page query once that query has run for
-   * `besideAfterMs` (COUNT_BESIDE_AFTER_MS; undefined: only after it): a search that answers sooner (a few matches, usually one page that tells
+   * `besideAfterMs` (SEARCH_COUNT_BESIDE_AFTER_MS; undefined: only after it): a search that answers sooner (a few matches, usually one page that tells
    * its total) costs no count; a slow one (many matches) has its count run at the same time
    * instead of after it.
    */

@@ -5,6 +5,10 @@
  * bench/lib/read-floor-server.ts), then the same point look-ups straight through the driver
  * (`findOneByCommand` by `_id` and tenant, without the index entries, as the app reads; 32 in flight, same
  * duration) on the same database, each with its CPU per read (server, engine, load generator);
+ * beside the floor, its ladder (BENCH_READ_LADDER=none: none of it), the floor moved one step at a
+ * time toward the app's process (client options, Mongoose, the app's heap, the read lane, stand-in
+ * work per read whose CPU is counted apart), and the stack's own floor: Express alone and a minimal
+ * Nest 11 controller on Express with the same driver call and reply;
  * between them a row per variant of the app (READ_VARIANTS: request logs on) and, with
  * BENCH_READ_BASELINE=<built checkouts, comma-separated>, a row of each other build (an A/B pair on the same data);
  * BENCH_READ_ROUNDS=n runs the app's rows n times, interleaved (CPU per read over all rounds), and
@@ -193,19 +197,68 @@ async function httpReads(
   });
 }
 
-/** The floor server (bench/lib/read-floor-server.ts) in a process of its own, on the bench's data. */
+/**
+ * The floor rows: servers of bench/lib in processes of their own on the bench's data, the same driver
+ * call and reply in each (bench/lib/read-floor-common.ts). The ladder moves the floor toward the app's
+ * process one step at a time (BENCH_READ_LADDER=none: the floor only); the stack rows are Express
+ * alone and a minimal Nest 11 controller on Express, the floor of the design's required stack.
+ */
+const FLOOR_ROWS: ReadonlyArray<{ label: string; script: string; env?: Record<string, string> }> = [
+  { label: 'floor: node:http + same findOne', script: 'read-floor-server.ts' },
+  ...(process.env.BENCH_READ_LADDER === 'none'
+    ? []
+    : [
+        {
+          label: "ladder: floor + the app's MongoClient options",
+          script: 'read-floor-server.ts',
+          env: { READ_FLOOR_CLIENT_OPTIONS: 'app' },
+        },
+        {
+          label: 'ladder: + through a Mongoose connection',
+          script: 'read-floor-server.ts',
+          env: { READ_FLOOR_MONGOOSE: '1' },
+        },
+        {
+          label: "ladder: + in the app's process (its heap, its connection)",
+          script: 'read-floor-server.ts',
+          env: { READ_FLOOR_APP_PROCESS: '1' },
+        },
+        {
+          label: 'ladder: + a read lane of 8',
+          script: 'read-floor-server.ts',
+          env: { READ_FLOOR_APP_PROCESS: '1', READ_FLOOR_LANE: '8' },
+        },
+        {
+          label: 'ladder: floor + 300 µs CPU per read, no allocation',
+          script: 'read-floor-server.ts',
+          env: { READ_FLOOR_WORK_US: '300', READ_FLOOR_WORK_KB: '0' },
+        },
+        {
+          label: 'ladder: floor + 300 µs CPU per read, 60 KB kept to the reply',
+          script: 'read-floor-server.ts',
+          env: { READ_FLOOR_WORK_US: '300', READ_FLOOR_WORK_KB: '60' },
+        },
+      ]),
+  { label: 'stack: Express alone + same findOne', script: 'read-express-floor-server.ts' },
+  { label: 'stack: minimal Nest 11 on Express + same findOne', script: 'read-nest-floor-server.ts' },
+];
+
+/** A floor server of bench/lib in a process of its own; `stop` ends it and returns its added work. */
 async function startFloor(
   server: BenchServer,
   user: BenchUser,
-): Promise<{ url: string; child: ChildProcess }> {
+  script: string,
+  env: Record<string, string> = {},
+): Promise<{ url: string; child: ChildProcess; stop(): Promise<{ reads: number; workUs: number }> }> {
   // SERVER_NODE_ARGS (e.g. `--cpu-prof`) reach the floor as they reach the app: profiles of both
   const nodeArgs = (process.env.SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(
     process.execPath,
-    [...nodeArgs, '-r', 'ts-node/register/transpile-only', join(__dirname, 'lib', 'read-floor-server.ts')],
+    [...nodeArgs, '-r', 'ts-node/register/transpile-only', join(__dirname, 'lib', script)],
     {
       env: {
         ...process.env,
+        ...env,
         READ_FLOOR_MONGO_URL: server.database.uri,
         READ_FLOOR_DB: server.dbName,
         READ_FLOOR_CLIENT: user.clientId,
@@ -215,16 +268,26 @@ async function startFloor(
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
   const port = await new Promise<number>((resolvePort, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
+    child.stdout.on('data', () => {
       const match = /listening (\d+)/.exec(out);
       if (match) resolvePort(Number(match[1]));
     });
-    child.once('exit', (code) => reject(new Error(`the floor server exited (${code})`)));
+    child.once('exit', (code) => reject(new Error(`the floor server ${script} exited (${code})`)));
   });
-  return { url: `http://127.0.0.1:${port}`, child };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    child,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+      const stats = /stats (\{.*\})/.exec(out);
+      return stats ? (JSON.parse(stats[1]) as { reads: number; workUs: number }) : { reads: 0, workUs: 0 };
+    },
+  };
 }
 
 function cpuCells(cpu: CpuPerOp): Record<string, string> {
@@ -269,7 +332,10 @@ export async function benchReads(
         ]
       : []),
   ];
+  // the floor rows run in the same rounds, after the app's (BENCH_READ_ROUNDS: interleaved)
   const runs = apps.map(() => [] as HttpRun[]);
+  const floorRuns = FLOOR_ROWS.map(() => [] as HttpRun[]);
+  const floorAdded = FLOOR_ROWS.map(() => ({ reads: 0, workUs: 0 }));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, app] of apps.entries()) {
       const servers = [];
@@ -288,15 +354,25 @@ export async function benchReads(
         await Promise.all(servers.map((own) => own.stop()));
       }
     }
+    for (const [i, row] of FLOOR_ROWS.entries()) {
+      const floorServer = await startFloor(server, user, row.script, row.env);
+      try {
+        floorRuns[i].push(await httpReads(floorServer.url, floorServer.child.pid!, {}, path));
+      } finally {
+        const added = await floorServer.stop();
+        floorAdded[i].reads += added.reads;
+        floorAdded[i].workUs += added.workUs;
+      }
+    }
   }
   const [api, ...variants] = apps.map((app, i) => ({ label: app.label, run: combined(runs[i]) }));
-  const floorServer = await startFloor(server, user);
-  let floor: HttpRun;
-  try {
-    floor = await httpReads(floorServer.url, floorServer.child.pid!, {}, path);
-  } finally {
-    floorServer.child.kill('SIGTERM');
-  }
+  // the ladder's stand-in work per read (over the warm-up too: it is the same per read)
+  const floors = FLOOR_ROWS.map((row, i) => ({
+    label: row.label,
+    run: combined(floorRuns[i]),
+    addedUs: floorAdded[i].reads > 0 ? floorAdded[i].workUs / floorAdded[i].reads : undefined,
+  }));
+  const floor = floors[0].run;
   const resources = server.connection.db!.collection('resources');
   const driver = await withCpu(undefined, async () => {
     const reads = await driverReads(
@@ -315,7 +391,7 @@ export async function benchReads(
     );
     return { ...reads, operations: Math.round(reads.perSecond * DURATION_S) };
   });
-  const httpRow = (label: string, run: HttpRun) => ({
+  const httpRow = (label: string, run: HttpRun, addedUs?: number) => ({
     path: label,
     'req/s': run.perSecond,
     'p50 ms': run.p50,
@@ -323,11 +399,12 @@ export async function benchReads(
     non2xx: run.non2xx,
     errors: run.errors,
     ...cpuCells(run.cpu),
+    'added µs': addedUs === undefined ? '-' : addedUs.toFixed(0),
   });
   const rows = [
     httpRow(api.label, api.run),
     ...variants.map(({ label, run }) => httpRow(label, run)),
-    httpRow('floor: node:http + same findOne', floor),
+    ...floors.map(({ label, run, addedUs }) => httpRow(label, run, addedUs)),
     {
       path: 'driver findOne({_id, c, u}, no idx)',
       'req/s': driver.perSecond,
@@ -336,6 +413,7 @@ export async function benchReads(
       non2xx: 0,
       errors: 0,
       ...cpuCells(driver.cpu),
+      'added µs': '-',
     },
   ];
   const ratio = api.run.perSecond / driver.perSecond;
@@ -350,6 +428,12 @@ export async function benchReads(
   console.log(
     `ratio API / driver: ${ratio.toFixed(2)} (target ≥ 0.6; p99 < 20 ms); API / floor: ${ofFloor.toFixed(2)}`,
   );
+  // each floor row against the floor, as the app is judged (targets: reads/s ≥ 0.7×, CPU ≤ 1.5×)
+  for (const { label, run } of floors.slice(1))
+    console.log(
+      `${label}: reads/s ${(run.perSecond / floor.perSecond).toFixed(2)}× the floor's, CPU per read ` +
+        `${((run.cpu.server ?? 0) / Math.max(1, floor.cpu.server ?? 0)).toFixed(2)}×`,
+    );
   const result = {
     engine: server.engine,
     connections: CONNECTIONS,
@@ -369,6 +453,10 @@ export async function benchReads(
       })),
       { figure: 'floor req/s', value: floor.perSecond },
       { figure: 'floor server CPU / read', value: floor.cpu.server ?? 0, unit: 'µs' },
+      ...floors.slice(1).flatMap(({ label, run }) => [
+        { figure: `${label}: req/s`, value: run.perSecond },
+        { figure: `${label}: server CPU / read`, value: run.cpu.server ?? 0, unit: 'µs' },
+      ]),
       { figure: 'driver findOne/s', value: driver.perSecond },
       { figure: 'API / driver', value: ratio, target: '≥ 0.6' },
       { figure: 'API / floor', value: ofFloor },

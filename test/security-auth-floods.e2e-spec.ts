@@ -1,5 +1,7 @@
 import request from 'supertest';
 import { createClient, createTestApp, TestApp } from '@app/testing';
+import { ClientsRepository } from '../src/modules/auth/clients/clients.repository';
+import * as scryptSecret from '../src/modules/auth/clients/scrypt-secret';
 import * as secretHash from '../src/modules/auth/clients/secret-hash';
 import { FAILURE_PACE_MS, UNPACED_FAILURES } from '../src/modules/auth/rate-limit/failure-pacing';
 
@@ -7,9 +9,12 @@ const EPA = '/auth/realms/epa-uat/protocol/openid-connect/token';
 /** The window's failure limit of the first describe: below UNPACED_FAILURES, so the slots alone bound it. */
 const LIMIT = UNPACED_FAILURES - 1;
 
-/** Secrets verified by the app in this process (one scrypt run each), counted at the module's export. */
+/** Secrets verified by the app in this process (any stored format), counted at the module's export. */
 const verifications = jest.spyOn(secretHash, 'verifySecret');
 const secretVerificationCount = () => verifications.mock.calls.length;
+/** Of those, the scrypt ones (a legacy client hash): new clients' digests must never run one. */
+const scryptRuns = jest.spyOn(scryptSecret, 'scryptMatches');
+const scryptRunCount = () => scryptRuns.mock.calls.length;
 
 /**
  * Wrong-secret floods (docs/security.md "Throttling failed client authentication"): a failure slot
@@ -31,6 +36,7 @@ describe('security: concurrent wrong secrets verify at most the limit (e2e)', ()
   const flood = async (n: number, address: string) => {
     const victim = await createClient(t, { programs: ['epa'] });
     const before = secretVerificationCount();
+    const scryptBefore = scryptRunCount();
     const answers = await Promise.all(
       Array.from({ length: n }, (_, i) =>
         request(t.server)
@@ -46,14 +52,18 @@ describe('security: concurrent wrong secrets verify at most the limit (e2e)', ()
     );
     return {
       verified: secretVerificationCount() - before,
+      scrypt: scryptRunCount() - scryptBefore,
       statuses: answers.map((a) => a.status),
       victim,
     };
   };
 
   it.each([64, 200])(`%i at once from one address → at most ${LIMIT} verifications`, async (n) => {
-    const { verified, statuses, victim } = await flood(n, `203.0.113.${n % 250}`);
+    const { verified, scrypt, statuses, victim } = await flood(n, `203.0.113.${n % 250}`);
     expect(verified).toBeLessThanOrEqual(LIMIT);
+    expect(verified).toBeGreaterThan(0);
+    // a new client's secret is a SHA-256 digest: verified in microseconds, no scrypt at all
+    expect(scrypt).toBe(0);
     expect(statuses.filter((s) => s === 401)).toHaveLength(verified);
     // the rest are refused (a 503 only when the shared machine makes the database miss its deadline)
     expect(statuses.filter((s) => s !== 401 && s !== 429 && s !== 503)).toEqual([]);
@@ -114,6 +124,7 @@ describe('security: wrong secrets from one address are paced (e2e)', () => {
     const address = '203.0.113.201';
     const client = await createClient(t, { programs: ['epa'] });
     const before = secretVerificationCount();
+    const scryptBefore = scryptRunCount();
     const burst = await Promise.all(
       Array.from({ length: 64 }, (_, i) => token(address, client.client_id, `guess-${i}`)),
     );
@@ -140,5 +151,33 @@ describe('security: wrong secrets from one address are paced (e2e)', () => {
 
     // the owner, from its own address, is verified at once
     await token('198.51.100.20', client.client_id, client.client_secret).expect(200);
+    // every verification of the flood was a digest: no scrypt run
+    expect(scryptRunCount()).toBe(scryptBefore);
+  });
+
+  it(`a client still stored as scrypt is paced the same: ${UNPACED_FAILURES} scrypt runs for a burst of 32`, async () => {
+    const address = '203.0.113.202';
+    const client = await createClient(t, { programs: ['epa'] });
+    const repo = t.app.get(ClientsRepository);
+    expect(
+      await repo.setSecretHash(client.client_id, await secretHash.hashChosenSecret(client.client_secret)),
+    ).toBe(true);
+    const before = secretVerificationCount();
+    const scryptBefore = scryptRunCount();
+    const burst = await Promise.all(
+      Array.from({ length: 32 }, (_, i) => token(address, client.client_id, `guess-${i}`)),
+    );
+    const verified = secretVerificationCount() - before;
+    expect(verified).toBeGreaterThanOrEqual(UNPACED_FAILURES);
+    expect(verified).toBeLessThanOrEqual(UNPACED_FAILURES + 1);
+    expect(scryptRunCount() - scryptBefore).toBe(verified);
+    const statuses = burst.map((a) => a.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(verified);
+    expect(statuses.filter((s) => s !== 401 && s !== 429 && s !== 503)).toEqual([]);
+    // the wrong secrets left the legacy hash as it was; the owner is served (and its hash rewritten)
+    await token('198.51.100.21', client.client_id, client.client_secret).expect(200);
+    expect((await repo.findWithHash(client.client_id))!.secretHash).toBe(
+      secretHash.hashGeneratedSecret(client.client_secret),
+    );
   });
 });

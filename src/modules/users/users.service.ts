@@ -6,7 +6,7 @@ import { PresentedClientCredentials } from '../auth/clients/client-credentials';
 import { ClientAuthenticator } from '../auth/rate-limit/client-authenticator';
 import { RateLimitService } from '../auth/rate-limit/rate-limit.service';
 import { GrantService } from '../auth/tokens/grant.service';
-import { hashSecret, newSecret } from '../auth/clients/secret-hash';
+import { hashChosenSecret, newSecret } from '../auth/clients/secret-hash';
 import type { ListUsersQuery } from './user.dto';
 import { UserRecord } from './user.schema';
 import { UsersRepository } from './users.repository';
@@ -121,8 +121,11 @@ export class UsersService {
 
   /**
    * The plan's backend (or the operator CLI `user set-sign-in-secret`) sets a member's sign-in
-   * secret for the built-in SMART App Launch sign-in (stored scrypt-hashed like client secrets).
-   * Without `chosen` a random one is made and returned, the only time it is shown.
+   * secret for the built-in SMART App Launch sign-in. Without `chosen` a random one is made and
+   * returned, the only time it is shown. Both are stored scrypt-hashed: a chosen one may be a
+   * person's password (a slow KDF is what protects it), and a random one too, so every member's
+   * wrong secret, and an unknown member's (the scrypt decoy), costs the same: timing does not tell
+   * which members a plan has, nor how their secrets were made.
    */
   async setSignInSecret(
     plan: ClientScope,
@@ -130,7 +133,7 @@ export class UsersService {
     chosen: string | undefined,
   ): Promise<{ service_user_id: number; app_user_id: string; sign_in_secret?: string }> {
     const secret = chosen ?? newSecret();
-    const user = await this.repo.setSignInHash(plan, appUserId, await hashSecret(secret));
+    const user = await this.repo.setSignInHash(plan, appUserId, await hashChosenSecret(secret));
     if (!user) throw new NotFoundException(`no user "${appUserId}" in this client`);
     return {
       service_user_id: user.service_user_id,

@@ -11,7 +11,7 @@ export class ClientDoc {
   @Prop({ type: String, required: true })
   _id!: string;
 
-  /** scrypt hash of the client secret (see secret-hash.ts); the plain secret is shown once. Absent: a public app. */
+  /** Hash of the client secret (a SHA-256 digest, or scrypt for older ones: secret-hash.ts); the plain secret is shown once. Absent: a public app. */
   @Prop({ type: String, required: false })
   secret_hash?: string;
 

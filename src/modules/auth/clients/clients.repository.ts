@@ -40,6 +40,17 @@ export class ClientsRepository {
     return r.matchedCount === 1;
   }
 
+  /**
+   * Replaces the hash only while it is still `current`: a rotate-secret written meanwhile wins, so
+   * rewriting a verified secret's hash never brings back a secret the operator replaced.
+   */
+  async replaceSecretHash(clientId: string, current: string, secretHash: string): Promise<boolean> {
+    const r = await this.model
+      .updateOne({ _id: clientId, secret_hash: current }, { $set: { secret_hash: secretHash } })
+      .exec();
+    return r.matchedCount === 1;
+  }
+
   async setMemberSignIn(clientId: string, signIn: MemberSignInDoc): Promise<boolean> {
     const r = await this.model.updateOne({ _id: clientId }, { $set: { member_sign_in: signIn } }).exec();
     return r.matchedCount === 1;

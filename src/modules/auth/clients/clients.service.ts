@@ -1,10 +1,16 @@
-import { BadRequestException, ConflictException, Injectable, NotFoundException } from '@nestjs/common';
+import {
+  BadRequestException,
+  ConflictException,
+  Injectable,
+  Logger,
+  NotFoundException,
+} from '@nestjs/common';
 import { TtlCache } from '../ttl-cache';
 import type { MemberSignInDoc } from '../member-federation/member-sign-in';
 import { ClientRecord, Program, PROGRAMS } from './client.schema';
 import { checkRedirectUris, webOrigin } from './redirect-uris';
 import { ClientsRepository } from './clients.repository';
-import { hashSecret, newClientId, newSecret, sha256, verifySecret } from './secret-hash';
+import { hashGeneratedSecret, isSlowHash, newClientId, newSecret, sha256, verifySecret } from './secret-hash';
 
 export interface NewClient {
   name: string;
@@ -39,7 +45,8 @@ export interface IssuedSmartApp extends Omit<IssuedClientCredentials, 'client_se
 const CUSTOMER_SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /**
  * Verifications are cached for a short time: the client-header credential form is checked on
- * every FHIR request and scrypt costs tens of milliseconds. Rotate/disable invalidate this
+ * every FHIR request, a legacy scrypt hash costs tens of milliseconds, and a remembered right
+ * secret passes a throttled source (ClientAuthenticator). Rotate/disable invalidate this
  * process's cache at once; other processes within this TTL.
  */
 const VERIFY_CACHE_TTL_MS = 60_000;
@@ -51,6 +58,9 @@ export class ClientsService {
   private readonly verified = new TtlCache<ClientRecord | null>(VERIFY_CACHE_TTL_MS);
   private readonly byId = new TtlCache<ClientRecord | null>(VERIFY_CACHE_TTL_MS);
   private readonly origins = new TtlCache<Promise<ReadonlySet<string>>>(APP_ORIGINS_TTL_MS);
+  /** Counts invalidations: a verification that saw one begin after it started is not cached. */
+  private invalidations = 0;
+  private readonly logger = new Logger('Clients');
 
   constructor(private readonly repo: ClientsRepository) {}
 
@@ -65,7 +75,7 @@ export class ClientsService {
     const secret = newSecret();
     await this.repo.insert({
       _id: clientId,
-      secret_hash: await hashSecret(secret),
+      secret_hash: hashGeneratedSecret(secret),
       name,
       customer,
       programs,
@@ -95,7 +105,7 @@ export class ClientsService {
     const secret = input.public ? undefined : newSecret();
     await this.repo.insert({
       _id: clientId,
-      ...(secret ? { secret_hash: await hashSecret(secret) } : {}),
+      ...(secret ? { secret_hash: hashGeneratedSecret(secret) } : {}),
       name,
       customer: await this.freeCustomerFrom(`${name}-app`),
       programs,
@@ -164,16 +174,31 @@ export class ClientsService {
     const key = `${clientId}\0${sha256(secret)}`;
     const cached = this.verified.get(key);
     if (cached !== undefined) return cached;
+    const invalidationsBefore = this.invalidations;
     const found = await this.repo.findWithHash(clientId);
     const ok = await verifySecret(secret, found?.secretHash);
+    if (ok && found?.secretHash && isSlowHash(found.secretHash))
+      await this.rewriteAsDigest(clientId, found.secretHash, secret);
     const result = ok && found && !found.disabled ? stripHash(found) : null;
-    this.verified.set(key, result);
+    // a rotate/disable while this verified: its answer held when the hash was read, but must not
+    // outlive the invalidation in the cache (the old secret would pass for another minute)
+    if (this.invalidations === invalidationsBefore) this.verified.set(key, result);
     return result;
   }
 
   /**
+   * A client secret stored as scrypt (before server-made secrets were stored as a digest), just
+   * verified as right: stored again as its digest, so its next verifications cost microseconds. Only
+   * while the stored hash is still the one verified: a rotate-secret written meanwhile wins.
+   */
+  private async rewriteAsDigest(clientId: string, verifiedHash: string, secret: string): Promise<void> {
+    if (await this.repo.replaceSecretHash(clientId, verifiedHash, hashGeneratedSecret(secret)))
+      this.logger.log(`client ${clientId}: secret hash rewritten from scrypt to a SHA-256 digest`);
+  }
+
+  /**
    * The client when this process verified exactly this id and secret as right within the cache
-   * time; otherwise null, without verifying (no scrypt: a throttled source cannot spend CPU).
+   * time; otherwise null, without verifying (a throttled source cannot spend CPU).
    */
   recentlyVerified(clientId: string, secret: string): ClientRecord | null {
     return this.verified.get(`${clientId}\0${sha256(secret)}`) ?? null;
@@ -206,7 +231,7 @@ export class ClientsService {
     if ((await this.repo.findWithHash(clientId))?.app?.public)
       throw new BadRequestException('a public SMART app has no secret to rotate');
     const secret = newSecret();
-    if (!(await this.repo.setSecretHash(clientId, await hashSecret(secret)))) {
+    if (!(await this.repo.setSecretHash(clientId, hashGeneratedSecret(secret)))) {
       throw new NotFoundException(`no client ${clientId}`);
     }
     this.invalidate(clientId);
@@ -240,6 +265,7 @@ export class ClientsService {
   }
 
   private invalidate(clientId: string): void {
+    this.invalidations += 1;
     this.origins.delete('');
     this.verified.deletePrefix(`${clientId}\0`);
     this.byId.delete(clientId);

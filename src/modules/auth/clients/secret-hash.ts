@@ -1,58 +1,68 @@
-import { createHash, randomBytes, scrypt, timingSafeEqual } from 'crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'crypto';
+import { isScryptHash, scryptHash, scryptMatches } from './scrypt-secret';
 
 /**
- * Client secrets are stored as scrypt hashes (`scrypt$N$r$p$salt$hash`, base64url parts) and
- * compared in constant time. The parameters travel with the hash so they can be raised later
- * without invalidating existing secrets.
+ * How secrets are stored (docs/security.md "Throttling failed client authentication"):
+ * - A secret the server made (`newSecret`: 256 random bits; client create, SMART app registration,
+ *   rotate-secret) is stored as `sha256$<base64url SHA-256 digest>`. A slow KDF protects secrets
+ *   people choose, which a thief of the database can guess from a dictionary; a 256-bit random
+ *   value has no dictionary, and finding it from its digest is 2^256 work, so the digest is as
+ *   strong and a verification costs microseconds on the event loop instead of 50–80 ms of a pool
+ *   thread. No salt: a salt defeats precomputed tables and hides equal secrets, and neither exists
+ *   for 256-bit random values. No pepper: it would only help if the digest alone could be inverted,
+ *   and it would be one more key to keep and rotate.
+ * - A secret a person may choose (a member's sign-in secret) stays scrypt (scrypt-secret.ts), as
+ *   do client secrets stored before the digest; a client's is rewritten to the digest after its
+ *   first right verification (ClientsService.authenticate).
+ * Verification dispatches on the stored format.
  */
-const N = 16384;
-const R = 8;
-const P = 1;
-const KEY_LENGTH = 32;
+const DIGEST = 'sha256$';
+const DIGEST_BYTES = 32;
 
-function scryptAsync(secret: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scrypt(secret, salt, KEY_LENGTH, { N: n, r, p, maxmem: 64 * 1024 * 1024 }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    ),
-  );
+/** The stored form of a secret the server made (`newSecret`). */
+export function hashGeneratedSecret(secret: string): string {
+  return DIGEST + sha256(secret);
 }
 
-export async function hashSecret(secret: string): Promise<string> {
-  const salt = randomBytes(16);
-  const key = await scryptAsync(secret, salt, N, R, P);
-  return ['scrypt', N, R, P, salt.toString('base64url'), key.toString('base64url')].join('$');
+/** The stored form of a secret a person may have chosen: scrypt (slow on purpose). */
+export function hashChosenSecret(secret: string): Promise<string> {
+  return scryptHash(secret);
 }
 
-/** A hash of a random secret, checked when the client is unknown so both paths cost the same. */
-let decoyHash: Promise<string> | undefined;
+/** A hash to rewrite as a digest once its secret is verified as right (a legacy client hash). */
+export function isSlowHash(stored: string): boolean {
+  return isScryptHash(stored);
+}
+
+/** A digest of a random secret, compared when a client is unknown: the same cost as a wrong secret. */
+const digestDecoy = hashGeneratedSecret(newSecret());
+/** An scrypt hash of a random secret, for callers whose unknown names must cost what scrypt costs. */
+let scryptDecoy: Promise<string> | undefined;
 
 /**
- * Verifications run one at a time (docs/security.md "Throttling failed client authentication"):
- * scrypt runs on libuv's thread pool (4 threads), so a burst of wrong secrets verified together
- * would take every core from the other tenants' requests; one after the other they take at most
- * one. Owners rarely wait here: a secret verified as right is remembered (ClientsService).
+ * Whether `secret` is the one `stored` was made from; false for a malformed stored value. With
+ * nothing stored (an unknown client or member) a decoy of the `decoy` format is compared, so the
+ * answer takes as long as a wrong secret of that format, and is false.
  */
-let verifying: Promise<unknown> = Promise.resolve();
-function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
-  const run = verifying.then(work, work);
-  verifying = run.catch(() => undefined);
-  return run;
+export async function verifySecret(
+  secret: string,
+  stored: string | undefined,
+  decoy: 'digest' | 'scrypt' = 'digest',
+): Promise<boolean> {
+  if (stored === undefined) {
+    if (decoy === 'digest') digestMatches(secret, digestDecoy);
+    else await scryptMatches(secret, await (scryptDecoy ??= scryptHash(newSecret())));
+    return false;
+  }
+  if (stored.startsWith(DIGEST)) return digestMatches(secret, stored);
+  return scryptMatches(secret, stored);
 }
 
-export function verifySecret(secret: string, stored: string | undefined): Promise<boolean> {
-  return oneAtATime(() => verifyNow(secret, stored));
-}
-
-async function verifyNow(secret: string, stored: string | undefined): Promise<boolean> {
-  const encoded = stored ?? (await (decoyHash ??= hashSecret(randomBytes(32).toString('base64url'))));
-  const parts = encoded.split('$');
-  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
-  const [n, r, p] = parts.slice(1, 4).map(Number);
-  const salt = Buffer.from(parts[4], 'base64url');
-  const expected = Buffer.from(parts[5], 'base64url');
-  const actual = await scryptAsync(secret, salt, n, r, p);
-  return timingSafeEqual(actual, expected) && stored !== undefined;
+/** Synchronous and constant-time in the secret: equal-length digests compared by timingSafeEqual. */
+function digestMatches(secret: string, stored: string): boolean {
+  const expected = Buffer.from(stored.slice(DIGEST.length), 'base64url');
+  const actual = createHash('sha256').update(secret).digest();
+  return expected.length === DIGEST_BYTES && timingSafeEqual(actual, expected);
 }
 
 /** New random credentials: a 24-hex-digit client id and a 256-bit secret. */

@@ -74,7 +74,8 @@ export class MemberSessionService {
    * Checks a member's id and sign-in secret. Failures are throttled like client secrets, per
    * (plan member, source address) and per source address (RateLimitService.reserveAuthAttempt):
    * throws TooManyRequests (429) when this source spent its attempts; an unknown member or one
-   * without a secret costs the same scrypt verification (a decoy hash) as a wrong secret.
+   * without a secret costs the same scrypt verification (a decoy hash) as a wrong secret (members'
+   * secrets are all scrypt: UsersService.setSignInSecret).
    */
   async checkSecret(
     plan: string,
@@ -89,7 +90,7 @@ export class MemberSessionService {
     try {
       found =
         username.length <= 256 && password.length <= 500 ? await this.users.findSignIn(plan, username) : null;
-      ok = await verifySecret(password, found?.signInHash);
+      ok = await verifySecret(password, found?.signInHash, 'scrypt');
     } catch (error) {
       await attempt.release();
       throw error;

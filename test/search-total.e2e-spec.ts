@@ -128,11 +128,12 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
   });
 
   /**
-   * A patient's Observations sorted by date: no index holds that order, so the page query sorts
-   * every match and counts them in the same pass (search-executor.ts `sortsFewMatches`). The
-   * answers are those of a page query and a count of their own.
+   * One reference's matches (a patient's Observations) with a capped count: the page and its count
+   * are one query (search-executor.ts), in the index's order (newest first) or sorted by a
+   * parameter no index holds (date). The answers are those of the page query and a count of their
+   * own (`_total=accurate` keeps them apart).
    */
-  describe("one reference's matches sorted by a parameter: the count in the page's query", () => {
+  describe("one reference's matches: the count in the page's query", () => {
     const observationsOf = async (patient: string, count: number) => {
       const id = (await create(alice, `Sortson${patient}`)).body.id as string;
       for (let i = 0; i < count; i++)
@@ -170,40 +171,51 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
       }
       return { served, queries, bundles };
     };
-    const inOrder = (served: Array<[string, string]>) =>
+    const byDate = (served: Array<[string, string]>) =>
       [...served].sort(([d1, i1], [d2, i2]) => (d1 !== d2 ? (d1 < d2 ? 1 : -1) : i1 < i2 ? -1 : 1));
+    /** The same search's pages with `_total=accurate`: a page query and a count of their own. */
+    const apart = async (path: string) => (await walk(`${path}&_total=accurate`)).served;
 
-    it('below and at the cap: exact total and last link, one query per page, newest date first', async () => {
-      for (const count of [3, EXACT_UP_TO]) {
-        const patient = await observationsOf(`b${count}`, count);
-        const { served, queries, bundles } = await walk(
-          `/r4/Observation?patient=${patient}&_sort=-date&_count=2`,
-        );
-        expect(served).toHaveLength(count);
-        expect(served).toEqual(inOrder(served));
-        expect(queries).toEqual(bundles.map(() => 1));
-        for (const bundle of bundles) {
-          expect(bundle.total).toBe(count);
-          expect(link(bundle, 'last')).toContain(`_skip=${Math.floor((count - 1) / 2) * 2}`);
-        }
-      }
-    });
+    for (const [order, sort] of [
+      ['newest first (the index order)', ''],
+      ['oldest first (the index walked backwards)', '&_sort=_lastUpdated'],
+      ['by date (no index holds it)', '&_sort=-date'],
+    ] as const) {
+      describe(order, () => {
+        it('below and at the cap: exact total and last link, one query per page, every match once', async () => {
+          for (const count of [3, EXACT_UP_TO]) {
+            const patient = await observationsOf(`b${count}${sort}`, count);
+            const path = `/r4/Observation?patient=${patient}${sort}&_count=2`;
+            const { served, queries, bundles } = await walk(path);
+            expect(served).toHaveLength(count);
+            expect(new Set(served.map(([, id]) => id)).size).toBe(count);
+            expect(served).toEqual(await apart(path));
+            if (sort === '&_sort=-date') expect(served).toEqual(byDate(served));
+            expect(queries).toEqual(bundles.map(() => 1));
+            for (const bundle of bundles) {
+              expect(bundle.total).toBe(count);
+              expect(link(bundle, 'last')).toContain(`_skip=${Math.floor((count - 1) / 2) * 2}`);
+            }
+          }
+        });
 
-    it('above the cap: no total and no last link by default, exact with accurate; every match once in order', async () => {
-      const patient = await observationsOf('a8', 8);
-      const { served, bundles } = await walk(`/r4/Observation?patient=${patient}&_sort=-date&_count=3`);
-      expect(served).toHaveLength(8);
-      expect(served).toEqual(inOrder(served));
-      // the last page (skip 6) reaches the last match: it tells the total
-      expect(bundles.map((bundle) => bundle.total)).toEqual([undefined, undefined, 8]);
-      expect(link(bundles[0], 'last')).toBeUndefined();
-      const accurate = await get(
-        `/r4/Observation?patient=${patient}&_sort=-date&_count=3&_total=accurate`,
-      ).expect(200);
-      expect(accurate.body.total).toBe(8);
-      expect(accurate.body.entry.map((e: any) => e.resource.id)).toEqual(
-        served.slice(0, 3).map(([, id]) => id),
-      );
-    });
+        it('above the cap: no total and no last link by default, exact with accurate; every match once in order', async () => {
+          const patient = await observationsOf(`a8${sort}`, 8);
+          const path = `/r4/Observation?patient=${patient}${sort}&_count=3`;
+          const { served, bundles, queries } = await walk(path);
+          expect(served).toHaveLength(8);
+          expect(new Set(served.map(([, id]) => id)).size).toBe(8);
+          expect(served).toEqual(await apart(path));
+          if (sort === '&_sort=-date') expect(served).toEqual(byDate(served));
+          expect(queries).toEqual([1, 1, 1]);
+          // the last page (skip 6) reaches the last match: it tells the total
+          expect(bundles.map((bundle) => bundle.total)).toEqual([undefined, undefined, 8]);
+          expect(link(bundles[0], 'last')).toBeUndefined();
+          const accurate = await get(`${path}&_total=accurate`).expect(200);
+          expect(accurate.body.total).toBe(8);
+          expect(link(accurate.body, 'last')).toContain('_skip=6');
+        });
+      });
+    }
   });
 });

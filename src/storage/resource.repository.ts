@@ -70,13 +70,14 @@ const SERVED_FIELDS = ['_id', 'v', 'c', 'u', 't', 'id', 'vid', 'lu', 'del'] as c
   keyof ResourceDoc
 >;
 
+/** The served fields as an inclusion projection: built once, every page query sends it. */
+const SERVED_PROJECTION: Readonly<Record<string, 1>> = Object.fromEntries(
+  SERVED_FIELDS.map((field) => [field, 1]),
+);
+
 /** A searchset page's projection: the served fields, the JSON's size, the JSON when small (page-budget.ts). */
 function pageFields(page: { size: number; maxBytes: number }): object {
-  return {
-    ...Object.fromEntries(SERVED_FIELDS.map((field) => [field, 1])),
-    size: JSON_SIZE,
-    json: inlineJsonUpTo(page.maxBytes, page.size + 1),
-  };
+  return { ...SERVED_PROJECTION, size: JSON_SIZE, json: inlineJsonUpTo(page.maxBytes, page.size + 1) };
 }
 
 function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): ResourceDoc {
@@ -337,27 +338,35 @@ export class ResourceRepository {
   }
 
   /**
-   * `searchPage` and the count of its matches (at most `countLimit`) in one query, for a page
-   * whose sort no index holds: its query reads and sorts every match anyway, so counting them in
-   * the same pass (`$facet`) costs less than a second query that reads them all again. Only for
-   * matches known to be few (one reference's resources): the engine holds them all for the two
-   * facets.
+   * `searchPage` and the count of its matches (at most `countLimit`) in one query (`$facet` of the
+   * page's rows and a `$count`), for matches known to be few (one reference's resources): the
+   * engine holds them all for the two facets. `inIndexOrder`: the index walked holds `sort`, so the
+   * query reads it in order and stops after `countLimit` matches (or the page's end, if later),
+   * the page being the first of them; otherwise no index holds the order (a `_sort` parameter's
+   * key), the page query reads and sorts every match anyway, and the count is taken in that pass.
+   * Either way a second query reading the matches again is saved.
    */
   async searchPageCounted(
     ctx: TenantContext,
     version: FhirVersion,
     options: Omit<StoreSearchOptions, 'limit' | 'count' | 'withoutIndex'> & { sort: SortOrder },
     page: { size: number; maxBytes: number },
-    countLimit: number,
+    count: { limit: number; inIndexOrder: boolean },
   ): Promise<SearchPageRows & { counted: number }> {
     const skip = options.skip ?? 0;
-    const rows: object[] = [{ $sort: options.sort }, { $limit: skip + page.size + 1 }];
+    const pageEnd = skip + page.size + 1;
+    const rows: object[] = count.inIndexOrder ? [] : [{ $sort: options.sort }];
+    rows.push({ $limit: pageEnd });
     if (skip > 0) rows.push({ $skip: skip });
     rows.push({ $project: pageFields(page) });
+    const facet = { $facet: { rows, n: [{ $limit: count.limit }, { $count: 'n' }] } };
+    const stages = count.inIndexOrder
+      ? [{ $sort: options.sort }, { $limit: Math.max(count.limit, pageEnd) }, facet]
+      : [facet];
     const [result] = await this.scoped(ctx)
       .resources.aggregate<{ rows: Array<ResourceDoc & { size: number }>; n: Array<{ n: number }> }>(
         this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }),
-        [{ $facet: { rows, n: [{ $limit: countLimit }, { $count: 'n' }] } }],
+        stages,
         { ...forContext(ctx, options.hint), enableUtf8Validation: false },
       )
       .toArray();

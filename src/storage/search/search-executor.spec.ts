@@ -11,29 +11,82 @@ const PAGE = { size: 10, maxBytes: 1_000_000 };
 function repositoryAnswering(page: SearchPageRows, ms: number) {
   const countBy = jest.fn(async () => 42);
   const searchPage = jest.fn(() => new Promise<SearchPageRows>((done) => setTimeout(() => done(page), ms)));
-  const repository = { countBy, searchPage } as unknown as ResourceRepository;
+  const searchPageCounted = jest.fn(async () => ({ ...page, counted: 7 }));
+  const repository = { countBy, searchPage, searchPageCounted } as unknown as ResourceRepository;
   const settings = { searchCountBesideAfterMs: 15 };
-  return { executor: new SearchExecutor(repository, new SubQueryResolver(repository), settings), countBy };
+  return {
+    executor: new SearchExecutor(repository, new SubQueryResolver(repository), settings),
+    countBy,
+    searchPage,
+    searchPageCounted,
+  };
 }
 
 const parsed = (type: string, pairs: Array<[string, string]>) => parseSearch('r4', type, pairs);
 
 describe('SearchExecutor.searchPage: when the count starts', () => {
-  it("one reference's search: a slow page that saw its last match costs no count", async () => {
+  it("one reference's search with a capped count: the page and the count are one query", async () => {
+    for (const [pairs, inIndexOrder] of [
+      [[['patient', 'p1']], true],
+      [
+        [
+          ['patient', 'p1'],
+          ['_sort', '_lastUpdated'],
+        ],
+        true,
+      ],
+      [
+        [
+          ['patient', 'p1'],
+          ['_sort', '-date'],
+        ],
+        false,
+      ],
+    ] as Array<[Array<[string, string]>, boolean]>) {
+      const { executor, countBy, searchPage, searchPageCounted } = repositoryAnswering(
+        { docs: [], hasNext: true },
+        0,
+      );
+      const result = await executor.searchPage(ctx, 'r4', parsed('Observation', pairs), {
+        page: PAGE,
+        count: { limit: 1001 },
+      });
+      expect(result.counted).toBe(7);
+      expect(searchPageCounted).toHaveBeenCalledWith(ctx, 'r4', expect.anything(), PAGE, {
+        limit: 1001,
+        inIndexOrder,
+      });
+      expect(searchPage).not.toHaveBeenCalled();
+      expect(countBy).not.toHaveBeenCalled();
+    }
+  });
+
+  it("one reference's search in a compartment keeps the page query and its own count", async () => {
+    const { executor, searchPageCounted, countBy } = repositoryAnswering({ docs: [], hasNext: true }, 0);
+    await executor.searchPage(ctx, 'r4', parsed('Condition', [['patient', 'p1']]), {
+      page: PAGE,
+      count: { limit: 1001 },
+      within: { restriction: { 'idx.ref': 'patient|Patient/p1' } },
+    });
+    expect(searchPageCounted).not.toHaveBeenCalled();
+    expect(countBy).toHaveBeenCalledTimes(1);
+  });
+
+  it("one reference's exact count: a slow page that saw its last match costs no count", async () => {
     const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: false, matchesFromSkip: 3 }, 60);
     const result = await executor.searchPage(ctx, 'r4', parsed('Condition', [['patient', 'p1']]), {
       page: PAGE,
-      count: { limit: 1001 },
+      count: {},
     });
     expect(result.matchesFromSkip).toBe(3);
     expect(countBy).not.toHaveBeenCalled();
   });
 
-  it("one reference's search: a full page is counted after it", async () => {
+  it("one reference's exact count: a full page is counted after it", async () => {
     const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: true }, 60);
     const result = await executor.searchPage(ctx, 'r4', parsed('Condition', [['patient', 'p1']]), {
       page: PAGE,
-      count: { limit: 1001 },
+      count: {},
     });
     expect(result.counted).toBe(42);
     expect(countBy).toHaveBeenCalledTimes(1);

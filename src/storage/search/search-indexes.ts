@@ -45,8 +45,9 @@ export function indexSpecs(fullText: boolean): SearchIndexSpec[] {
     // code + date) read in index order and stop after the page instead of sorting every match
     { key: { ...tenantType, 'idx.tok': 1, lu: -1, id: 1 }, name: INDEX_NAMES.tok },
     { key: { ...tenantType, 'idx.str': 1 }, name: INDEX_NAMES.str },
-    // the lastUpdated order after the type: a page of one reference's resources in the default
-    // order (a patient's Observations, newest first) is read in index order and stops after the page
+    // the lastUpdated order after the type: one reference's resources in the default order (a
+    // patient's Observations, newest first) are read in index order, no sort: the page stops after
+    // its rows, or with its capped count in the same query after the cap (search-executor.ts)
     { key: { v: 1, c: 1, 'idx.ref': 1, t: 1, lu: -1, id: 1 }, name: INDEX_NAMES.ref },
     { key: { ...tenantType, 'idx.uri': 1 }, name: INDEX_NAMES.uri },
     { key: { ...tenantType, 'idx.bkt': 1 }, name: INDEX_NAMES.bkt },

@@ -1,5 +1,6 @@
 import { ExpressAdapter } from '@nestjs/platform-express';
 import type { Express, NextFunction, Request, Response } from 'express';
+import { Route } from 'router';
 import request from 'supertest';
 import { installRouteTable, RouteTable, type RouterLayer } from './route-table';
 
@@ -46,6 +47,22 @@ function buildApp(withTable: boolean, calls: string[]): { app: Express; installe
     '/:version/fail/:x',
     counted('fail', (_req, _res, next) => next(new Error('failed'))),
   );
+  app.get(
+    '/:version/throw/:x',
+    counted('throw', () => {
+      throw new Error('thrown');
+    }),
+  );
+  // a route of two handlers (the first passes on): its own dispatch walks them
+  app
+    .route('/:version/two/:x')
+    .get(counted('two: first', (_req, _res, next) => next()))
+    .get(counted('two: second', answer('two')));
+  app.head(
+    '/:version/head/:x',
+    counted('head', (_req, res) => res.status(204).end()),
+  );
+  app.get('/:version/head/:x', counted('head: get', answer('head: get')));
   app.get('/:version/Patient/$everything', counted('everything', answer('everything')));
   app.get('/:version/:type/_history', counted('history', answer('history')));
   app.post('/:version/:type', counted('create', answer('create')));
@@ -89,6 +106,11 @@ const REQUESTS: ReadonlyArray<[string, string]> = [
   ['GET', '/r4/skip/p1'],
   ['GET', '/r4/exhaust/a/b'],
   ['GET', '/r4/fail/p1'],
+  ['GET', '/r4/throw/p1'],
+  ['GET', '/r4/two/p1'],
+  ['HEAD', '/r4/two/p1'],
+  ['HEAD', '/r4/head/p1'],
+  ['GET', '/r4/head/p1'],
   ['GET', '/r4/Observation/o1/x/y/z'],
   ['GET', '/r4//o1'],
   ['GET', '//'],
@@ -127,6 +149,34 @@ describe('RouteTable', () => {
     }
   });
 
+  it("runs a route's single handler without the route's dispatch, and a route of several through it", async () => {
+    const dispatch = jest.spyOn(Route.prototype as { dispatch(...args: unknown[]): void }, 'dispatch');
+    try {
+      const calls: string[] = [];
+      const { app } = buildApp(true, calls);
+      expect(JSON.parse((await send(app, 'GET', '/r4/Observation/o1')).body).name).toBe('read');
+      expect((await send(app, 'HEAD', '/r4/head/p1')).status).toBe(204);
+      expect(JSON.parse((await send(app, 'GET', '/r4/pass/p1')).body).name).toBe('read');
+      expect(dispatch).not.toHaveBeenCalled();
+      expect(JSON.parse((await send(app, 'GET', '/r4/two/p1')).body).name).toBe('two');
+      expect(dispatch).toHaveBeenCalledTimes(1);
+      expect(calls).toEqual([
+        'middleware',
+        'read',
+        'middleware',
+        'head',
+        'middleware',
+        'pass',
+        'read',
+        'middleware',
+        'two: first',
+        'two: second',
+      ]);
+    } finally {
+      dispatch.mockRestore();
+    }
+  });
+
   it('answers as the routes do (a sample of what the comparison covers)', async () => {
     const { app } = buildApp(true, []);
     expect(JSON.parse((await send(app, 'GET', '/R4/observation/o1/')).body)).toEqual({
@@ -155,11 +205,17 @@ describe('RouteTable', () => {
       '/:version/pass/:x',
       '/:version/skip/:x',
       '/:version/fail/:x',
+      '/:version/throw/:x',
+      '/:version/two/:x',
+      '/:version/head/:x',
       '/:version/Patient/$everything',
       '/:version/:type/_history',
       '/:version/:type/:id',
     ]);
-    expect(paths('HEAD', '/r4/Observation/o1/')).toEqual(paths('GET', '/r4/Observation/o1'));
+    // HEAD: the GET routes and the route of HEAD's own handler, in registration order
+    const head = paths('GET', '/r4/Observation/o1');
+    head.splice(head.indexOf('/:version/head/:x'), 0, '/:version/head/:x');
+    expect(paths('HEAD', '/r4/Observation/o1/')).toEqual(head);
     expect(paths('PUT', '/r4/Observation/o1')).toEqual(['/:version/:type/:id']);
     expect(paths('GET', '/Health')).toEqual(['/health', '/files/{*rest}']);
     expect(paths('GET', '/r4/a/b/c/d/e/f/g')).toEqual(['/files/{*rest}']);

@@ -2,7 +2,12 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 /** What this file needs of an Express 5 router layer (the `router` package's `Layer`). */
 export interface RouterLayer {
-  route?: { path: unknown; _handlesMethod(method: string): boolean };
+  route?: {
+    path: unknown;
+    _handlesMethod(method: string): boolean;
+    /** The route's own layers: one per handler, each with the method it serves (none: `all`). */
+    stack?: RouterLayer[];
+  };
   match(path: string): { params: Record<string, string>; pattern?: unknown } | false;
   handleRequest(req: Request, res: Response, next: NextFunction): void;
 }
@@ -42,6 +47,19 @@ function shapeOf(path: unknown): PathShape {
   return { count: segments.length, first: plain ? first.toLowerCase() : undefined };
 }
 
+/**
+ * The one handler layer of a route that has a single handler: a candidate route serves the request's
+ * method (`_handlesMethod`, from the same `methods` its handlers were added with), so that layer is
+ * the one its `dispatch` would run (HEAD by the GET handler when there is no HEAD one), and `next()`,
+ * `next('route')` or an error from it end the route alike. Calling it with the route's continuation
+ * saves the dispatch's closure and its own `next` per request. undefined: several handlers, which
+ * the route's dispatch walks.
+ */
+function singleHandler(route: RouterLayer['route']): RouterLayer | undefined {
+  const stack = route?.stack;
+  return stack?.length === 1 ? stack[0] : undefined;
+}
+
 /** A request path's segment count and first segment, as the shapes count them. */
 function requestShape(path: string): { count: number; first: string } {
   // one trailing slash is allowed by non-strict matching; `/` itself has no segment
@@ -72,6 +90,8 @@ function requestShape(path: string): { count: number; first: string } {
  */
 export class RouteTable {
   private readonly buckets = new Map<string, RouterLayer[]>();
+  /** Per bucket, each route's single handler (singleHandler), at the route's place. */
+  private readonly handlers = new Map<RouterLayer[], Array<RouterLayer | undefined>>();
   private readonly firsts = new Set<string>();
   private readonly longest: number;
   private readonly shapes: Array<[RouterLayer, PathShape]>;
@@ -104,8 +124,17 @@ export class RouteTable {
         )
         .map(([layer]) => layer);
       this.buckets.set(key, bucket);
+      this.handlers.set(
+        bucket,
+        bucket.map((layer) => singleHandler(layer.route)),
+      );
     }
     return bucket;
+  }
+
+  /** The single handlers of `candidates`' answer, at the same places (undefined: dispatch the route). */
+  singleHandlers(bucket: RouterLayer[]): ReadonlyArray<RouterLayer | undefined> {
+    return this.handlers.get(bucket) ?? [];
   }
 }
 
@@ -148,6 +177,7 @@ export function installRouteTable(app: { router: AppRouter }): boolean {
     if (req.method === 'OPTIONS' || typeof path !== 'string' || path.charCodeAt(0) !== 47) return next();
     if (matchedRoute === null) matchedRoute = matchedRouteKey(req);
     const routes = table.candidates(req.method, path);
+    const single = table.singleHandlers(routes);
     const tryFrom = (from: number, passedOn: boolean): void => {
       for (let i = from; i < routes.length; i++) {
         const layer = routes[i];
@@ -163,9 +193,11 @@ export function installRouteTable(app: { router: AppRouter }): boolean {
         if (matchedRoute) (req as unknown as Record<symbol, unknown>)[matchedRoute] = match.pattern;
         req.params = match.params;
         // a route that passes the request on (`next()`, `next('route')`): the next route that matches
-        return handleRequest.call(layer, req, res, (err?: unknown) =>
-          err && err !== 'route' ? next(err) : tryFrom(i + 1, true),
-        );
+        const passOn = (err?: unknown) => (err && err !== 'route' ? next(err) : tryFrom(i + 1, true));
+        const handler = single[i];
+        return handler === undefined
+          ? handleRequest.call(layer, req, res, passOn)
+          : handler.handleRequest(req, res, passOn);
       }
       // Past the last route that matches, Express goes on to the middleware after the routes (the
       // not-found answer): the routes on the way, already tried, pass the request on.

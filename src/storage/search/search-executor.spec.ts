@@ -102,6 +102,30 @@ describe('SearchExecutor.searchPage: when the count starts', () => {
     expect(countBy).toHaveBeenCalledTimes(1);
   });
 
+  it('a search of many matches beside another page query: its count waits for its page', async () => {
+    const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: false, matchesFromSkip: 3 }, 60);
+    const search = () =>
+      executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {
+        page: PAGE,
+        count: { limit: 1001 },
+      });
+    await Promise.all([search(), search()]);
+    // both pages saw every match: no count was needed, none started
+    expect(countBy).not.toHaveBeenCalled();
+  });
+
+  it('a search of many matches beside another page query: a full page is counted after it', async () => {
+    const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: true }, 60);
+    const search = () =>
+      executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {
+        page: PAGE,
+        count: { limit: 1001 },
+      });
+    const results = await Promise.all([search(), search()]);
+    expect(results.map((result) => result.counted)).toEqual([42, 42]);
+    expect(countBy).toHaveBeenCalledTimes(2);
+  });
+
   it('a search of many matches whose page answers at once costs no count', async () => {
     const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: false, matchesFromSkip: 3 }, 0);
     await executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {

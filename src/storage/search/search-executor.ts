@@ -67,6 +67,9 @@ function ofOneReference(query: { filter: Filter; hint?: string }): boolean {
  */
 @Injectable()
 export class SearchExecutor {
+  /** Search page queries of this process running now (`lateCount`: whether the engine has room). */
+  private pagesInFlight = 0;
+
   constructor(
     private readonly repository: ResourceRepository,
     private readonly subQueries: SubQueryResolver,
@@ -76,7 +79,8 @@ export class SearchExecutor {
   /**
    * One page of a search from `parsed.skip`. `count`: also count the matches (at most `limit`)
    * when the page does not tell the total itself; the count starts beside the page query once
-   * that query has run for SEARCH_COUNT_BESIDE_AFTER_MS (`lateCount`), one reference's only after it.
+   * that query has run for SEARCH_COUNT_BESIDE_AFTER_MS while no other page query runs
+   * (`lateCount`), one reference's only after it.
    */
   async searchPage(
     ctx: TenantContext,
@@ -111,6 +115,7 @@ export class SearchExecutor {
         )
       : undefined;
     let page: SearchPageRows;
+    this.pagesInFlight++;
     try {
       page = await this.repository.searchPage(
         ctx,
@@ -119,6 +124,7 @@ export class SearchExecutor {
         options.page,
       );
     } finally {
+      this.pagesInFlight--;
       counter?.stopIfNotStarted();
     }
     if (counter === undefined || page.matchesFromSkip !== undefined) return page;
@@ -181,9 +187,14 @@ export class SearchExecutor {
 
   /**
    * The count for Bundle.total, started beside the page query once that query has run for
-   * `besideAfterMs` (SEARCH_COUNT_BESIDE_AFTER_MS; undefined: only after it): a search that answers sooner (a few matches, usually one page that tells
-   * its total) costs no count; a slow one (many matches) has its count run at the same time
-   * instead of after it.
+   * `besideAfterMs` (SEARCH_COUNT_BESIDE_AFTER_MS; undefined: only after it): a search that
+   * answers sooner (a few matches, usually one page that tells its total) costs no count; a slow
+   * one (many matches) has its count run at the same time instead of after it. Only while no other
+   * search page query runs: then the page is slow because of its own matches and the engine has
+   * room for the count; with others running, the engine is busy, a page slowed by the load rather
+   * than by its matches would start a count it may not need, and the count, competing for the
+   * same cores, would not answer sooner. It then runs after the page, when the page did not tell
+   * the total (docs/storage.md "Totals").
    */
   private lateCount(
     ctx: TenantContext,
@@ -198,7 +209,12 @@ export class SearchExecutor {
         (count) => ({ count }),
         (error: unknown) => ({ error }),
       ));
-    const timer = besideAfterMs === undefined ? undefined : setTimeout(() => void start(), besideAfterMs);
+    const timer =
+      besideAfterMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            if (this.pagesInFlight <= 1) void start();
+          }, besideAfterMs);
     return {
       stopIfNotStarted: () => clearTimeout(timer),
       count: async (): Promise<number> => {

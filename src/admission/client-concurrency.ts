@@ -258,8 +258,14 @@ export class ClientConcurrency {
     now: number,
   ): { unit: CostUnit; of: 'user' | 'client' } | undefined {
     const userKey = callerKey(clientId, user);
+    // the users sharing each kind of unit, counted once for this instant (the same answer per kind)
+    let contending: number | undefined;
+    let active: number | undefined;
     for (const unit of COST_UNITS) {
-      const part = this.rate(unit) / this.sharing(clientId, unit, now);
+      const sharing = WORK_UNITS.has(unit)
+        ? (contending ??= this.activeUsers(clientId, now, CONTENDING_MS))
+        : (active ??= this.activeUsers(clientId, now, ACTIVE_MS));
+      const part = this.rate(unit) / sharing;
       if (this.ledger.level(userKey, unit, part, now) <= 0) return { unit, of: 'user' };
     }
     for (const unit of COST_UNITS) {
@@ -312,12 +318,22 @@ export class ClientConcurrency {
   }
 
   private rate(unit: CostUnit): number {
-    const rate = {
-      bytes: this.settings.clientResponseBytesPerSecond,
-      databaseMs: this.settings.clientDatabaseMsPerSecond,
-      workerMs: this.settings.clientWorkerMsPerSecond,
-      loopMs: this.settings.clientLoopMsPerSecond,
-    }[unit];
+    // a switch, not a lookup object: asked several times per request (no object per call)
+    let rate: number;
+    switch (unit) {
+      case 'bytes':
+        rate = this.settings.clientResponseBytesPerSecond;
+        break;
+      case 'databaseMs':
+        rate = this.settings.clientDatabaseMsPerSecond;
+        break;
+      case 'workerMs':
+        rate = this.settings.clientWorkerMsPerSecond;
+        break;
+      case 'loopMs':
+        rate = this.settings.clientLoopMsPerSecond;
+        break;
+    }
     return rate > 0 ? rate : 0;
   }
 

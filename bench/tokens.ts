@@ -1,7 +1,7 @@
 /**
  * Identity throughput: authorization-code exchange over HTTP (POST /oauth2/token, sequential and
  * 8 concurrent), and the per-request cost of the tenant guard for each credential form (bearer
- * user token, client headers with a warm verification cache, client headers with scrypt).
+ * user token, client headers with a warm verification cache, client headers with the cache cleared: a digest check and the client's read).
  * Starts its own embedded database (like test/global-setup.ts) unless MONGO_URL is set.
  * Prints a table and writes bench/results/tokens.json.
  * Run: npx ts-node --transpile-only -r tsconfig-paths/register bench/tokens.ts
@@ -137,7 +137,7 @@ async function main(): Promise<void> {
     );
     const clients = app.get(ClientsService);
     rows.push(
-      await timed('guard: client headers, cold (scrypt every time)', 50, async () => {
+      await timed('guard: client headers, cold (digest check + client read every time)', 50, async () => {
         for (let i = 0; i < 50; i++) {
           (clients as unknown as { verified: { clear(): void } }).verified.clear();
           await resolver.resolve(headerReq);

@@ -11,13 +11,6 @@ import { RequestAdmission, type RouteLane } from './request-admission';
 import { setResponseCharge } from './response-charge';
 
 /**
- * What is charged for a request to its caller's share (TenantContext's charging functions): the
- * engine's reads it did not answer and its database time (by the storage layer), and its steps'
- * event-loop time after admission (timedOnLoop).
- */
-type Charges = Pick<TenantContext, 'chargeUnservedReads' | 'startDatabaseCommand' | 'chargeLoopMs'>;
-
-/**
  * Admission of one FHIR request of a client (docs/security.md "Tenant fairness"): the caller's
  * slot and cost budget (ClientConcurrency: the client's and, within it, the user's), then its turn in the read or write lane
  * its route declares (RequestAdmission). Both are held until the answer is written or the connection goes away.
@@ -36,10 +29,17 @@ export class FhirAdmission {
 
   /**
    * `req`'s credentials were verified as `ctx`'s: the early refusal may know them from now on.
-   * The charges made for the request to the caller's share (Charges), once the request may run: at
-   * once when its lane has room (no promise), else a promise.
+   * `ctx` with the charges made for the request to the caller's share (TenantContext's charging
+   * functions: the engine's reads it did not answer and its database time, by the storage layer; its
+   * steps' event-loop time after admission, timedOnLoop), once the request may run: at once when its
+   * lane has room (no promise), else a promise. One object: the context a request runs with.
    */
-  admit(ctx: TenantContext, lane: RouteLane, req: Request, res: Response): Charges | Promise<Charges> {
+  admit(
+    ctx: TenantContext,
+    lane: RouteLane,
+    req: Request,
+    res: Response,
+  ): TenantContext | Promise<TenantContext> {
     const { clientId } = ctx;
     const user = userOf(ctx);
     this.credentials.remember(req, clientId, user);
@@ -73,10 +73,11 @@ export class FhirAdmission {
     // write flood holds the engine as a read flood does), each command charged its part of the
     // engine's time, not its wall-clock time (DatabaseClock). Bulk export and purge run outside
     // the lanes at their own pace (purge's pacer), and are not charged.
-    const charges: Charges =
+    const admitted: TenantContext =
       lane === 'bulk'
-        ? { chargeUnservedReads, chargeLoopMs }
+        ? { ...ctx, chargeUnservedReads, chargeLoopMs }
         : {
+            ...ctx,
             chargeUnservedReads,
             chargeLoopMs,
             startDatabaseCommand: () => {
@@ -91,11 +92,11 @@ export class FhirAdmission {
           };
     // then waits for its turn on the database (the client's slot is held while it waits)
     const entered = this.lanes.enter(clientId, lane, res);
-    const hold = (granted: LaneTicket | undefined): Charges => {
+    const hold = (granted: LaneTicket | undefined): TenantContext => {
       // a connection gone before its turn came: nothing will answer, the slot goes back now
       if (granted !== undefined && res.destroyed) granted.release();
       else ticket = granted;
-      return charges;
+      return admitted;
     };
     return entered instanceof Promise ? entered.then(hold) : hold(entered);
   }

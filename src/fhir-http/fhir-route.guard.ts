@@ -119,10 +119,11 @@ export class FhirRouteGuard implements CanActivate {
   ): boolean | Promise<boolean> {
     req.tenant = ctx;
     if (route.options.admitted === false) return this.allowed(route, ctx, req, path);
+    // the context with the request's charges, as admission made it (one object, no spread here)
     const admitted = this.admission.admit(ctx, laneOf(route.options, req.method), req, res);
     return admitted instanceof Promise
-      ? admitted.then((turn) => this.allowed(route, { ...ctx, ...turn }, req, path))
-      : this.allowed(route, { ...ctx, ...admitted }, req, path);
+      ? admitted.then((turn) => this.allowed(route, turn, req, path))
+      : this.allowed(route, admitted, req, path);
   }
 
   private allowed(

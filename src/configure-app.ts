@@ -28,7 +28,7 @@ import { REQUEST_LOGS } from './logging/logging.module';
 import type { RequestLogs } from './logging/request-logs';
 import { SECURITY } from './tenancy/security-schemes';
 
-function setupSwagger(app: NestExpressApplication, settings: Settings): void {
+function setupSwagger(app: NestExpressApplication, settings: Settings, docs: DocsRouter): void {
   const config = new DocumentBuilder()
     .setTitle('FHIR data service')
     .setDescription(
@@ -45,7 +45,9 @@ function setupSwagger(app: NestExpressApplication, settings: Settings): void {
     .addApiKey({ type: 'apiKey', in: 'header', name: 'x-app-user-id' }, SECURITY.appUserId)
     .build();
   const document = SwaggerModule.createDocument(app, config);
-  behindDocsGate(app, () => SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' }));
+  behindDocsGate(app, docs, () =>
+    SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' }),
+  );
 }
 
 /** `/docs…` in any case, as Express matches paths (case-insensitive routing). */
@@ -53,24 +55,30 @@ function isDocsPath(path: string): boolean {
   return path.length >= 5 && path.slice(0, 5).toLowerCase() === '/docs';
 }
 
+type DocsRouter = ReturnType<typeof Router> & { stack: unknown[] };
+
 /**
- * The layers `setup` adds to the app's router (Swagger's ≈ 10 routes and static files), moved into a
- * router of their own behind one layer that only `/docs…` paths enter: Express's router tries each
- * layer in turn, so every request would otherwise be matched against each of them on its way to the
- * app's routes. The moved layers keep their order and see the same paths (the router is mounted
- * without a path of its own); a request they pass on continues with the app's next layer.
+ * The layers `setup` adds to the app's router (Swagger's ≈ 10 routes and static files), moved into
+ * `docs`, a router of their own that only `/docs…` paths enter (docsGate, the last step of the app's
+ * middleware layer): Express's router tries each layer in turn, so every request would otherwise be
+ * matched against each of them on its way to the app's routes. The moved layers keep their order and
+ * see the same paths (the router is entered without a path of its own); a request they pass on
+ * continues with the app's next layer.
  */
-function behindDocsGate(app: NestExpressApplication, setup: () => void): void {
+function behindDocsGate(app: NestExpressApplication, docs: DocsRouter, setup: () => void): void {
   const express = app.getHttpAdapter().getInstance() as { router: { stack: unknown[] } };
   const stack = express.router.stack;
   const before = stack.length;
   setup();
-  const docs = Router() as ReturnType<typeof Router> & { stack: unknown[] };
   docs.stack.push(...stack.splice(before));
-  app.use(function docsGate(req: Request, res: Response, next: NextFunction) {
+}
+
+/** Enters `docs` (behindDocsGate) for `/docs…` paths; any other request goes on. */
+function docsGate(docs: DocsRouter) {
+  return function docsGate(req: Request, res: Response, next: NextFunction) {
     if (isDocsPath(req.path)) return docs(req, res, next);
     next();
-  });
+  };
 }
 
 /** Everything that must be the same for `npm start` and the e2e tests' app. */
@@ -103,6 +111,7 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
   const docs = recordedHeaders(helmet({ contentSecurityPolicy: false }));
   const clients = app.get(ClientsService);
   const loop = app.get(EventLoopTime);
+  const docsRouter = Router() as DocsRouter;
   // every request's middleware, in this order, as one Express layer (inOneLayer)
   app.use(
     inOneLayer<Request, Response>([
@@ -142,9 +151,11 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
         // long narratives are checked in slices here, never in one piece on the event loop
         narrativesInSlices(loop),
       ]),
+      // Swagger's layers, entered by `/docs…` paths only (filled by setupSwagger below)
+      docsGate(docsRouter),
     ]),
   );
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
-  setupSwagger(app, settings);
+  setupSwagger(app, settings, docsRouter);
 }

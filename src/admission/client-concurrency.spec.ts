@@ -204,6 +204,24 @@ describe('ClientConcurrency', () => {
     victim.release();
   });
 
+  it("within a client, users taking turns (never two in flight) are one sequential caller: their work is not charged; a user's work is while another of its users is in flight", () => {
+    const c = limiter(0, 16, 500);
+    for (let turn = 0; turn < 20; turn++) {
+      const slot = c.acquire('c1', turn % 2 ? 'bob' : 'alice'); // bob's answer came a moment ago
+      slot.chargeDatabaseMs(400);
+      slot.release();
+    }
+    expect(() => c.acquire('c1', 'alice').release()).not.toThrow();
+    const bob = c.acquire('c1', 'bob'); // now running beside alice's next request
+    const alice = c.acquire('c1', 'alice');
+    alice.chargeDatabaseMs(400);
+    alice.release();
+    expect(refusal(() => c.acquire('c1', 'alice')).message).toMatch(
+      /this user was served more than its part/,
+    );
+    bob.release();
+  });
+
   it('CLIENT_RESPONSE_BYTES_PER_SECOND=0 turns the byte share off', () => {
     const c = limiter(0);
     const slot = c.acquire('c1');

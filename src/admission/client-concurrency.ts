@@ -16,9 +16,10 @@ const MEAN_WEIGHT = 0.25;
  */
 const ACTIVE_MS = 1_000;
 /**
- * A caller contends for the engine, the worker pool and the event loop while it has a request in
+ * A client contends for the engine, the worker pool and the event loop while it has a request in
  * flight, or started or ended one this recently (a sequential caller's turn-around between an
- * answer and its next request). Work (database, worker, loop ms, rows read and left out) is
+ * answer and its next request); another user of the same client, only while it has a request in
+ * flight (otherUserInFlight). Work (database, worker, loop ms, rows read and left out) is
  * charged, and a client's work share split among its users, only among contending callers: a
  * caller that finished a while ago waits for nobody's work, and a legitimate burst right after
  * it is charged at most this long (the processor-sharing clock charges at most the wall time),
@@ -171,14 +172,26 @@ export class ClientConcurrency {
 
   /**
    * Charges work done for a caller (database, worker or loop time, bytes read and left out) to its
-   * user's part and its client's share, while another caller contends (CONTENDING_MS): alone on
-   * the server, or after the others are done, nobody waits for that work (work-conserving, as the
-   * in-flight cap).
+   * user's part and its client's share, while another client contends (CONTENDING_MS) or another
+   * user of its client has a request in flight: alone on the server, or after the others are done,
+   * nobody waits for that work (work-conserving, as the in-flight cap).
    */
   chargeWork(clientId: string, user: string, unit: CostUnit, amount: number): void {
     if (!(amount > 0) || this.rate(unit) <= 0) return;
     const now = Date.now();
-    if (this.othersActive(clientId, user, now, CONTENDING_MS)) this.spend(clientId, user, unit, amount, now);
+    if (this.otherUserInFlight(clientId, user) || this.othersActive(clientId, now, CONTENDING_MS)) {
+      this.spend(clientId, user, unit, amount, now);
+    }
+  }
+
+  /**
+   * Whether another user of the same client has a request in flight. Within a client, only a
+   * request running beside this one is contention: an app that serves its users one request at a
+   * time (a sync job walking them in turn) is one sequential caller, and charging each turn because
+   * the previous user's answer came a moment ago would throttle it for the machine's slowness alone.
+   */
+  private otherUserInFlight(clientId: string, user: string): boolean {
+    return (this.inFlight.get(clientId) ?? 0) > (this.userInFlight.get(callerKey(clientId, user)) ?? 0);
   }
 
   /**
@@ -186,7 +199,7 @@ export class ClientConcurrency {
    * ACTIVE_MS), as for the in-flight cap: the lanes' per-client slot cap engages only then.
    */
   anotherClientActive(clientId: string, now = Date.now()): boolean {
-    return this.othersActive(clientId, undefined, now, ACTIVE_MS);
+    return this.othersActive(clientId, now, ACTIVE_MS);
   }
 
   /**
@@ -200,7 +213,7 @@ export class ClientConcurrency {
    */
   refusal(clientId: string, user = '', now = Date.now()): OperationOutcomeError | undefined {
     const limit = this.settings.clientMaxConcurrentRequests;
-    const contended = this.othersActive(clientId, undefined, now, ACTIVE_MS);
+    const contended = this.othersActive(clientId, now, ACTIVE_MS);
     this.markActive(clientId, user, now);
     const users = this.activeUsers(clientId, now, ACTIVE_MS);
     const userKey = callerKey(clientId, user);
@@ -314,7 +327,7 @@ export class ClientConcurrency {
 
   /** Whether another client contends now (in flight, or started/ended within CONTENDING_MS): the lanes' cap engages only then. */
   othersContend(clientId: string, now = Date.now()): boolean {
-    return this.othersActive(clientId, undefined, now, CONTENDING_MS);
+    return this.othersActive(clientId, now, CONTENDING_MS);
   }
 
   private rate(unit: CostUnit): number {
@@ -368,12 +381,11 @@ export class ClientConcurrency {
   }
 
   /**
-   * Whether another client (or, given `user`, another user of the same client) has a request in
-   * flight or had one within `windowMs`: only then does the in-flight cap engage (ACTIVE_MS) and
-   * is work charged (CONTENDING_MS) — work-conserving: a caller alone may use all of it.
+   * Whether another client has a request in flight or had one within `windowMs`: only then does the
+   * in-flight cap engage (ACTIVE_MS) and is work charged (CONTENDING_MS) — work-conserving: a
+   * caller alone may use all of it.
    */
-  private othersActive(clientId: string, user: string | undefined, now: number, windowMs: number): boolean {
-    if (user !== undefined && this.activeUsers(clientId, now, windowMs) > 1) return true;
+  private othersActive(clientId: string, now: number, windowMs: number): boolean {
     for (const other of this.inFlight.keys()) if (other !== clientId) return true;
     let found = false;
     for (const [other, at] of this.lastActive) {

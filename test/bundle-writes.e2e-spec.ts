@@ -65,7 +65,7 @@ describe('bundle writes (e2e)', () => {
     return seen.sort();
   }
 
-  it("a bundle of new resources: their claims, their insert beside its Provenance's claim, every history row in one insert beside its Provenance", async () => {
+  it("a bundle of new resources: their claims with its Provenance's in one insert, their insert, every history row in one insert beside its Provenance", async () => {
     const ids = [1, 2, 3].map((n) => `bw-${run}-${n}`);
     let res: request.Response | undefined;
     const commands = await commandsDuring(async () => {
@@ -75,12 +75,12 @@ describe('bundle writes (e2e)', () => {
     expect(commands).toEqual([
       'insert resource_history',
       'insert resource_ids',
-      'insert resource_ids',
       'insert resources',
       'insert resources',
     ]);
 
     // the Provenance is named after the first create and its id was claimed with the others
+    // (in the same insert: four commands)
     const provenanceKey = key('Patient', ids[0]);
     const provenanceId = provenanceIdFor(provenanceKey, 1);
     const provenance = await db()
@@ -168,6 +168,43 @@ describe('bundle writes (e2e)', () => {
       .findOne({ _id: provenanceKey } as never);
     expect(provenance?.u).toBe(alice.service_user_id);
     expect(JSON.parse(provenance!.json).target).toEqual([{ reference: `Patient/${mine}/_history/1` }]);
+  });
+
+  it("a bundle whose third id another user holds: the ids around it are claimed, the Provenance's too, the held one is refused", async () => {
+    const ids = ['a', 'b', 'bobs', 'c', 'd'].map((n) => `bw-${run}-mid-${n}`);
+    await postBundle([put('Patient', `bw-${run}-mid-bob-first`), put('Patient', ids[2])], bob).expect(200);
+    const res = await postBundle(ids.map((id) => put('Patient', id))).expect(200);
+    expect(res.body.entry.map((e: any) => e.response.status)).toEqual([
+      '201 Created',
+      '201 Created',
+      '409 Conflict',
+      '201 Created',
+      '201 Created',
+    ]);
+    const mine = ids.filter((_, i) => i !== 2);
+    const provenanceKey = key('Provenance', provenanceIdFor(key('Patient', ids[0]), 1));
+    const claims = await db()
+      .collection('resource_ids')
+      .find({ _id: { $in: [...ids.map((id) => key('Patient', id)), provenanceKey] } } as never)
+      .toArray();
+    expect(claims.map((c) => [c._id, c.u]).sort()).toEqual(
+      [
+        ...mine.map((id) => [key('Patient', id), alice.service_user_id]),
+        [key('Patient', ids[2]), bob.service_user_id],
+        [provenanceKey, alice.service_user_id],
+      ].sort(),
+    );
+    const provenance = await db()
+      .collection('resources')
+      .findOne({ _id: provenanceKey } as never);
+    expect(provenance?.u).toBe(alice.service_user_id);
+    expect(JSON.parse(provenance!.json).target.map((r: any) => r.reference)).toEqual(
+      mine.map((id) => `Patient/${id}/_history/1`),
+    );
+    const rows = await db()
+      .collection('resource_history')
+      .countDocuments({ rk: { $in: [...mine.map((id) => key('Patient', id)), provenanceKey] } });
+    expect(rows).toBe(5);
   });
 
   it("a Provenance id another user holds: the bundle's resources are stored, that user's Provenance and its history row stay his", async () => {

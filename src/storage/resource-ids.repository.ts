@@ -32,6 +32,15 @@ export interface ResourceIdDoc {
  */
 const STALE_CLAIM_MS = 10_000;
 
+/**
+ * A key claimed beside others only when the claim of `after` is new, in the same insert (a bundle's
+ * Provenance, named after its first create: write-protocol.ts `createMany`).
+ */
+export interface Follower {
+  after: string;
+  key: string;
+}
+
 const BACKFILL_BATCH = 1000;
 
 @Injectable()
@@ -69,18 +78,27 @@ export class ResourceIdsRepository {
     ctx: TenantContext,
     userId: number,
     keys: readonly string[],
-  ): Promise<{ refused: Set<string>; fresh: Set<string> }> {
+    follower?: Follower,
+  ): Promise<{ refused: Set<string>; fresh: Set<string>; followerClaimed: boolean }> {
     const refused = new Set<string>();
     const fresh = new Set<string>();
+    let followerClaimed = false;
     let pending = [...new Set(keys)];
     // A claim released between our insert and our read is inserted again (once is enough: a
     // release follows a removal, which does not repeat within a write).
     for (let round = 0; round < 2 && pending.length > 0; round++) {
       const at = new Date();
-      const taken = await this.scoped(ctx, userId).insertIgnoringDuplicates(
-        pending.map((_id) => ({ _id, c: ctx.clientId, u: userId, at })),
-      );
-      const contested = taken.map((index) => pending[index]);
+      const claims = this.scoped(ctx, userId);
+      const claimOf = (_id: string): ResourceIdDoc => ({ _id, c: ctx.clientId, u: userId, at });
+      let contested: string[];
+      if (round === 0 && follower && pending.includes(follower.after) && !pending.includes(follower.key)) {
+        const outcome = await this.claimWithFollower(claims, pending, follower, claimOf);
+        contested = outcome.contested;
+        followerClaimed = outcome.followerClaimed;
+      } else {
+        const taken = await claims.insertIgnoringDuplicates(pending.map(claimOf));
+        contested = taken.map((index) => pending[index]);
+      }
       const lost = new Set(contested);
       for (const key of pending) if (!lost.has(key)) fresh.add(key);
       pending = [];
@@ -95,7 +113,30 @@ export class ResourceIdsRepository {
       }
     }
     for (const key of pending) refused.add(key);
-    return { refused, fresh };
+    return { refused, fresh, followerClaimed };
+  }
+
+  /**
+   * The first round of `claimSaying` with a follower: one ordered insert of `after`'s claim, the
+   * follower's, then the others'. An ordered insert stops at its first duplicate, so the follower
+   * is claimed only when `after` was claimed by this very insert (nobody's before), and a refused
+   * follower claims nothing in its place; the claims the insert did not reach go in after it,
+   * unordered, as without a follower. In the common case (every key new) one command.
+   */
+  private async claimWithFollower(
+    claims: ScopedCollection<ResourceIdDoc>,
+    pending: readonly string[],
+    follower: Follower,
+    claimOf: (key: string) => ResourceIdDoc,
+  ): Promise<{ contested: string[]; followerClaimed: boolean }> {
+    const order = [follower.after, follower.key, ...pending.filter((key) => key !== follower.after)];
+    const stoppedAt = await claims.insertOrderedUntilDuplicate(order.map(claimOf));
+    if (stoppedAt === null) return { contested: [], followerClaimed: true };
+    const contested = stoppedAt === 1 ? [] : [order[stoppedAt]];
+    const rest = order.slice(stoppedAt + 1).filter((key) => key !== follower.key);
+    const taken = await claims.insertIgnoringDuplicates(rest.map(claimOf));
+    for (const index of taken) contested.push(rest[index]);
+    return { contested, followerClaimed: stoppedAt > 1 };
   }
 
   /** The owning user of each key that has a claim. */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { historyKey } from '@app/fhir';
 import type { TenantContext } from '../tenancy/tenant-context';
 import type { HistoryDoc, ResourceDoc } from './documents';
-import { ResourceIdsRepository } from './resource-ids.repository';
+import { type Follower, ResourceIdsRepository } from './resource-ids.repository';
 import { ResourceStorage, type TenantStore } from './resource-storage';
 import { findScoped } from './scoped-lookups';
 import { asOwner, clientWide } from './tenant-scope';
@@ -60,20 +60,26 @@ export class ResourceWritesRepository {
    * Step 1 for many new resources at once (bundle ingest), first half: their id claims, per
    * owning user. `refused`: keys another user holds (the caller treats them as existing);
    * `fresh`: keys nobody had claimed before (see `ResourceIdsRepository.claimSaying`).
+   * `follower`: a key of the writer's claimed in the same insert when `follower.after`'s claim is
+   * new (`followerClaimed`).
    */
   async claimNew(
     ctx: TenantContext,
     docs: readonly ResourceDoc[],
-  ): Promise<{ refused: Set<string>; fresh: Set<string> }> {
+    follower?: Follower,
+  ): Promise<{ refused: Set<string>; fresh: Set<string>; followerClaimed: boolean }> {
     const refused = new Set<string>();
     const fresh = new Set<string>();
+    let followerClaimed = false;
     for (const userId of new Set(docs.map((doc) => doc.u))) {
       const keys = docs.filter((doc) => doc.u === userId).map((doc) => doc._id);
-      const claimed = await this.ids.claimSaying(ctx, userId, keys);
+      const withFollower = follower && userId === writerOf(ctx) && keys.includes(follower.after);
+      const claimed = await this.ids.claimSaying(ctx, userId, keys, withFollower ? follower : undefined);
       for (const key of claimed.refused) refused.add(key);
       for (const key of claimed.fresh) fresh.add(key);
+      followerClaimed ||= claimed.followerClaimed;
     }
-    return { refused, fresh };
+    return { refused, fresh, followerClaimed };
   }
 
   /**

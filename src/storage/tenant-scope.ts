@@ -246,6 +246,15 @@ export class ScopedCollection<T extends TenantDocument> {
     return this.timed(insertIgnoringDuplicates(this.collection, docs));
   }
 
+  /**
+   * `insertOrderedUntilDuplicate` on this collection: the documents in order up to the first whose
+   * `_id` exists; returns that document's index (none after it was inserted), or null when all were.
+   */
+  insertOrderedUntilDuplicate(docs: readonly T[]): Promise<number | null> {
+    this.checkOwned(docs);
+    return this.timed(insertOrderedUntilDuplicate(this.collection, docs));
+  }
+
   /** `work`, its time charged to the caller once it settles (failed commands took database time too). */
   private timed<R>(work: Promise<R>): Promise<R> {
     const ended = this.ctx.startDatabaseCommand?.();
@@ -282,9 +291,37 @@ export async function insertIgnoringDuplicates<T extends mongo.Document>(
     await collection.insertMany([...docs] as never[], { ordered: false });
     return [];
   } catch (error) {
-    const writeErrors = (error as mongo.MongoBulkWriteError).writeErrors;
-    const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
+    const list = writeErrorsOf(error);
     if (list.length === 0 || list.some((e) => !isDuplicateKey(e))) throw error;
     return list.map((e) => e.index);
+  }
+}
+
+/** The write errors of a failed bulk insert (none when it failed otherwise). */
+function writeErrorsOf(error: unknown): readonly mongo.WriteError[] {
+  const writeErrors = (error as mongo.MongoBulkWriteError).writeErrors as
+    mongo.WriteError | readonly mongo.WriteError[] | undefined;
+  if (writeErrors === undefined) return [];
+  return Array.isArray(writeErrors)
+    ? (writeErrors as readonly mongo.WriteError[])
+    : [writeErrors as mongo.WriteError];
+}
+
+/**
+ * An ordered insert: the engine stops at the first document whose `_id` exists, so every document
+ * before it is inserted and none after it. Returns that document's index, or null when all went in.
+ */
+export async function insertOrderedUntilDuplicate<T extends mongo.Document>(
+  collection: Collection<T>,
+  docs: readonly T[],
+): Promise<number | null> {
+  if (docs.length === 0) return null;
+  try {
+    await collection.insertMany([...docs] as never[], { ordered: true });
+    return null;
+  } catch (error) {
+    const list = writeErrorsOf(error);
+    if (list.length !== 1 || !isDuplicateKey(list[0])) throw error;
+    return list[0].index;
   }
 }

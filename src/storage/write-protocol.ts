@@ -43,7 +43,7 @@ export class BundleWrites {
   readonly writes: CompletedWrite[] = [];
   /**
    * The key of the Provenance the bundle will have, named after its first create and claimed
-   * while that resource is inserted (`createMany`), so that the Provenance needs no claim step of
+   * in the same insert as the bundle's ids (`createMany`), so that the Provenance needs no claim step of
    * its own at the end.
    */
   claimedProvenance?: string;
@@ -213,22 +213,34 @@ export class WriteProtocol {
       }
     });
     const docs = fresh.map(([, doc]) => doc);
-    const { refused, fresh: unclaimedBefore } = await this.writes.claimNew(ctx, docs);
+    // The bundle's Provenance is named after its first create (`provenanceFor`). Only the holder
+    // of a resource's id may claim the id of that resource's Provenance, so a user who loses a
+    // race for an id never takes the winner's Provenance id: the Provenance's id is claimed in the
+    // same ordered insert as the ids, right after the first one's, and only if that one is new.
+    const provenanceKeyOf = (doc: ResourceDoc) =>
+      resourceKey(version, ctx.clientId, 'Provenance', provenanceIdFor(doc._id, doc.vid));
+    const expected = bundle.writes.length === 0 ? docs.find((doc) => doc.t !== 'Provenance') : undefined;
+    const {
+      refused,
+      fresh: unclaimedBefore,
+      followerClaimed,
+    } = await this.writes.claimNew(
+      ctx,
+      docs,
+      expected && { after: expected._id, key: provenanceKeyOf(expected) },
+    );
     const claimed = docs.filter((doc) => !refused.has(doc._id));
-    // The bundle's Provenance is named after its first create (`provenanceFor`): when that is the
-    // first of these and its id was nobody's, its Provenance's id is claimed beside the insert.
-    // Only the holder of a resource's id may claim the id of that resource's Provenance, so a
-    // user who loses a race for an id never takes the winner's Provenance id.
     const first = bundle.writes.length === 0 ? claimed.find((doc) => doc.t !== 'Provenance') : undefined;
+    // Claimed with the ids already, or (the first id was another user's, or the Provenance's id
+    // was taken: rare) claimed beside the insert, when that first create's id was nobody's.
+    const claimedBefore = followerClaimed && first === expected;
     const provenanceKey =
-      first && unclaimedBefore.has(first._id)
-        ? resourceKey(version, ctx.clientId, 'Provenance', provenanceIdFor(first._id, first.vid))
-        : undefined;
+      first && unclaimedBefore.has(first._id) && !claimedBefore ? provenanceKeyOf(first) : undefined;
     const [existing, provenanceClaimed] = await Promise.all([
       this.writes.insertClaimed(ctx, claimed),
-      provenanceKey === undefined ? false : this.writes.claimForWriter(ctx, provenanceKey),
+      provenanceKey === undefined ? claimedBefore : this.writes.claimForWriter(ctx, provenanceKey),
     ]);
-    if (provenanceClaimed && !existing.has(first!._id)) bundle.claimedProvenance = provenanceKey;
+    if (provenanceClaimed && !existing.has(first!._id)) bundle.claimedProvenance = provenanceKeyOf(first!);
     const conflicts = new Set([...refused, ...existing]);
     const inserted = fresh.filter(([, doc]) => !conflicts.has(doc._id));
     for (const [index, doc] of fresh) if (conflicts.has(doc._id)) outcomes[index] = { exists: true };

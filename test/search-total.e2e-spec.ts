@@ -19,6 +19,8 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
   const EXACT_UP_TO = 5;
   let t: TestApp;
   let alice: TestUser;
+  /** Alice's client's other user: a token's index entries hold every user's. */
+  let bob: TestUser;
   const get = (path: string, headers: Record<string, string> = bearer(alice.access_token)) =>
     request(t.server).get(path).set(headers);
   const link = (bundle: any, relation: string) =>
@@ -41,7 +43,7 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
     const client = await createClient(t);
     alice = await createUser(t, client);
     const mallory = await createUser(t, await createClient(t));
-    const bob = await createUser(t, client);
+    bob = await createUser(t, client);
     for (let i = 0; i < 8; i++) await create(alice, 'Manyson');
     for (let i = 0; i < 3; i++) await create(alice, 'Fewson');
     for (let i = 0; i < EXACT_UP_TO; i++) await create(alice, 'Fiveson');
@@ -133,6 +135,82 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
    * parameter no index holds (date). The answers are those of the page query and a count of their
    * own (`_total=accurate` keeps them apart).
    */
+  /** Every match by walking next: [date, id] in served order, and the queries of each page. */
+  const walk = async (path: string) => {
+    const served: Array<[string, string]> = [];
+    const queries: number[] = [];
+    let bundles: any[] = [];
+    let url: string | undefined = path;
+    while (url) {
+      let body: any;
+      const recorded = await recordQueries(t.connection, async () => {
+        body = (await get(url!).expect(200)).body;
+      });
+      queries.push(recorded.filter((q) => q.collection === 'resources').length);
+      bundles = [...bundles, body];
+      for (const entry of body.entry ?? [])
+        served.push([entry.resource.effectiveDateTime, entry.resource.id]);
+      url = link(body, 'next')?.slice(t.settings.urls.base.length);
+    }
+    return { served, queries, bundles };
+  };
+
+  /**
+   * One token's matches in its index's order (`Observation?code=X`, with a date range) with a
+   * capped count: the page and its count are one query while the page lies within the cap
+   * (search-executor.ts). The answers are those of the page query and a count of their own
+   * (`_total=accurate` keeps them apart); another user's matches on the same token are neither
+   * served nor counted.
+   */
+  describe("one token's matches: the count in the page's query", () => {
+    const CODE = 'http://example.org/tokens|counted';
+    const observe = (user: TestUser, date: string) =>
+      request(t.server)
+        .post('/r4/Observation')
+        .set(bearer(user.access_token))
+        .set('Content-Type', 'application/fhir+json')
+        .send({
+          resourceType: 'Observation',
+          status: 'final',
+          code: { coding: [{ system: 'http://example.org/tokens', code: 'counted' }] },
+          effectiveDateTime: date,
+        })
+        .expect(201);
+    beforeAll(async () => {
+      // alice: 8 in 2020 (two on each day), 3 in 2019; bob: 4 in 2020
+      for (let i = 0; i < 8; i++) await observe(alice, `2020-01-${10 + Math.floor(i / 2)}`);
+      for (let i = 0; i < 3; i++) await observe(alice, `2019-05-0${i + 1}`);
+      for (let i = 0; i < 4; i++) await observe(bob, `2020-01-1${i}`);
+    }, 60_000);
+    for (const [name, search, matches] of [
+      ['the token alone', `code=${CODE}`, 11],
+      ['the token and a date range', `code=${CODE}&date=ge2020-01-01&date=lt2021-01-01`, 8],
+      ['the token and a date range, below the cap', `code=${CODE}&date=lt2020-01-01`, 3],
+      ['the token and a date range, at the cap minus one', `code=${CODE}&date=ge2020-01-12`, 4],
+    ] as const) {
+      it(`${name}: every match once, as the page query and a count of their own serve them`, async () => {
+        const path = `/r4/Observation?${search}&_count=2`;
+        const walked = await walk(path);
+        const served = walked.served.map(([, id]) => id);
+        const totals = walked.bundles.map((bundle) => bundle.total as number | undefined);
+        const { queries } = walked;
+        expect(served).toHaveLength(matches);
+        expect(new Set(served).size).toBe(matches);
+        expect(walked.served).toEqual((await walk(`${path}&_total=accurate`)).served);
+        // the first page (within the cap) is one query, its count inside it
+        expect(queries[0]).toBe(1);
+        if (matches <= EXACT_UP_TO) expect(totals).toEqual(totals.map(() => matches));
+        else {
+          expect(totals.slice(0, -1).every((total) => total === undefined)).toBe(true);
+          // the last page reaches the last match: it tells the total
+          expect(totals[totals.length - 1]).toBe(matches);
+        }
+        const accurate = await get(`${path}&_total=accurate`).expect(200);
+        expect(accurate.body.total).toBe(matches);
+      });
+    }
+  });
+
   describe("one reference's matches: the count in the page's query", () => {
     const observationsOf = async (patient: string, count: number) => {
       const id = (await create(alice, `Sortson${patient}`)).body.id as string;
@@ -151,25 +229,6 @@ describe('search totals: _total=none|estimate|accurate (e2e)', () => {
           })
           .expect(201);
       return id;
-    };
-    /** Every match by walking next: [date, id] in served order, and the queries of each page. */
-    const walk = async (path: string) => {
-      const served: Array<[string, string]> = [];
-      const queries: number[] = [];
-      let bundles: any[] = [];
-      let url: string | undefined = path;
-      while (url) {
-        let body: any;
-        const recorded = await recordQueries(t.connection, async () => {
-          body = (await get(url!).expect(200)).body;
-        });
-        queries.push(recorded.filter((q) => q.collection === 'resources').length);
-        bundles = [...bundles, body];
-        for (const entry of body.entry ?? [])
-          served.push([entry.resource.effectiveDateTime, entry.resource.id]);
-        url = link(body, 'next')?.slice(t.settings.urls.base.length);
-      }
-      return { served, queries, bundles };
     };
     const byDate = (served: Array<[string, string]>) =>
       [...served].sort(([d1, i1], [d2, i2]) => (d1 !== d2 ? (d1 < d2 ? 1 : -1) : i1 < i2 ? -1 : 1));

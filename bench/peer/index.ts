@@ -149,7 +149,9 @@ async function main(): Promise<void> {
         `targets ${targets.map((t) => `${t.name} ${t.base}`).join(', ')}; load average ${fmtLoad()}`,
     );
     const ingestTotals = await ingest(targets, data.batches, options.ingestChunks, options.ingestParallel);
-    const scenarios = peerScenarios(all).filter((s) => !options.only || s.name.includes(options.only));
+    const scenarios = peerScenarios(all).filter(
+      (s) => !options.only || options.only.split(',').some((part) => s.name.includes(part)),
+    );
     await preflight(targets, scenarios);
     const rows: Row[] = [];
     for (let round = 1; round <= options.rounds; round++)

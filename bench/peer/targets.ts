@@ -46,7 +46,7 @@ targets (one or more; runs interleave over them):
 options:
   --patients N (20)  --rounds R (2)  --seconds S per measurement (10)  --warmup S (2)
   --ingest-parallel N bundles in flight (4)  --ingest-chunks K interleaved ingest rounds (4)
-  --only <substring of a scenario name>`;
+  --only <substring of a scenario name>[,<another>…]`;
 
 /** A target from the command line; `--ours` starts our server and is stopped by `stop()`. */
 export async function parseArgs(argv: string[]): Promise<PeerOptions> {

@@ -339,8 +339,9 @@ export class ResourceRepository {
 
   /**
    * `searchPage` and the count of its matches (at most `countLimit`) in one query (`$facet` of the
-   * page's rows and a `$count`), for matches known to be few (one reference's resources): the
-   * engine holds them all for the two facets. `inIndexOrder`: the index walked holds `sort`, so the
+   * page's rows and a `$count`), for matches known to be few (one reference's resources) or read
+   * in index order up to the cap (one token's, search-executor.ts): the engine holds them for the
+   * two facets. `inIndexOrder`: the index walked holds `sort`, so the
    * query reads it in order and stops after `countLimit` matches (or the page's end, if later),
    * the page being the first of them; otherwise no index holds the order (a `_sort` parameter's
    * key), the page query reads and sorts every match anyway, and the count is taken in that pass.

@@ -24,6 +24,16 @@ function repositoryAnswering(page: SearchPageRows, ms: number) {
 
 const parsed = (type: string, pairs: Array<[string, string]>) => parseSearch('r4', type, pairs);
 
+/** An Observation search with a capped count (the default), its page full. */
+async function capped(pairs: Array<[string, string]>) {
+  const answering = repositoryAnswering({ docs: [], hasNext: true }, 0);
+  const result = await answering.executor.searchPage(ctx, 'r4', parsed('Observation', pairs), {
+    page: PAGE,
+    count: { limit: 1001 },
+  });
+  return { result, ...answering };
+}
+
 describe('SearchExecutor.searchPage: when the count starts', () => {
   it("one reference's search with a capped count: the page and the count are one query", async () => {
     for (const [pairs, inIndexOrder] of [
@@ -43,14 +53,7 @@ describe('SearchExecutor.searchPage: when the count starts', () => {
         false,
       ],
     ] as Array<[Array<[string, string]>, boolean]>) {
-      const { executor, countBy, searchPage, searchPageCounted } = repositoryAnswering(
-        { docs: [], hasNext: true },
-        0,
-      );
-      const result = await executor.searchPage(ctx, 'r4', parsed('Observation', pairs), {
-        page: PAGE,
-        count: { limit: 1001 },
-      });
+      const { result, countBy, searchPage, searchPageCounted } = await capped(pairs);
       expect(result.counted).toBe(7);
       expect(searchPageCounted).toHaveBeenCalledWith(ctx, 'r4', expect.anything(), PAGE, {
         limit: 1001,
@@ -59,6 +62,50 @@ describe('SearchExecutor.searchPage: when the count starts', () => {
       expect(searchPage).not.toHaveBeenCalled();
       expect(countBy).not.toHaveBeenCalled();
     }
+  });
+
+  it("one token's search in the index's order with a capped count: one query while the page is within the cap", async () => {
+    const code: [string, string] = ['code', 'http://loinc.org|8302-2'];
+    for (const [pairs, counted] of [
+      [[code], true],
+      [[code, ['date', 'ge2019-01-01'], ['date', 'lt2020-01-01']], true],
+      [[code, ['_sort', '_lastUpdated']], true],
+      // no index holds a parameter's order: every match would be sorted and held by the one query
+      [[code, ['_sort', '-date']], false],
+      // two tokens: no one key bounds the scan
+      [[['code', 'http://loinc.org|8302-2,http://loinc.org|8867-4']], false],
+      // the page lies past the cap
+      [[code, ['_skip', '995']], false],
+    ] as Array<[Array<[string, string]>, boolean]>) {
+      const { result, countBy, searchPage, searchPageCounted } = await capped(pairs);
+      if (counted) {
+        expect(result.counted).toBe(7);
+        expect(searchPageCounted).toHaveBeenCalledWith(ctx, 'r4', expect.anything(), PAGE, {
+          limit: 1001,
+          inIndexOrder: true,
+        });
+        expect(searchPage).not.toHaveBeenCalled();
+        expect(countBy).not.toHaveBeenCalled();
+      } else {
+        expect(result.counted).toBe(42);
+        expect(searchPageCounted).not.toHaveBeenCalled();
+        expect(searchPage).toHaveBeenCalledTimes(1);
+        expect(countBy).toHaveBeenCalledTimes(1);
+      }
+    }
+  });
+
+  it("one token's search without a count (`_total=none`) is the page query alone", async () => {
+    const { executor, countBy, searchPage, searchPageCounted } = repositoryAnswering(
+      { docs: [], hasNext: true },
+      0,
+    );
+    await executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {
+      page: PAGE,
+    });
+    expect(searchPageCounted).not.toHaveBeenCalled();
+    expect(searchPage).toHaveBeenCalledTimes(1);
+    expect(countBy).not.toHaveBeenCalled();
   });
 
   it("one reference's search in a compartment keeps the page query and its own count", async () => {
@@ -94,7 +141,7 @@ describe('SearchExecutor.searchPage: when the count starts', () => {
 
   it('a search of many matches: the count starts beside a page query that runs long', async () => {
     const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: false, matchesFromSkip: 3 }, 60);
-    await executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {
+    await executor.searchPage(ctx, 'r4', parsed('Observation', [['date', 'ge2019']]), {
       page: PAGE,
       count: { limit: 1001 },
     });
@@ -105,7 +152,7 @@ describe('SearchExecutor.searchPage: when the count starts', () => {
   it('a search of many matches beside another page query: its count waits for its page', async () => {
     const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: false, matchesFromSkip: 3 }, 60);
     const search = () =>
-      executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {
+      executor.searchPage(ctx, 'r4', parsed('Observation', [['date', 'ge2019']]), {
         page: PAGE,
         count: { limit: 1001 },
       });
@@ -117,7 +164,7 @@ describe('SearchExecutor.searchPage: when the count starts', () => {
   it('a search of many matches beside another page query: a full page is counted after it', async () => {
     const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: true }, 60);
     const search = () =>
-      executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {
+      executor.searchPage(ctx, 'r4', parsed('Observation', [['date', 'ge2019']]), {
         page: PAGE,
         count: { limit: 1001 },
       });
@@ -128,7 +175,7 @@ describe('SearchExecutor.searchPage: when the count starts', () => {
 
   it('a search of many matches whose page answers at once costs no count', async () => {
     const { executor, countBy } = repositoryAnswering({ docs: [], hasNext: false, matchesFromSkip: 3 }, 0);
-    await executor.searchPage(ctx, 'r4', parsed('Observation', [['code', 'http://loinc.org|8302-2']]), {
+    await executor.searchPage(ctx, 'r4', parsed('Observation', [['date', 'ge2019']]), {
       page: PAGE,
       count: { limit: 1001 },
     });

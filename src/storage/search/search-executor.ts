@@ -40,21 +40,37 @@ export interface SearchPageResult extends SearchPageRows {
 }
 
 /**
- * Whether the references index holds the page's order after the reference (`lu, id`: newest first,
- * or walked backwards). Otherwise the order is a `_sort` parameter's key (`idx.srt.*`), which no
- * index holds: the page query reads and sorts every match.
+ * Whether the references and token indexes hold the page's order after the reference or token
+ * (`lu, id`: newest first, or walked backwards). Otherwise the order is a `_sort` parameter's key
+ * (`idx.srt.*`), which no index holds: the page query reads and sorts every match.
  */
-function inReferenceIndexOrder(sort: Record<string, 1 | -1>): boolean {
+function inIndexOrder(sort: Record<string, 1 | -1>): boolean {
   return Object.keys(sort).join() === 'lu,id';
 }
 
 /** A search bounded by one reference on the references index: one patient's resources of a type. */
 function ofOneReference(query: { filter: Filter; hint?: string }): boolean {
-  if (query.hint !== INDEX_NAMES.ref) return false;
-  const conditions = (query.filter as { $and?: unknown }).$and;
+  return query.hint === INDEX_NAMES.ref && boundByOne(query.filter, 'idx.ref');
+}
+
+/**
+ * A search bounded by one token on the token index (`Observation?code=X&date=…`), whose index
+ * holds `lu, id` after the token: read in that order it stops once it has seen `limit` matches.
+ */
+function ofOneTokenInIndexOrder(query: {
+  filter: Filter;
+  hint?: string;
+  sort: Record<string, 1 | -1>;
+}): boolean {
+  return query.hint === INDEX_NAMES.tok && inIndexOrder(query.sort) && boundByOne(query.filter, 'idx.tok');
+}
+
+/** Whether one of the filter's conditions is an equality on `field` (one index key). */
+function boundByOne(filter: Filter, field: 'idx.ref' | 'idx.tok'): boolean {
+  const conditions = (filter as { $and?: unknown }).$and;
   return (
     Array.isArray(conditions) &&
-    conditions.some((condition) => typeof (condition as Record<string, unknown>)['idx.ref'] === 'string')
+    conditions.some((condition) => typeof (condition as Record<string, unknown>)[field] === 'string')
   );
 }
 
@@ -92,14 +108,26 @@ export class SearchExecutor {
     const countLimit = options.count?.limit;
     // One reference's matches are few (a patient's), and the count of a capped total reads every
     // one of them up to the cap, each document fetched (the user and `del` are not in the index):
-    // the page and its count are one query, which reads them once rather than twice.
-    if (countLimit !== undefined && options.within === undefined && ofOneReference(query))
+    // the page and its count are one query, which reads them once rather than twice. So too one
+    // token's in its index's order (code + date): whenever the count runs, it reads every
+    // candidate the page read and those after, up to the cap; when the page tells the total, it
+    // read them all itself. One query reading up to the cap never reads more than the page and
+    // its count, and saves a query (docs/storage.md "Totals", measured). Sorted by a parameter,
+    // a token's matches (client-wide, unbounded: one query would sort and hold them all) keep the
+    // page query and a count of their own.
+    if (
+      countLimit !== undefined &&
+      options.within === undefined &&
+      (ofOneReference(query) ||
+        // a later page past the cap keeps its own shape: the query holds no more than the cap's rows
+        (ofOneTokenInIndexOrder(query) && parsed.skip + options.page.size < countLimit))
+    )
       return this.repository.searchPageCounted(
         ctx,
         version,
         { filter: query.filter, hint: query.hint, sort: query.sort, skip: parsed.skip },
         options.page,
-        { limit: countLimit, inIndexOrder: inReferenceIndexOrder(query.sort) },
+        { limit: countLimit, inIndexOrder: inIndexOrder(query.sort) },
       );
     // One reference's matches are few: their count after the page costs a few ms, where started
     // beside it, it is mostly wasted (the page, slowed by a busy engine rather than by its matches,

@@ -398,9 +398,19 @@ describe('query plans: index scans for every hot query (e2e)', () => {
 
     /** The one query `run` sent to the history, an index scan, servable by `index` (hinted). */
     async function historyQueryServedBy(run: () => Promise<unknown>, index: string): Promise<PlanReport> {
-      const reports = (await plansOf(run)).filter((report) => report.query.collection === 'resource_history');
-      expect(reports).toHaveLength(1);
-      const hinted = await explainQuery(t.connection, reports[0].query, index);
+      const queries = await recordQueries(t.connection, run);
+      const reports: PlanReport[] = [];
+      // the id claims released beside the rows: a range of `_id`, which the planner may scan
+      // whole while the test's claims table is tiny; that the primary key serves it is what counts
+      for (const query of queries) {
+        reports.push(
+          await explainQuery(t.connection, query, query.collection === 'resource_ids' ? '_id_' : undefined),
+        );
+      }
+      expect(scanViolations(reports)).toEqual([]);
+      const history = reports.filter((report) => report.query.collection === 'resource_history');
+      expect(history).toHaveLength(1);
+      const hinted = await explainQuery(t.connection, history[0].query, index);
       expect(scanViolations([hinted])).toEqual([]);
       expect(hinted.indexes).toContain(index);
       return hinted;

@@ -7,6 +7,7 @@ import {
   IDENTITY_TEST_ENV,
   TestApp,
   TestUser,
+  untilAdmitted,
 } from '@app/testing';
 import { ResourceRepository } from '../src/storage/resource.repository';
 import { TenantResolver } from '../src/tenancy/tenant-resolver';
@@ -110,8 +111,9 @@ describe('security: tenant fairness limits (e2e)', () => {
     expect(throttled.headers['retry-after']).toBe('1');
     expect(throttled.body.issue[0].code).toBe('throttled');
     expect(other.map((r) => r.status)).toEqual(other.map(() => 200));
-    // slots are given back: once the burst is over the client is served again
-    await search(alice).expect(200);
+    // slots are given back: once the burst is over the client is served again (after the
+    // Retry-After its burst earned, if the burst's database time on a loaded machine spent its share)
+    expect((await untilAdmitted(() => search(alice), 5)).status).toBe(200);
   });
 });
 

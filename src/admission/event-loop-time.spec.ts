@@ -3,7 +3,7 @@ import type { OperationOutcomeError } from '@app/fhir';
 import { NARRATIVE_SLICE_CHARS } from '@app/fhir/validation/narrative';
 import type { Settings } from '../config/settings';
 import { ClientConcurrency } from './client-concurrency';
-import { EventLoopTime, timedOnLoop, timedOnLoopBetween } from './event-loop-time';
+import { EventLoopTime, inTurns, timedOnLoop, timedOnLoopBetween } from './event-loop-time';
 import { KnownCredentials } from './known-credentials';
 
 const XHTML = 'http://www.w3.org/1999/xhtml';
@@ -246,5 +246,41 @@ describe('EventLoopTime', () => {
     // both waits (2 × 300 ms) left out, whatever else the wall time held
     expect(charged[0]).toBeLessThan(wall - 2 * WAIT_MS + 4);
     expect(charged[1]).toBeGreaterThanOrEqual(10);
+  });
+
+  it('inTurns runs each step in a turn of the event loop of its own, in order, each charged to the caller', async () => {
+    const charged: number[] = [];
+    const caller = { chargeLoopMs: (ms: number) => charged.push(ms) };
+    const seen: string[] = [];
+    // another request's I/O callbacks, one per turn: each runs between two steps, not after all
+    let others = 0;
+    const other = () => {
+      seen.push('other');
+      if (++others < 5) setImmediate(other);
+    };
+    setImmediate(other);
+    const results = await inTurns(caller, ['a', 'b', 'c'], (item, index) => {
+      seen.push(item);
+      return `${item}${index}`;
+    });
+    expect(results).toEqual(['a0', 'b1', 'c2']);
+    expect(seen.slice(0, 6)).toEqual(['other', 'a', 'other', 'b', 'other', 'c']);
+    expect(charged).toHaveLength(3);
+    expect(await inTurns(undefined, ['a'], (item) => item)).toEqual(['a']);
+    expect(charged).toHaveLength(3);
+  });
+
+  it('inTurns stops at a step that throws, charged, and rejects with its error', async () => {
+    const charged: number[] = [];
+    const caller = { chargeLoopMs: (ms: number) => charged.push(ms) };
+    const ran: number[] = [];
+    await expect(
+      inTurns(caller, [1, 2, 3], (item) => {
+        ran.push(item);
+        if (item === 2) throw new Error('invalid');
+      }),
+    ).rejects.toThrow('invalid');
+    expect(ran).toEqual([1, 2]);
+    expect(charged).toHaveLength(2);
   });
 });

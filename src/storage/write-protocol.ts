@@ -8,6 +8,7 @@ import {
   stampResource,
   type FhirVersion,
 } from '@app/fhir';
+import { inTurns } from '../admission/event-loop-time';
 import { badNodeError, tooLargeError } from '../common/body-hygiene';
 import { SETTINGS } from '../config/config.module';
 import type { Settings } from '../config/settings';
@@ -203,7 +204,8 @@ export class WriteProtocol {
     const lastUpdated = new Date();
     const outcomes: NewResourceOutcome[] = new Array<NewResourceOutcome>(resources.length);
     const fresh: Array<[number, ResourceDoc]> = [];
-    resources.forEach(({ type, id, resource }, index) => {
+    // each document built (search index extracted) in a turn of the event loop of its own
+    await inTurns(ctx, resources, ({ type, id, resource }, index) => {
       try {
         const doc = this.buildDoc(ctx, version, type, id, 1, lastUpdated, resource);
         this.assertMayWrite(ctx, 'c', doc);

@@ -14,6 +14,7 @@ import {
   type FhirVersion,
   type TransactionResponseEntry,
 } from '@app/fhir';
+import { inTurns } from '../../admission/event-loop-time';
 import { SETTINGS } from '../../config/config.module';
 import type { Settings } from '../../config/settings';
 import { assertAllowed, permissionOf } from '../../tenancy/smart-scopes';
@@ -133,7 +134,7 @@ export class BundleService {
       await this.settleCondition(ctx, version, entry, responses, prefer, claimed);
     }
     const pending = allowed.filter((e) => responses[e.index] === undefined || e.existing);
-    const plans = this.plan(ctx, version, pending, fail);
+    const plans = await this.plan(ctx, version, pending, fail);
     const ordered = [...pending].sort((a, b) => PROCESSING_ORDER[a.method] - PROCESSING_ORDER[b.method]);
     for (const entry of ordered.filter((e) => e.method === 'DELETE')) {
       await this.settle(version, entry.index, responses, () => this.deleteEntry(ctx, version, entry));
@@ -250,13 +251,16 @@ export class BundleService {
     }
   }
 
-  /** Types, ids and placeholder replacements of every POST/PUT entry; invalid entries fail here. */
-  private plan(
+  /**
+   * Types, ids and placeholder replacements of every POST/PUT entry; invalid entries fail here.
+   * Each entry is rewritten and validated in a turn of the event loop of its own (inTurns).
+   */
+  private async plan(
     ctx: TenantContext,
     version: FhirVersion,
     entries: RequestEntry[],
     fail: (index: number, error: unknown) => void,
-  ): WritePlan[] {
+  ): Promise<WritePlan[]> {
     const replacements = new Map<string, string>();
     const plans: WritePlan[] = [];
     for (const entry of entries) {
@@ -274,17 +278,17 @@ export class BundleService {
         fail(entry.index, error);
       }
     }
-    const valid: WritePlan[] = [];
-    for (const plan of plans) {
+    const checked = await inTurns(ctx, plans, (plan) => {
       plan.resource = rewritePlaceholders(plan.resource, replacements);
       try {
-        assertValid(version, plan.resource, plan.type, 400, ctx);
-        valid.push(plan);
+        assertValid(version, plan.resource, plan.type, 400);
+        return true;
       } catch (error) {
         fail(plan.entry.index, error);
+        return false;
       }
-    }
-    return valid;
+    });
+    return plans.filter((_, index) => checked[index]);
   }
 
   /**

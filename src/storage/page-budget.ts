@@ -58,12 +58,10 @@ export async function findWithinBudget<T extends TenantDocument & { json?: strin
   const stages: object[] = [{ $sort: page.sort }, { $limit: page.skip + page.limit }];
   if (page.skip > 0) stages.push({ $skip: page.skip });
   stages.push({ $addFields: { size: JSON_SIZE, json: inlineJsonUpTo(page.maxBytes, page.limit) } });
-  const rows = await collection
-    .aggregate<T & { size: number }>(filter, stages, {
-      enableUtf8Validation: false,
-      ...(page.hint === undefined ? {} : { hint: page.hint }),
-    })
-    .toArray();
+  const rows = await collection.aggregateRows<T & { size: number }>(filter, stages, page.limit, {
+    enableUtf8Validation: false,
+    ...(page.hint === undefined ? {} : { hint: page.hint }),
+  });
   const kept = rows.slice(
     0,
     servedWithinBudget(

@@ -228,9 +228,7 @@ export class ResourceRepository {
     const stages: object[] = [{ $sort: sort }, { $limit: skip + options.limit }];
     if (skip > 0) stages.push({ $skip: skip });
     if (options.projection) stages.push({ $project: options.projection });
-    return this.scoped(ctx)
-      .resources.aggregate<T>(matches, stages, { ...hint, ...bson })
-      .toArray();
+    return this.scoped(ctx).resources.aggregateRows<T>(matches, stages, options.limit, { ...hint, ...bson });
   }
 
   /**
@@ -275,13 +273,12 @@ export class ResourceRepository {
     if (page.length === 0) return [];
     const resources = this.scoped(ctx).resources;
     const stages: object[] = options.projection ? [{ $project: options.projection }] : [];
-    const docs = await resources
-      .aggregate<T>(
-        resources.where({ _id: { $in: page.map((row) => row._id) } }, { del: false }),
-        stages,
-        bson,
-      )
-      .toArray();
+    const docs = await resources.aggregateRows<T>(
+      resources.where({ _id: { $in: page.map((row) => row._id) } }, { del: false }),
+      stages,
+      page.length,
+      bson,
+    );
     const byId = new Map(docs.map((doc) => [doc._id as string, doc]));
     return page.flatMap((row) => byId.get(row._id) ?? []);
   }
@@ -364,13 +361,13 @@ export class ResourceRepository {
     const stages = count.inIndexOrder
       ? [{ $sort: options.sort }, { $limit: Math.max(count.limit, pageEnd) }, facet]
       : [facet];
-    const [result] = await this.scoped(ctx)
-      .resources.aggregate<{ rows: Array<ResourceDoc & { size: number }>; n: Array<{ n: number }> }>(
-        this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }),
-        stages,
-        { ...forContext(ctx, options.hint), enableUtf8Validation: false },
-      )
-      .toArray();
+    const [result] = await this.scoped(ctx).resources.aggregateRows<{
+      rows: Array<ResourceDoc & { size: number }>;
+      n: Array<{ n: number }>;
+    }>(this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }), stages, 1, {
+      ...forContext(ctx, options.hint),
+      enableUtf8Validation: false,
+    });
     const served = await this.servedPage(ctx, result?.rows ?? [], page, skip);
     return { ...served, counted: result?.n[0]?.n ?? 0 };
   }
@@ -499,13 +496,12 @@ export class ResourceRepository {
     const stages: object[] = [{ $sort: page.sort ?? { _id: 1 } }, { $limit: skip + limit }];
     if (skip > 0) stages.push({ $skip: skip });
     stages.push({ $project: SIZED_FIELDS });
-    return this.scoped(ctx)
-      .resources.aggregate<SizedRef>(
-        this.searchFilter(ctx, version, { filter, limit }),
-        stages,
-        forContext(ctx, page.hint),
-      )
-      .toArray();
+    return this.scoped(ctx).resources.aggregateRows<SizedRef>(
+      this.searchFilter(ctx, version, { filter, limit }),
+      stages,
+      limit,
+      forContext(ctx, page.hint),
+    );
   }
 
   /**
@@ -556,13 +552,15 @@ export class ResourceRepository {
     const fields =
       jsonUpTo === undefined ? SIZED_FIELDS : { ...SIZED_FIELDS, json: inlineJsonUpTo(jsonUpTo, limit) };
     window.push({ $limit: limit }, { $project: fields });
-    const [row] = await this.scoped(ctx)
-      .resources.aggregate<{ types: TypeCountRow[]; window: Array<SizedRef & { json?: string }> }>(
-        this.searchFilter(ctx, version, { filter, limit: 0 }),
-        [{ $facet: { types: [{ $group: typeCountGroup(referencePattern) }], window } }],
-        { ...(hint === undefined ? {} : { hint }), enableUtf8Validation: false },
-      )
-      .toArray();
+    const [row] = await this.scoped(ctx).resources.aggregateRows<{
+      types: TypeCountRow[];
+      window: Array<SizedRef & { json?: string }>;
+    }>(
+      this.searchFilter(ctx, version, { filter, limit: 0 }),
+      [{ $facet: { types: [{ $group: typeCountGroup(referencePattern) }], window } }],
+      1,
+      { ...(hint === undefined ? {} : { hint }), enableUtf8Validation: false },
+    );
     return { types: (row?.types ?? []).map(typeCountOf), window: row?.window ?? [] };
   }
 

@@ -1,4 +1,5 @@
 import type { mongo } from 'mongoose';
+import { aggregateInOneReply } from '../database/one-reply-aggregate';
 import { findOneByCommand } from '../database/point-read';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { isDuplicateKey } from './duplicate-key';
@@ -166,6 +167,23 @@ export class ScopedCollection<T extends TenantDocument> {
   ): mongo.AggregationCursor<R> {
     return this.timedCursor(
       this.collection.aggregate<R>([{ $match: this.readable(match) }, ...stages], options),
+    );
+  }
+
+  /**
+   * The rows of a pipeline whose first stage is the scoped `$match` and whose rows are at most
+   * `rows` (its `$limit`, a `$facet`'s one row): in one reply, without a cursor
+   * (database/one-reply-aggregate.ts). The read of every request path that knows its row count.
+   */
+  aggregateRows<R extends mongo.Document>(
+    match: ScopedFilter<T>,
+    stages: readonly object[],
+    rows: number,
+    options: Pick<mongo.AggregateOptions, 'hint' | 'enableUtf8Validation'> = {},
+  ): Promise<R[]> {
+    const collection = this.collection as unknown as Collection<mongo.Document>;
+    return this.timed(
+      aggregateInOneReply<R>(collection, [{ $match: this.readable(match) }, ...stages], options, rows),
     );
   }
 

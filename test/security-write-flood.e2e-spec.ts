@@ -12,6 +12,8 @@ import {
 } from '@app/testing';
 import { ClientConcurrency } from '../src/admission/client-concurrency';
 import { RequestAdmission } from '../src/admission/request-admission';
+import { SETTINGS } from '../src/config/config.module';
+import type { Settings } from '../src/config/settings';
 
 const json = 'application/fhir+json';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -39,7 +41,7 @@ interface Tally {
  * cheap enough per request to keep the whole database share and to run one at a time, sent from
  * several connections so that several always wait behind the client's own lane cap. While another
  * client contends, such a backlogged client keeps only CLIENT_COSTLY_DATABASE_SHARE_PERCENT of
- * its share (its database time is charged four times over); the same transactions sent one at a
+ * its share (at the default 10 %, its database time is charged ten times over); the same transactions sent one at a
  * time, and the other client's reads, are charged their time. Counted where admission charges
  * each command (deterministic: no latency is compared); on the code before, every one of them was
  * charged its time, the flood's too.
@@ -128,14 +130,15 @@ describe('security: a client flooding transactions keeps the costly part of its 
     return { flooded, read, reads, writes };
   }
 
-  it('transactions from six connections are charged about four times their database time (backlogged); one at a time, and the reader, their time', async () => {
+  it('transactions from six connections are charged about 100 / CLIENT_COSTLY_DATABASE_SHARE_PERCENT times their database time (backlogged); one at a time, and the reader, their time', async () => {
+    const floor = t.app.get<Settings>(SETTINGS).clientCostlyDatabaseSharePercent / 100;
     const backlog = await flood(6);
     expect(backlog.writes.map((res) => res.status)).toStrictEqual(backlog.writes.map(() => 200));
     expect(backlog.reads.filter((res) => res.status !== 200).map((res) => res.text)).toStrictEqual([]);
     expect(backlog.flooded.served).toBeGreaterThan(0);
-    // all but the flood's last transactions ran with more than one waiting behind it: near 4× (the floor, 25 %)
-    expect(backlog.flooded.charged).toBeGreaterThan(2.5 * backlog.flooded.served);
-    expect(backlog.flooded.charged).toBeLessThanOrEqual(4 * backlog.flooded.served + 1);
+    // all but the flood's last transactions ran with more than one waiting behind it: near 1 / floor
+    expect(backlog.flooded.charged).toBeGreaterThan((0.6 / floor) * backlog.flooded.served);
+    expect(backlog.flooded.charged).toBeLessThanOrEqual(backlog.flooded.served / floor + 1);
     // the reader (one request at a time, cheap) is charged its time
     expect(backlog.read.charged).toBeCloseTo(backlog.read.served, 3);
 

@@ -295,7 +295,7 @@ export function parseSettings(env: Env, defaults: SettingDefaults = {}): Setting
     clientMaxConcurrentRequests: r.int('CLIENT_MAX_CONCURRENT_REQUESTS', 16, 1, 100000),
     clientResponseBytesPerSecond: parseBytes(r, 'CLIENT_RESPONSE_BYTES_PER_SECOND', 4 * 1024 * 1024),
     clientDatabaseMsPerSecond: r.int('CLIENT_DATABASE_MS_PER_SECOND', 500, 0, 10000000),
-    clientCostlyDatabaseSharePercent: r.int('CLIENT_COSTLY_DATABASE_SHARE_PERCENT', 25, 1, 100),
+    clientCostlyDatabaseSharePercent: r.int('CLIENT_COSTLY_DATABASE_SHARE_PERCENT', 10, 1, 100),
     clientWorkerMsPerSecond: r.int('CLIENT_WORKER_MS_PER_SECOND', 500, 0, 10000000),
     clientLoopMsPerSecond: r.int('CLIENT_LOOP_MS_PER_SECOND', 250, 0, 10000000),
     serverMaxConcurrentReads: r.int('SERVER_MAX_CONCURRENT_READS', 8, 1, 1000),

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { mongo } from 'mongoose';
+import { recordedScratchDatabase, type RecordedDatabase } from '@app/testing';
 import { aggregateInOneReply } from '../src/database/one-reply-aggregate';
 
 interface Doc {
@@ -11,18 +11,13 @@ interface Doc {
 
 /** The aggregate by command (src/database/one-reply-aggregate.ts) answers as the driver's cursor does. */
 describe('aggregateInOneReply', () => {
-  let client: mongo.MongoClient;
+  let recorded: RecordedDatabase;
   let db: mongo.Db;
   let docs: mongo.Collection<mongo.Document>;
-  const commands: mongo.CommandStartedEvent[] = [];
 
   beforeAll(async () => {
-    client = await mongo.MongoClient.connect(process.env.TEST_MONGO_URL!, {
-      timeoutMS: 30_000,
-      monitorCommands: true,
-    });
-    client.on('commandStarted', (event) => commands.push(event));
-    db = client.db(`one_reply_${randomBytes(4).toString('hex')}`);
+    recorded = await recordedScratchDatabase('one_reply');
+    db = recorded.db;
     docs = db.collection('docs');
     await db.collection<Doc>('docs').insertMany(
       Array.from({ length: 7 }, (_, n): Doc => ({
@@ -35,15 +30,11 @@ describe('aggregateInOneReply', () => {
     await docs.createIndex({ c: 1, n: 1 }, { name: 'c_n' });
   });
 
-  afterAll(async () => {
-    await db.dropDatabase().catch(() => undefined);
-    await client.close();
-  });
+  afterAll(async () => recorded?.close());
 
   const sent = async <T>(read: () => Promise<T>) => {
-    commands.length = 0;
-    const answer = await read();
-    return { answer, names: commands.map((event) => event.commandName), commands: [...commands] };
+    const { answer, commands } = await recorded.sent(read);
+    return { answer, names: commands.map((event) => event.commandName), commands };
   };
 
   const pipeline = [{ $match: { c: 'x' } }, { $sort: { n: -1 } }, { $limit: 2 }, { $project: { c: 0 } }];

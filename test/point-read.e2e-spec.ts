@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { mongo } from 'mongoose';
+import { recordedScratchDatabase, type RecordedDatabase } from '@app/testing';
 import { findOneByCommand } from '../src/database/point-read';
 
 interface Doc {
@@ -13,31 +13,22 @@ interface Doc {
 
 /** The point read by command (src/database/point-read.ts) answers as the driver's findOne does. */
 describe('findOneByCommand', () => {
-  let client: mongo.MongoClient;
+  let recorded: RecordedDatabase;
   let db: mongo.Db;
-  const commands: mongo.CommandStartedEvent[] = [];
 
   beforeAll(async () => {
-    client = await mongo.MongoClient.connect(process.env.TEST_MONGO_URL!, {
-      timeoutMS: 30_000,
-      monitorCommands: true,
-    });
-    client.on('commandStarted', (event) => commands.push(event));
-    db = client.db(`point_read_${randomBytes(4).toString('hex')}`);
+    recorded = await recordedScratchDatabase('point_read');
+    db = recorded.db;
     await db.collection<Doc>('docs').insertMany([
       { _id: 'a', c: 'x', u: 1, json: '{"é":"ü"}', idx: { big: [1, 2, 3] }, lu: new Date(0) },
       { _id: 'b', c: 'x', u: 2, json: '{}', idx: {}, lu: new Date(1) },
     ]);
   });
 
-  afterAll(async () => {
-    await db.dropDatabase().catch(() => undefined);
-    await client.close();
-  });
+  afterAll(async () => recorded?.close());
 
   const sent = async <T>(read: () => Promise<T>) => {
-    commands.length = 0;
-    const answer = await read();
+    const { answer, commands } = await recorded.sent(read);
     return { answer, finds: commands.filter((event) => event.commandName === 'find') };
   };
 

@@ -11,3 +11,4 @@ export * from './calls-during';
 export * from './app-with-users';
 export * from './word-observations';
 export * from './until-admitted';
+export * from './recorded-commands';

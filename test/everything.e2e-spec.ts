@@ -2,6 +2,9 @@ import request from 'supertest';
 import { bearer, createAppWithUsers, IDENTITY_TEST_ENV, TestApp, TestUser } from '@app/testing';
 import { entryIds, loadSyntheaPatients, resourcesOfType, type SyntheaRecord } from '@app/testing/synthea';
 import { recordQueries } from '@app/testing/query-plans';
+import { compartmentTypes } from '../src/storage/search/patient-compartment-filter';
+
+const compartmentTypesOf = (version: 'r4') => compartmentTypes(version).types;
 
 /** docs/api.md §6, §7: `GET` and `DELETE /{v}/Patient/{id}/$everything` on Synthea R4 records. */
 describe('Patient/$everything (e2e, Synthea R4)', () => {
@@ -38,43 +41,92 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
     return resources;
   }
 
-  it('pages (10 by default) through the patient, its compartment and what it references, by type', async () => {
+  /** The order of one patient's `$everything`: the Patient, its compartment by type and newest first, then the rest by type and id. */
+  function expectEverythingOrder(all: any[], patientId: string): void {
+    expect(`${all[0].resourceType}/${all[0].id}`).toBe(`Patient/${patientId}`);
+    const compartmentTypes = new Set(compartmentTypesOf('r4'));
+    const inCompartment = all.slice(1).findIndex((r) => !compartmentTypes.has(r.resourceType));
+    const compartment = inCompartment < 0 ? all.slice(1) : all.slice(1, 1 + inCompartment);
+    const outside = inCompartment < 0 ? [] : all.slice(1 + inCompartment);
+    for (let i = 1; i < compartment.length; i++) {
+      const [a, b] = [compartment[i - 1], compartment[i]];
+      if (a.resourceType !== b.resourceType) expect(a.resourceType < b.resourceType).toBe(true);
+      else expect(Date.parse(a.meta.lastUpdated)).toBeGreaterThanOrEqual(Date.parse(b.meta.lastUpdated));
+    }
+    const outsideKeys = outside.map((r) => [r.resourceType, r.id]);
+    for (const [type] of outsideKeys) expect(compartmentTypes.has(type)).toBe(false);
+    expect(outsideKeys).toEqual(
+      [...outsideKeys].sort(([t1, i1], [t2, i2]) =>
+        t1 !== t2 ? (t1 < t2 ? -1 : 1) : i1 < i2 ? -1 : i1 > i2 ? 1 : 0,
+      ),
+    );
+  }
+
+  it('pages (10 by default) through the patient, its compartment by type newest first, then what it references', async () => {
     const [record, other] = records;
-    const first = await get(`/r4/Patient/${record.patientId}/$everything`).expect(200);
+    const path = `/r4/Patient/${record.patientId}/$everything`;
+    const first = await get(path).expect(200);
     expect(first.body.type).toBe('searchset');
     expect(first.body.entry).toHaveLength(10);
-    const all = await walk(`/r4/Patient/${record.patientId}/$everything`);
-    expect(all).toHaveLength(first.body.total);
+    // a page short of the end has no total unless asked for
+    expect(first.body.total).toBeUndefined();
+    expect(first.body.link.map((l: any) => l.relation)).not.toContain('last');
+    const counted = await get(`${path}?_total=accurate`).expect(200);
+    expect(counted.body.entry.map((e: any) => e.fullUrl)).toEqual(
+      first.body.entry.map((e: any) => e.fullUrl),
+    );
+    const all = await walk(path);
+    expect(all).toHaveLength(counted.body.total);
     const keys = all.map((r) => `${r.resourceType}/${r.id}`);
     expect(new Set(keys).size).toBe(keys.length);
     // Every resource of the record: the Patient, its clinical data, its Practitioners and Organizations.
     expect(keys).toEqual(expect.arrayContaining(record.resources.map((r) => `${r.resourceType}/${r.id}`)));
     const extra = all.filter((r) => !record.resources.some((x) => x.id === r.id));
     for (const r of extra) expect(r.resourceType).toBe('Provenance'); // the store's Provenances of the Patient
-    const types = all.map((r) => r.resourceType);
-    expect(types).toEqual([...types].sort());
+    expectEverythingOrder(all, record.patientId);
+    expect(all.some((r) => r.resourceType === 'Practitioner')).toBe(true);
     expect(keys).not.toContain(`Patient/${other.patientId}`);
     const otherObservations = other.resources
       .filter((r) => r.resourceType === 'Observation')
       .map((r) => r.id);
     expect(all.filter((r) => otherObservations.includes(r.id))).toEqual([]);
+    expect(await get(`${path}?_total=sometimes`).expect(400)).toBeTruthy();
   });
 
-  it('pages of any size walk the same sequence (the Patient and referenced resources merged at their place)', async () => {
+  it('pages of any size walk the same sequence; the page that reaches the end has the total', async () => {
     const path = `/r4/Patient/${records[0].patientId}/$everything`;
     const key = (r: any) => `${r.resourceType}/${r.id}`;
     const whole = (await walk(`${path}?_count=100`)).map(key);
     for (const count of [1, 7]) expect((await walk(`${path}?_count=${count}`)).map(key)).toEqual(whole);
-    // a page that starts on the Patient itself
-    const at = whole.indexOf(`Patient/${records[0].patientId}`);
-    const page = await get(`${path}?_count=2&_skip=${at}`).expect(200);
-    expect(page.body.entry.map((e: any) => key(e.resource))).toEqual(whole.slice(at, at + 2));
-    expect(page.body.total).toBe(whole.length);
+    // a page across the end of the compartment: its last resources, then the first outside it
+    const compartmentTypes = new Set(compartmentTypesOf('r4'));
+    const outsideAt = whole.findIndex((k) => !compartmentTypes.has(k.split('/')[0]));
+    expect(outsideAt).toBeGreaterThan(1);
+    const across = await get(`${path}?_count=4&_skip=${outsideAt - 2}`).expect(200);
+    expect(across.body.entry.map((e: any) => key(e.resource))).toEqual(
+      whole.slice(outsideAt - 2, outsideAt + 2),
+    );
+    expect(across.body.total).toBe(whole.length);
+    // a page after the compartment, and one past everything
+    const after = await get(`${path}?_count=2&_skip=${outsideAt + 1}`).expect(200);
+    expect(after.body.entry.map((e: any) => key(e.resource))).toEqual(
+      whole.slice(outsideAt + 1, outsideAt + 3),
+    );
+    expect(after.body.total).toBe(whole.length);
+    const past = await get(`${path}?_count=2&_skip=${whole.length}`).expect(200);
+    expect(past.body.entry ?? []).toEqual([]);
+    expect(past.body.total).toBe(whole.length);
+    expect(past.body.link.map((l: any) => l.relation)).not.toContain('next');
+    // without the Patient (`_type`), the compartment starts the sequence
+    const withoutPatient = (await walk(`${path}?_count=3&_type=Condition,Encounter,Practitioner`)).map(key);
+    expect(withoutPatient).toEqual(
+      whole.filter((k) => ['Condition', 'Encounter', 'Practitioner'].includes(k.split('/')[0])),
+    );
   });
 
-  it('pages far into a compartment that references over 200 resources outside it keep the order', async () => {
+  it('a compartment that references over 200 resources outside it: those follow it, by type and id', async () => {
     // Bob's patient: 205 Encounters, each at its own Organization (outside the compartment), and 3
-    // Procedures; in (type, id) order the 205 Organizations and the Patient come before the Procedures.
+    // Procedures.
     const patientId = 'many-outside';
     const entry = (resource: any) => ({
       resource,
@@ -113,30 +165,30 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
     const path = `/r4/Patient/${patientId}/$everything`;
     const key = (r: any) => `${r.resourceType}/${r.id}`;
     const walkAsBob = async (first: string) => {
-      const keys: string[] = [];
+      const found: any[] = [];
       let url: string | undefined = first;
       while (url) {
         const res = await get(url, asBob).expect(200);
-        keys.push(...res.body.entry.map((e: any) => key(e.resource)));
+        found.push(...res.body.entry.map((e: any) => e.resource));
         url = next(res.body);
       }
-      return keys;
+      return found;
     };
-    const whole = await walkAsBob(`${path}?_count=100`);
-    const expected = resources.map(key);
-    expect(whole.filter((k) => !k.startsWith('Provenance/'))).toEqual(
-      [...expected].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
-    );
-    expect(await walkAsBob(`${path}?_count=7`)).toEqual(whole);
-    // a page with 206 singles before it: the Procedures after the Patient
-    const procedures = whole.indexOf('Procedure/proc-a');
-    expect(procedures).toBe(411);
-    const page = await get(`${path}?_skip=${procedures}&_count=3`, asBob).expect(200);
-    expect(page.body.entry.map((e: any) => key(e.resource))).toEqual([
-      'Procedure/proc-a',
-      'Procedure/proc-b',
-      'Procedure/proc-c',
-    ]);
+    const all = await walkAsBob(`${path}?_count=100`);
+    const whole = all.map(key);
+    expectEverythingOrder(all, patientId);
+    expect(whole.filter((k) => !k.startsWith('Provenance/')).sort()).toEqual(resources.map(key).sort());
+    expect((await walkAsBob(`${path}?_count=7`)).map(key)).toEqual(whole);
+    // the Organizations last, in id order
+    const organizations = resources
+      .filter((r) => r.resourceType === 'Organization')
+      .map(key)
+      .sort();
+    expect(whole.slice(-205)).toEqual(organizations);
+    // the Procedures after the Encounters
+    expect(whole.indexOf('Procedure/proc-a')).toBeGreaterThan(whole.lastIndexOf(`Encounter/enc-000`));
+    const page = await get(`${path}?_skip=${whole.length - 206}&_count=3`, asBob).expect(200);
+    expect(page.body.entry.map((e: any) => key(e.resource))).toEqual(whole.slice(-206, -203));
     expect(page.body.total).toBe(whole.length);
   }, 120_000);
 
@@ -171,7 +223,7 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
     );
   });
 
-  it('a first page is two queries: the compartment once (counts, outside references, its first resources with their JSON), then the Patient and the outside resources by key', async () => {
+  it('a first page is two queries: its compartment resources in index order with their JSON, and the Patient by key', async () => {
     const [record] = records;
     const path = `/r4/Patient/${record.patientId}/$everything`;
     let first: any;

@@ -255,6 +255,35 @@ describe('query plans: index scans for every hot query (e2e)', () => {
   });
 
   /**
+   * A patient's `$everything` page: the compartment's one entry (`*patient|Patient/x`) on the
+   * references index, by type and newest first, the index's own order after it: read in order up
+   * to the page (+ the row before it and the one after), no pass over the whole compartment.
+   */
+  it("a patient's $everything page reads its compartment in index order and stops after the page", async () => {
+    const sortsEveryMatch = process.env.TEST_DB_ORDERED_INDEXES === 'no';
+    const PAGE = 5;
+    for (const credential of ['user', 'client'] as const) {
+      const path = `/r4/Patient/${fixture.record.patientId}/$everything?_count=${PAGE}`;
+      let body: { total?: number; entry: unknown[] } | undefined;
+      const reports = await plansOf(async () => {
+        body = (await getOk(path, credentialHeaders(fixture, credential))()).body as typeof body;
+      });
+      expect(body!.entry).toHaveLength(PAGE);
+      expect(body!.total).toBeUndefined();
+      const resources = reports.filter(({ query }) => query.collection === 'resources');
+      // the compartment's page, and the Patient by key
+      expect(resources).toHaveLength(2);
+      const [page] = resources.filter((report) => report.indexes.includes('search_references'));
+      expect(JSON.stringify(page.query.command)).toContain('*patient|Patient/');
+      expect(sortsInMemory(page)).toBe(sortsEveryMatch);
+      if (!sortsEveryMatch) expect(await keysRead(t.connection, page.query)).toBeLessThanOrEqual(PAGE + 2);
+      // no count or reference pass over the compartment
+      for (const report of resources)
+        expect(JSON.stringify(report.query.command.pipeline ?? [])).not.toContain('$group');
+    }
+  });
+
+  /**
    * A `_type` list in lastUpdated order: one ordered scan per type on the lastUpdated index, merged
    * in the app (resource.repository.ts `mergedPage`): `t: {$in}` on the index prefix would sort every
    * match even where the engine walks one type's index in order.

@@ -157,7 +157,7 @@ describe('resource indexes of an earlier layout (e2e)', () => {
     await request(t.server).put('/r4/Observation/ix-abs').set(auth).send(observation).expect(201);
     const stored = async () =>
       ((await resources().findOne({ id: 'ix-abs' }))?.idx as { ref: string[] }).ref.sort();
-    expect(await stored()).toEqual(['patient|Patient/ix-q', 'subject|Patient/ix-q']);
+    expect(await stored()).toEqual(['*patient|Patient/ix-q', 'patient|Patient/ix-q', 'subject|Patient/ix-q']);
     const found = async (value: string) =>
       entryIds((await request(t.server).get(`/r4/Observation?subject=${value}`).set(auth).expect(200)).body);
     expect(await found('Patient/ix-q')).toEqual(['ix-abs']);
@@ -171,13 +171,43 @@ describe('resource indexes of an earlier layout (e2e)', () => {
 
     await t.app.get(ResourceStorage).onModuleInit();
 
-    expect(await stored()).toEqual(['patient|Patient/ix-q', 'subject|Patient/ix-q']);
+    expect(await stored()).toEqual(['*patient|Patient/ix-q', 'patient|Patient/ix-q', 'subject|Patient/ix-q']);
     expect(await found('Patient/ix-q')).toEqual(['ix-abs']);
     expect(await found(`${base}/r4/Patient/ix-q`)).toEqual(['ix-abs']);
     const record = await t.connection
       .collection('store_layout')
       .findOne({ _id: 'local-references' as never });
-    expect(record?.base).toBe(base);
+    expect(record?.value).toBe(base);
+  });
+
+  it('start-up adds the Patient compartment entries to documents an earlier release wrote without them', async () => {
+    const auth = bearer(alice.access_token);
+    await request(t.server).put('/r4/Patient/ix-m').set(auth).send({ resourceType: 'Patient', id: 'ix-m' });
+    const condition = {
+      resourceType: 'Condition',
+      id: 'ix-mc',
+      subject: { reference: 'Patient/ix-m' },
+      code: { text: 'x' },
+    };
+    await request(t.server).put('/r4/Condition/ix-mc').set(auth).send(condition).expect(201);
+    const everything = async () =>
+      entryIds((await request(t.server).get('/r4/Patient/ix-m/$everything').set(auth).expect(200)).body);
+    expect(await everything()).toEqual(expect.arrayContaining(['ix-m', 'ix-mc']));
+
+    // as an earlier release stored it: no compartment entry, and the store's record of the pass gone
+    await resources().updateOne({ id: 'ix-mc' }, { $pull: { 'idx.ref': '*patient|Patient/ix-m' } as never });
+    await t.connection.collection('store_layout').deleteOne({ _id: 'patient-compartments' as never });
+    expect(await everything()).not.toContain('ix-mc');
+
+    await t.app.get(ResourceStorage).onModuleInit();
+
+    expect(await everything()).toEqual(expect.arrayContaining(['ix-m', 'ix-mc']));
+    const refs = ((await resources().findOne({ id: 'ix-mc' }))?.idx as { ref: string[] }).ref;
+    expect(refs).toContain('*patient|Patient/ix-m');
+    const record = await t.connection
+      .collection('store_layout')
+      .findOne({ _id: 'patient-compartments' as never });
+    expect(record?.value).toBe('*patient');
   });
 
   it('serves a typed reference search, a compartment search and $everything', async () => {

@@ -7,7 +7,7 @@ import { ensureIndexes } from '../database/ensure-indexes';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { HISTORY_COLLECTION, type HistoryDoc, RESOURCES_COLLECTION, type ResourceDoc } from './documents';
 import { probeIndexOrder } from './index-order';
-import { storeLocalReferencesRelative } from './local-references';
+import { bringStoreLayoutUpToDate } from './store-layout';
 import { HISTORY_INDEXES, resourceIndexes, RETIRED_HISTORY_INDEXES } from './indexes';
 import { retiredIndexNames } from './search/search-indexes';
 import { historyCondition, readCondition } from './smart-access';
@@ -114,8 +114,9 @@ export class ResourceStorage implements OnModuleInit {
     // the current layout).
     await dropPresent(this.resources, retiredIndexNames(this.settings.fullText));
     await dropPresent(this.history, RETIRED_HISTORY_INDEXES);
-    // a reference search reads one form of a reference to this server: older documents are brought to it
-    await storeLocalReferencesRelative(this.connection.db!, this.resources, this.settings);
+    // search entries an earlier release did not write (one stored form of a local reference, the
+    // Patient compartment entries) are added to the documents it wrote
+    await bringStoreLayoutUpToDate(this.connection.db!, this.resources, this.settings);
     this.inOrder = await probeIndexOrder(this.resources);
   }
 }

@@ -60,6 +60,11 @@ export interface SizedRef {
 /** The fields of a `SizedRef`, its size computed by the engine (the JSON itself stays there). */
 const SIZED_FIELDS = { _id: 1, t: 1, id: 1, lu: 1, size: JSON_SIZE };
 
+/** `SIZED_FIELDS`, and with `jsonUpTo` the JSON of rows small enough that `rows` of them fit it. */
+function sizedFields(jsonUpTo: number | undefined, rows: number): object {
+  return jsonUpTo === undefined ? SIZED_FIELDS : { ...SIZED_FIELDS, json: inlineJsonUpTo(jsonUpTo, rows) };
+}
+
 type SortOrder = Readonly<Record<string, 1 | -1>>;
 
 /** Search order without `_sort`: newest first, then id (a total order: stable pages). */
@@ -482,21 +487,23 @@ export class ResourceRepository {
    * filter, in `_id` order (or `page.sort` from `page.skip`), at most `limit`, without their JSON:
    * what a page budget decides on before any JSON is read (`_include` / `_revinclude`,
    * `$everything`: docs/security.md "Page byte budget"); `findByKeys` then reads the few served.
+   * With `page.jsonUpTo`, also the JSON of those small enough that `limit` of them stay within it
+   * (page-budget.ts `inlineJsonUpTo`): a page of them then needs no read by key.
    */
   sizesOf(
     ctx: TenantContext,
     version: FhirVersion,
     filter: Filter<ResourceDoc>,
     limit: number,
-    page: { sort?: SortOrder; skip?: number; hint?: string } = {},
-  ): Promise<SizedRef[]> {
+    page: { sort?: SortOrder; skip?: number; hint?: string; jsonUpTo?: number } = {},
+  ): Promise<Array<SizedRef & { json?: string }>> {
     if (limit <= 0) return Promise.resolve([]);
     const skip = page.skip ?? 0;
     // `$limit` of skip + limit before `$skip`, as sortedPage: a top-N sort on DocumentDB
     const stages: object[] = [{ $sort: page.sort ?? { _id: 1 } }, { $limit: skip + limit }];
     if (skip > 0) stages.push({ $skip: skip });
-    stages.push({ $project: SIZED_FIELDS });
-    return this.scoped(ctx).resources.aggregateRows<SizedRef>(
+    stages.push({ $project: sizedFields(page.jsonUpTo, limit) });
+    return this.scoped(ctx).resources.aggregateRows<SizedRef & { json?: string }>(
       this.searchFilter(ctx, version, { filter, limit }),
       stages,
       limit,
@@ -524,44 +531,6 @@ export class ResourceRepository {
       )
       .toArray();
     return rows.map(typeCountOf);
-  }
-
-  /**
-   * `countByType`, and in the same pass over the matches the resources `[skip, skip + limit)` in
-   * `sort` order, by key and JSON size (`$facet`: the matches are found once; the caller reads
-   * the few its page budget serves by key, so the reply stays small whatever the resources weigh);
-   * with `jsonUpTo`, also the JSON of those small enough that `limit` of them stay within it
-   * (page-budget.ts `inlineJsonUpTo`).
-   */
-  async countByTypeWithWindow(
-    ctx: TenantContext,
-    version: FhirVersion,
-    filter: Filter<ResourceDoc>,
-    options: {
-      referencePattern?: string;
-      hint?: string;
-      sort: SortOrder;
-      skip: number;
-      limit: number;
-      jsonUpTo?: number;
-    },
-  ): Promise<{ types: TypeCount[]; window: Array<SizedRef & { json?: string }> }> {
-    const { referencePattern, hint, sort, skip, limit, jsonUpTo } = options;
-    const window: object[] = [{ $sort: sort }];
-    if (skip > 0) window.push({ $skip: skip });
-    const fields =
-      jsonUpTo === undefined ? SIZED_FIELDS : { ...SIZED_FIELDS, json: inlineJsonUpTo(jsonUpTo, limit) };
-    window.push({ $limit: limit }, { $project: fields });
-    const [row] = await this.scoped(ctx).resources.aggregateRows<{
-      types: TypeCountRow[];
-      window: Array<SizedRef & { json?: string }>;
-    }>(
-      this.searchFilter(ctx, version, { filter, limit: 0 }),
-      [{ $facet: { types: [{ $group: typeCountGroup(referencePattern) }], window } }],
-      1,
-      { ...(hint === undefined ? {} : { hint }), enableUtf8Validation: false },
-    );
-    return { types: (row?.types ?? []).map(typeCountOf), window: row?.window ?? [] };
   }
 
   /** History rows of the given versions of one resource (absent rows left out), in the order asked. */

@@ -1,4 +1,4 @@
-import { escapeRegex, resourceTypes, type FhirVersion } from '@app/fhir';
+import { escapeRegex, patientCompartmentKey, resourceTypes, type FhirVersion } from '@app/fhir';
 import type { Filter } from './filter-clauses';
 import { compartmentTypes } from './patient-compartment-filter';
 import { rangePattern } from './range-regex';
@@ -11,13 +11,11 @@ import { rangePattern } from './range-regex';
 
 /**
  * Every Patient and every resource in the compartment of some Patient (type-level
- * `Patient/$everything` over the caller's scope): a compartment parameter references a Patient
- * (stored relative, also when written with this server's base URL).
+ * `Patient/$everything` over the caller's scope): it holds a Patient compartment entry
+ * (`*patient|Patient/x`, patient-compartment-key.ts), an anchored prefix of the references index.
  */
-export function anyPatientCompartmentFilter(version: FhirVersion): Filter {
-  const { types, params } = compartmentTypes(version);
-  const pattern = `^(?:${params.map(escapeRegex).join('|')})\\|Patient/${ID}$`;
-  return { $or: [{ t: 'Patient' }, { t: { $in: types }, 'idx.ref': { $regex: pattern } }] };
+export function anyPatientCompartmentFilter(): Filter {
+  return { $or: [{ t: 'Patient' }, { 'idx.ref': { $regex: `^${escapeRegex(patientCompartmentKey(''))}` } }] };
 }
 
 const outsidePatterns = new Map<FhirVersion, string>();

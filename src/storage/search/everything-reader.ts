@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { OperationOutcomeError, type FhirVersion } from '@app/fhir';
+import { OperationOutcomeError, patientCompartmentKey, type FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { ResourceRepository, type SizedRef, type TypeCount } from '../resource.repository';
 import {
@@ -9,10 +9,17 @@ import {
   outsideTargets,
 } from './everything-filters';
 import type { Filter } from './filter-clauses';
-import { compartmentFilter, typeAmong } from './patient-compartment-filter';
+import { typeAmong } from './patient-compartment-filter';
 import { INDEX_NAMES } from './search-indexes';
 
-/** The order of `$everything`: resource type, then id. */
+/**
+ * The order of one Patient's compartment: by type, then newest first (lastUpdated, then id), the
+ * order the references index holds after the compartment's one entry (`*patient|Patient/x`), so a
+ * page reads its rows in index order and stops after them.
+ */
+const COMPARTMENT_ORDER = { t: 1, lu: -1, id: 1 } as const;
+
+/** The order of every Patient's compartments together (type level): resource type, then id. */
 const PAGE_ORDER = { t: 1, id: 1 } as const;
 
 /** Which resources an `$everything` serves (its parameters, https://hl7.org/fhir/R4/patient-operation-everything.html). */
@@ -31,6 +38,8 @@ export interface EverythingScope {
   readonly compartment: Filter;
   readonly served: Filter;
   readonly hint?: string;
+  /** The order of the compartment's resources in the pages. */
+  readonly order: Readonly<Record<string, 1 | -1>>;
   /** Instance level: the Patient (read by key with the outside resources, `counts`). */
   readonly patient?: { readonly id: string; readonly key: string };
 }
@@ -48,9 +57,9 @@ export class EverythingReader {
   constructor(private readonly repository: ResourceRepository) {}
 
   /**
-   * Instance level (`patientId`): Patient/{id} served first (`counts` reads it, 404 when it is not
-   * in the caller's scope), its compartment without it beside, on the reference index by its `v, c, idx.ref`
-   * prefix (any type: the planner cannot tell multikey selectivity). Type level: every Patient
+   * Instance level (`patientId`): Patient/{id} (read by key, 404 when it is not in the caller's
+   * scope) and its compartment without it, the one `*patient|Patient/{id}` entry on the references
+   * index (hinted: the planner cannot tell multikey selectivity). Type level: every Patient
    * of the caller's scope and every resource in some Patient compartment, in one sorted stream; the
    * Patients are part of it, so none is held in memory. No hint: the Patients match on their
    * type, the rest on a reference pattern.
@@ -65,15 +74,13 @@ export class EverythingReader {
     let patient: EverythingScope['patient'];
     let hint: string | undefined;
     if (patientId === undefined) {
-      compartment = anyPatientCompartmentFilter(version);
+      compartment = anyPatientCompartmentFilter();
     } else {
       patient = { id: patientId, key: this.repository.key(ctx, version, 'Patient', patientId) };
       compartment = {
-        $and: [
-          compartmentFilter(version, patientId),
-          // a Patient that links to itself is served once, as the Patient
-          { _id: { $ne: patient.key } },
-        ],
+        'idx.ref': patientCompartmentKey(patientId),
+        // a Patient that links to itself is served once, as the Patient
+        _id: { $ne: patient.key },
       };
       hint = INDEX_NAMES.ref;
     }
@@ -83,46 +90,31 @@ export class EverythingReader {
     if (selection.types) conditions.push(typeAmong(selection.types));
     if (selection.since) conditions.push({ lu: { $gte: selection.since } });
     const served = conditions.length === 1 ? compartment : { $and: conditions };
-    return { compartment, served, hint, patient };
+    return { compartment, served, hint, patient, order: patient ? COMPARTMENT_ORDER : PAGE_ORDER };
   }
 
   /**
    * Per type, how many resources are served; the resources referenced outside the compartment
    * (from the whole compartment, whatever the selection serves), by size, read by key with the
-   * Patient (instance level: 404 when it is not in the caller's scope); and with `window`, the
-   * served compartment resources `[skip, skip + limit)` in page order read in the same pass
-   * (one patient's compartment is small enough to come back as one document, `$facet`'s reply;
-   * every patient's is counted on its own, its part of the page queried after), with the JSON of
-   * those within `window.jsonUpTo` bytes together (page-budget.ts `inlineJsonUpTo`): a first
-   * page then needs no read of its compartment resources by key. Two queries in all: each one
-   * costs the engine and this process about as much as reading a few dozen small documents.
+   * Patient (instance level: 404 when it is not in the caller's scope). One pass over the
+   * compartment in the database, and one read by key.
    */
   async counts(
     ctx: TenantContext,
     version: FhirVersion,
     scope: EverythingScope,
-    window?: { skip: number; limit: number; jsonUpTo?: number },
-  ): Promise<{ types: TypeCount[]; window?: WindowRow[]; outside: SizedRef[]; patients: SizedRef[] }> {
+  ): Promise<{ types: TypeCount[]; outside: SizedRef[]; patients: SizedRef[] }> {
     const { compartment, served, hint } = scope;
     const referencePattern = outsideReferencePattern(version);
     const ownPattern = served === compartment ? referencePattern : undefined;
-    const [counted, referencing] = await Promise.all([
-      window === undefined
-        ? this.repository
-            .countByType(ctx, version, served, { hint, referencePattern: ownPattern })
-            .then((types) => ({ types, window: undefined }))
-        : this.repository.countByTypeWithWindow(ctx, version, served, {
-            hint,
-            referencePattern: ownPattern,
-            sort: PAGE_ORDER,
-            ...window,
-          }),
+    const [types, referencing] = await Promise.all([
+      this.repository.countByType(ctx, version, served, { hint, referencePattern: ownPattern }),
       served === compartment
         ? undefined
         : this.repository.countByType(ctx, version, compartment, { hint, referencePattern }),
     ]);
-    const outsideKeys = outsideTargets((referencing ?? counted.types).flatMap((row) => row.references)).map(
-      (ref) => this.repository.key(ctx, version, ref.type, ref.id),
+    const outsideKeys = outsideTargets((referencing ?? types).flatMap((row) => row.references)).map((ref) =>
+      this.repository.key(ctx, version, ref.type, ref.id),
     );
     // the Patient is no outside resource (its type has a compartment): it cannot be among them
     const { patient } = scope;
@@ -132,7 +124,7 @@ export class EverythingReader {
     if (patient !== undefined && patients.length === 0)
       throw OperationOutcomeError.notFound(`Patient/${patient.id} is not known`);
     const outside = found.filter((ref) => ref._id !== patient?.key);
-    return { types: counted.types, window: counted.window, outside, patients };
+    return { types, outside, patients };
   }
 
   /** Served compartment resources of `single`'s type ordered before it (by id). */
@@ -148,24 +140,49 @@ export class EverythingReader {
     });
   }
 
-  /** Served compartment resources `[skip, skip + limit)` in page order, by key and size. */
+  /**
+   * Served compartment resources `[skip, skip + limit)` in the scope's order, by key and size, with
+   * the JSON of those within `jsonUpTo` bytes together (`sizesOf`).
+   */
   compartmentPage(
     ctx: TenantContext,
     version: FhirVersion,
     scope: EverythingScope,
     skip: number,
     limit: number,
-  ): Promise<SizedRef[]> {
+    jsonUpTo?: number,
+  ): Promise<WindowRow[]> {
     return this.repository.sizesOf(ctx, version, scope.served, limit, {
-      sort: PAGE_ORDER,
+      sort: scope.order,
       skip,
       hint: scope.hint,
+      jsonUpTo,
     });
+  }
+
+  /**
+   * Patient/{id} by key and size, with its JSON when it is within `jsonUpTo` bytes; undefined when
+   * it is not in the caller's scope.
+   */
+  async patient(
+    ctx: TenantContext,
+    version: FhirVersion,
+    scope: EverythingScope,
+    jsonUpTo?: number,
+  ): Promise<WindowRow | undefined> {
+    const key = scope.patient?.key;
+    if (key === undefined) return undefined;
+    const [found] = await this.repository.sizesOf(ctx, version, { _id: key }, 1, { jsonUpTo });
+    return found;
   }
 
   /** Up to `limit` resources of Patient/{id}'s compartment (the Patient itself not among them), by key. */
   compartmentBatch(ctx: TenantContext, version: FhirVersion, patientId: string, limit: number) {
-    return this.repository.findFields(ctx, version, compartmentFilter(version, patientId), {}, limit);
+    const compartment = {
+      'idx.ref': patientCompartmentKey(patientId),
+      _id: { $ne: this.repository.key(ctx, version, 'Patient', patientId) },
+    };
+    return this.repository.findFields(ctx, version, compartment, {}, limit);
   }
 
   /** The Provenances one of whose targets is among `references` (`Type/id`), with their JSON. */

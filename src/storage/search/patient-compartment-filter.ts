@@ -36,19 +36,6 @@ export function compartmentTypes(version: FhirVersion): CompartmentTypes {
 }
 
 /**
- * Resources in the compartment of Patient/{id}, the Patient itself excluded. The union of
- * parameters over all types is a superset for a type whose own list is shorter; `t` restricted to
- * compartment types keeps strangers out.
- */
-export function compartmentFilter(version: FhirVersion, patientId: string): Filter {
-  const { types, params } = compartmentTypes(version);
-  return {
-    'idx.ref': { $in: compartmentReferenceKeys(patientId, params) },
-    ...typeAmong(types),
-  };
-}
-
-/**
  * The `idx.ref` entries by which a resource names Patient/{id} in one of `params` (compartment
  * parameters). One per parameter: a reference written with this server's base URL is stored
  * relative too (docs/storage.md "One stored form of a reference to this server").
@@ -88,9 +75,9 @@ function typesByParams(version: FhirVersion): Array<{ types: string[]; params: s
 }
 
 /**
- * Every resource of the compartment of Patient/{id}, the patient itself included. Unlike
- * `compartmentFilter`, each type is held to its own compartment parameters: the types are grouped
- * by their parameter list (a few dozen groups), all under one `$in` on the reference index.
+ * Every resource of the compartment of Patient/{id}, the patient itself included, each type held to
+ * its own compartment parameters: the types are grouped by their parameter list (a few dozen
+ * groups), all under one `$in` on the reference index.
  */
 export function patientCompartmentFilter(version: FhirVersion, patientId: string): Filter {
   const refsOf = (params: readonly string[]) => compartmentReferenceKeys(patientId, params);

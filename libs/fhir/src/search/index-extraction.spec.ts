@@ -178,6 +178,8 @@ describe('extractIndex on hand-written resources', () => {
     };
     const index = extractIndex('r4', resource, { fullText: false, serviceBase: 'https://me.example' });
     expect(index.ref?.sort()).toEqual([
+      // Observation's compartment parameters (subject, performer) reference Patient/p1 in its relative form
+      '*patient|Patient/p1',
       'encounter|http://other.example/r4/Encounter/e1',
       'patient|Patient/p1',
       'performer|https://me.example/r4/Practitioner/p2/_history/3',

@@ -1,5 +1,6 @@
 import type { FhirVersion } from '../definitions/fhir-version';
 import { IndexBuilder } from './index-builder';
+import { patientCompartmentKeys } from './patient-compartment-key';
 import type { SearchIndex } from './search-index';
 import { compiledParamsFor, type CompiledTypeParams } from './search-parameter-registry';
 import type { CompiledExpression, CompiledSearchParam } from './search-parameter-types';
@@ -109,5 +110,8 @@ export function extractIndex(
     for (const [param, expression] of compiled.byElement.get(element) ?? []) run(param, expression);
   }
   for (const [param, expression] of compiled.always) run(param, expression);
-  return builder.build(options.fullText ? contentWords(resource) : []);
+  const index = builder.build(options.fullText ? contentWords(resource) : []);
+  const compartments = index.ref ? patientCompartmentKeys(version, type, index.ref) : [];
+  if (compartments.length > 0) index.ref = [...index.ref!, ...compartments];
+  return index;
 }

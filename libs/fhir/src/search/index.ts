@@ -1,5 +1,6 @@
 export * from './search-error';
 export * from './search-index';
+export * from './patient-compartment-key';
 export * from './search-parameter-types';
 export * from './parsed-search';
 export { extractIndex, contentWords, type ExtractIndexOptions } from './index-extraction';

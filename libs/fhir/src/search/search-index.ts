@@ -14,6 +14,8 @@
  *   CodeableConcept.text / Coding.display (`:text`).
  * - `ref`: `${p}|${Type}/${id}` (history suffix dropped), absolute URLs and canonicals as written
  *   (a versioned canonical `url|v` is stored with and without its version). Contained `#x` skipped.
+ *   `*patient|Patient/x` once for each Patient whose compartment the resource is in (one of its type's
+ *   compartment parameters references it: patient-compartment-key.ts).
  * - `uri`: `${p}|${uri}`.
  * - `dtl` / `dth`: `${p}|${lo ISO}` / `${p}|${hi ISO}`: the low and high end of the instant range a
  *   date/dateTime/instant/Period/Timing covers at its precision (open Period ends: years 0001/9999).

@@ -1,5 +1,6 @@
 /**
- * Paging of `Patient/$everything` without one query over everything (measured on DocumentDB, a
+ * Paging of the type-level `Patient/$everything` (every Patient of the caller's scope; one
+ * Patient's is read in index order instead: everything.service.ts) without one query over everything (measured on DocumentDB, a
  * patient with 2,177 resources: one `$or` of the Patient, its compartment and the resources they
  * reference, sorted, took 850 ms per page and as much again for its count; the compartment alone,
  * sorted and limited, 56 ms).

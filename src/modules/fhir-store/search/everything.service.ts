@@ -19,13 +19,8 @@ import {
 import type { ResourceDoc } from '../../../storage/documents';
 import { StorageService } from '../../../storage/storage-handle';
 import { servedWithinBudget } from '../../../storage/page-budget';
-import {
-  compareKeys,
-  compartmentBefore,
-  everythingPageLayout,
-  type EverythingPageLayout,
-} from './everything-page';
-import { parseEverythingParams } from './patient-compartment';
+import { compareKeys, compartmentBefore, everythingPageLayout } from './everything-page';
+import { parseEverythingParams, type EverythingWindow } from './patient-compartment';
 import { resourceEntry, searchLinks, unknownParamsEntry } from './searchset-bundle';
 import type { SearchPairs } from '../../../fhir-http/search-pairs';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../page-size';
@@ -33,16 +28,17 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../page-size';
 /** Compartment resources removed per round. */
 const BATCH = 1000;
 
-/**
- * How far before a page the compartment's resources are read with the counts: a page after the
- * first has its compartment part moved back by the singles placed before it (the Patient and the
- * resources referenced outside the compartment, a few dozen for a Synthea patient).
- */
-const SINGLES_AHEAD = 200;
+/** A page's resources by key and size in page order (an empty slot: removed since it was counted), and its total if known. */
+interface LaidOutPage {
+  page: Array<WindowRow | undefined>;
+  total: number | undefined;
+  /** The rows read with their JSON inline: what of it the page does not serve is charged. */
+  inline: readonly WindowRow[] | undefined;
+}
 
 /**
- * The JSON a window brought inline for resources the page does not serve (singles took their
- * slots, or the byte budget ended the page before them) was read for this request all the same:
+ * The JSON the compartment's read brought inline for resources the page does not serve (the row
+ * before or after the page, or the byte budget ended the page before them) was read for this request all the same:
  * charged to the client's share as page-budget.ts charges what a page looked at and did not serve.
  */
 function chargeInlineUnserved(
@@ -70,11 +66,8 @@ export class EverythingService {
   ) {}
 
   /**
-   * The Patient, its compartment, and the resources they reference outside it (Practitioner,
-   * Organization, Location, Medication …), ordered by resource type then id, paged. Per page: one
-   * pass over the compartment in the database for per-type counts, outside references and the
-   * keys of the compartment's part of the page, then the few outside resources and the page's
-   * compartment resources by key (everything-page.ts says why not one query over the whole set).
+   * `$everything` of one Patient (`patientId`) or of every Patient in the caller's scope, paged
+   * (`_count`, `_skip`); `_type`, `_since`, `start`/`end` select what is served.
    */
   async everything(
     ctx: TenantContext,
@@ -82,7 +75,6 @@ export class EverythingService {
     patientId: string | undefined,
     pairs: SearchPairs,
   ): Promise<Page> {
-    const base = this.settings.urls.base;
     const window = parseEverythingParams(version, pairs, {
       defaultCount: DEFAULT_PAGE_SIZE,
       maxCount: MAX_PAGE_SIZE,
@@ -91,24 +83,98 @@ export class EverythingService {
     const scope = this.reader.scope(ctx, version, patientId, window);
     const kept = (doc: SizedRef) =>
       (!window.types || window.types.includes(doc.t)) && (!window.since || doc.lu >= window.since);
-    // The compartment's part of the page is read in the same pass as the counts, before the
-    // singles are known: from up to SINGLES_AHEAD positions before the page (singles placed
-    // before it move the compartment's part back), by type and id; a window that starts at the
-    // page (the first page) brings the JSON of its small resources too.
-    const windowStart = Math.max(0, window.skip - SINGLES_AHEAD);
-    const maxBytes = this.settings.searchPageMaxBytes;
-    const counted = await this.reader.counts(
-      ctx,
-      version,
-      scope,
+    const laidOut =
       patientId === undefined
-        ? undefined
-        : {
-            skip: windowStart,
-            limit: window.skip - windowStart + window.count,
-            jsonUpTo: windowStart === window.skip ? maxBytes : undefined,
-          },
-    );
+        ? await this.everyPatientPage(ctx, version, scope, window, kept)
+        : await this.onePatientPage(ctx, version, scope, window, kept);
+    return this.bundle(ctx, version, patientId, pairs, window, laidOut);
+  }
+
+  /**
+   * One Patient's page: the Patient first, then its compartment by type and, within a type, newest
+   * first (the order the references index holds after the compartment's one entry
+   * `*patient|Patient/{id}`: the page reads its rows in index order and stops after them), then the
+   * resources they reference outside the compartment (Practitioner, Organization …) by type and id.
+   * Those, and the total, are known only from a pass over the whole compartment (counts and
+   * references): it runs for a page that reaches the compartment's end, or with `_total=accurate`;
+   * another page has no `total`, as a search past its count cap (docs/api.md "Totals").
+   */
+  private async onePatientPage(
+    ctx: TenantContext,
+    version: FhirVersion,
+    scope: EverythingScope,
+    window: EverythingWindow,
+    kept: (doc: SizedRef) => boolean,
+  ): Promise<LaidOutPage> {
+    const { skip, count } = window;
+    const maxBytes = this.settings.searchPageMaxBytes;
+    // The Patient holds position 0 when it is served: with `_since` that depends on its
+    // lastUpdated, so it is read first; else beside the compartment's rows. Its JSON comes inline
+    // when the page holds it.
+    const patientFirst = !window.types || window.types.includes('Patient');
+    const readPatient = () => this.reader.patient(ctx, version, scope, skip === 0 ? maxBytes : undefined);
+    const sincePatient = window.since && patientFirst ? await readPatient() : undefined;
+    const first =
+      patientFirst && (!window.since || (sincePatient !== undefined && kept(sincePatient))) ? 1 : 0;
+    const compartmentStart = Math.max(0, skip - first);
+    // the page's positions from the compartment on (all but the Patient's, when the page holds it)
+    const compartmentSlots = count - Math.max(0, first - skip);
+    const [patient, compartment] = await Promise.all([
+      sincePatient ?? readPatient(),
+      compartmentSlots === 0
+        ? []
+        : this.reader.compartmentPage(ctx, version, scope, compartmentStart, compartmentSlots, maxBytes),
+    ]);
+    if (patient === undefined)
+      throw OperationOutcomeError.notFound(`Patient/${scope.patient?.id} is not known`);
+    // fewer rows than asked: the compartment ends on this page (a full page leaves it to the next)
+    const ended = compartment.length < compartmentSlots;
+    let outside: SizedRef[] = [];
+    let compartmentEnd: number | undefined;
+    let total: number | undefined;
+    if (ended || window.total === 'accurate') {
+      const pass = await this.reader.counts(ctx, version, scope);
+      const counted = pass.types.reduce((sum, row) => sum + row.count, 0);
+      outside = pass.outside.filter(kept).sort(compareKeys);
+      // the rows read say where the compartment ends, unless the page starts after it
+      compartmentEnd =
+        ended && (compartment.length > 0 || compartmentStart === 0)
+          ? compartmentStart + compartment.length
+          : counted;
+      total = first + (ended ? compartmentEnd : counted) + outside.length;
+    }
+    const page: Array<WindowRow | undefined> = [];
+    for (let position = skip; position < skip + count; position++) {
+      const at = position - first;
+      if (at < 0) page.push(patient);
+      else if (
+        at - compartmentStart < compartment.length &&
+        (compartmentEnd === undefined || at < compartmentEnd)
+      )
+        page.push(compartment[at - compartmentStart]);
+      else if (compartmentEnd !== undefined && at - compartmentEnd < outside.length)
+        page.push(outside[at - compartmentEnd]);
+      else break;
+    }
+    return { page, total, inline: [patient, ...compartment] };
+  }
+
+  /**
+   * Every Patient's page (type level): every Patient and every resource in some Patient
+   * compartment, by type then id, with the resources they reference outside the compartments
+   * merged at their place. Per page: one pass over the compartments in the database for per-type
+   * counts, outside references and the keys of the compartment's part of the page, then the few
+   * outside resources and the page's compartment resources by key (everything-page.ts says why not
+   * one query over the whole set).
+   */
+  private async everyPatientPage(
+    ctx: TenantContext,
+    version: FhirVersion,
+    scope: EverythingScope,
+    window: EverythingWindow,
+    kept: (doc: SizedRef) => boolean,
+  ): Promise<LaidOutPage> {
+    const counted = await this.reader.counts(ctx, version, scope);
     const servedTypes = counted.types;
     const singles = [...counted.patients, ...counted.outside].filter(kept).sort(compareKeys);
     const counts = new Map(servedTypes.map((row) => [row.type, row.count]));
@@ -123,15 +189,38 @@ export class EverythingService {
     );
     const compartmentTotal = servedTypes.reduce((sum, row) => sum + row.count, 0);
     const layout = everythingPageLayout(placed, compartmentTotal, window.skip, window.count);
-    const part = await this.compartmentPart(ctx, version, layout, counted.window, windowStart, scope);
+    const part =
+      layout.compartmentLimit === 0
+        ? []
+        : await this.reader.compartmentPage(
+            ctx,
+            version,
+            scope,
+            layout.compartmentSkip,
+            layout.compartmentLimit,
+          );
     let taken = 0;
     const page = layout.slots.map((slot) => (slot === 'compartment' ? part[taken++] : singles[slot]));
-    // The page byte budget on the sizes: the slots in order while their JSON fits (at least one);
-    // next follows them. Only the JSON of those is read.
+    return { page, total: layout.total, inline: undefined };
+  }
+
+  /**
+   * The searchset of a laid-out page: its slots in order while their JSON fits the page byte budget
+   * (at least one; `next` follows them), only the JSON of those read.
+   */
+  private async bundle(
+    ctx: TenantContext,
+    version: FhirVersion,
+    patientId: string | undefined,
+    pairs: SearchPairs,
+    window: EverythingWindow,
+    { page, total, inline }: LaidOutPage,
+  ): Promise<Page> {
+    const base = this.settings.urls.base;
     const sizes = page.map((ref) => ref?.size ?? 0);
-    const fitting = servedWithinBudget(ctx, sizes, maxBytes);
+    const fitting = servedWithinBudget(ctx, sizes, this.settings.searchPageMaxBytes);
     const inBudget = page.slice(0, fitting);
-    chargeInlineUnserved(ctx, counted.window, inBudget);
+    chargeInlineUnserved(ctx, inline, inBudget);
     // A resource removed between the count and the page query leaves its slot empty.
     const docs = await this.withJson(
       ctx,
@@ -141,7 +230,7 @@ export class EverythingService {
     const entries = docs.map((doc) => resourceEntry(base, doc, 'match'));
     const warnings = unknownParamsEntry(window.unknown);
     if (warnings) entries.push(warnings);
-    const total = layout.total;
+    const served = inBudget.length < window.count ? inBudget.length : undefined;
     const links = searchLinks(
       patientId === undefined
         ? `${base}/${version}/Patient/$everything`
@@ -151,8 +240,11 @@ export class EverythingService {
         skip: window.skip,
         count: window.count,
         total,
-        hasNext: window.skip + Math.min(window.count, inBudget.length || window.count) < total,
-        served: inBudget.length < window.count ? inBudget.length : undefined,
+        hasNext:
+          total === undefined
+            ? true
+            : window.skip + Math.min(window.count, inBudget.length || window.count) < total,
+        served,
       },
     );
     return { kind: 'page', json: searchsetBundleJson({ total, links, entries }) };
@@ -181,27 +273,6 @@ export class EverythingService {
       const doc = byKey.get(ref._id);
       return doc ? [doc] : [];
     });
-  }
-
-  /**
-   * The compartment resources of the page, in page order, by key and size: from the window read
-   * with the counts, or by a sorted query of their own (no window, or more singles come before the
-   * page than the window reached back).
-   */
-  private async compartmentPart(
-    ctx: TenantContext,
-    version: FhirVersion,
-    layout: EverythingPageLayout,
-    window: readonly WindowRow[] | undefined,
-    windowStart: number,
-    scope: EverythingScope,
-  ): Promise<WindowRow[]> {
-    if (layout.compartmentLimit === 0) return [];
-    if (window && layout.compartmentSkip >= windowStart) {
-      const from = layout.compartmentSkip - windowStart;
-      return window.slice(from, from + layout.compartmentLimit);
-    }
-    return this.reader.compartmentPage(ctx, version, scope, layout.compartmentSkip, layout.compartmentLimit);
   }
 
   /**

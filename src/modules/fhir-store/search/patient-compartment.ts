@@ -7,11 +7,16 @@ export interface EverythingWindow {
   since?: Date;
   start?: Date;
   end?: Date;
+  /** `_total` (search.html#total): whether to count the whole result when no page reaches its end. */
+  total?: EverythingTotal;
   /** Parameters this operation does not know (reported, not fatal). */
   unknown: string[];
 }
 
 const IGNORED = new Set(['_format', '_pretty']);
+
+const TOTAL_MODES = ['none', 'estimate', 'accurate'] as const;
+export type EverythingTotal = (typeof TOTAL_MODES)[number];
 
 function wholeNumber(name: string, value: string, max: number, clamp: boolean): number {
   if (!/^\d{1,9}$/.test(value))
@@ -60,6 +65,13 @@ export function parseEverythingParams(
         break;
       case 'end':
         window.end = date('end', value).hi;
+        break;
+      case '_total':
+        if (!(TOTAL_MODES as readonly string[]).includes(value))
+          throw OperationOutcomeError.invalid(
+            `_total must be one of ${TOTAL_MODES.join(', ')}, not '${value}'`,
+          );
+        window.total = value as EverythingTotal;
         break;
       default:
         if (!IGNORED.has(name)) window.unknown.push(name);

@@ -1,5 +1,5 @@
 import { MAX_DATE } from './fhir-date-range';
-import { contentWords, extractIndex } from './index-extraction';
+import { contentWords, extractIndex, MAX_CONTENT_WORDS } from './index-extraction';
 import type { SearchIndex } from './search-index';
 import { sortableNumber } from './text-normalization';
 import { loadSyntheaResources, syntheaAvailable } from '@app/testing/synthea-data';
@@ -245,16 +245,110 @@ describe('extractIndex on hand-written resources', () => {
     expect(index.ref ?? index.uri).toEqual(expect.arrayContaining([expect.stringContaining('_profile|')]));
   });
 
-  it('_content words: lower-case, accent-free, deduplicated, no ids, urls or dates', () => {
-    const words = contentWords({
+  it('_content words: lower-case, accent-free, deduplicated, from string and markdown elements only', () => {
+    const words = contentWords('r4', {
       resourceType: 'Observation',
       id: 'abc-123',
+      status: 'final',
       text: { status: 'generated', div: '<div>ignored</div>' },
       code: { coding: [{ system: 'http://loinc.org', code: '8302-2' }], text: 'Body Height Body' },
       effectiveDateTime: '2020-01-01T10:00:00Z',
       note: [{ text: 'Élevé' }],
     });
-    expect(words).toEqual(['8302', 'body', 'height', 'eleve']);
+    // `final` (status) and `8302` (Coding.code) are codes, searched by token parameters.
+    expect(words).toEqual(['body', 'height', 'eleve']);
+  });
+
+  it('_content words (R4): data types, backbones, extensions, contained resources; no codes or references', () => {
+    const words = contentWords('r4', {
+      resourceType: 'Patient',
+      id: 'p1',
+      meta: { source: 'urn:source', versionId: '7' },
+      extension: [
+        { url: 'http://example.org/nickname', valueString: 'Nicky' },
+        { url: 'http://example.org/bio', valueMarkdown: 'Plays **cello**' },
+        { url: 'http://example.org/code', valueCode: 'secretcode' },
+      ],
+      identifier: [{ system: 'http://hospital.example/mrn', value: 'MRN-42' }],
+      name: [{ id: 'elementid', use: 'official', family: 'Müller', given: ['Anna'] }],
+      _birthDate: { extension: [{ url: 'http://example.org/place', valueString: 'Lyon' }] },
+      birthDate: '1980-02-03',
+      gender: 'female',
+      address: [{ use: 'home', line: ['12 Rue Haute'], city: 'Paris' }],
+      maritalStatus: {
+        coding: [
+          { system: 'http://terminology.hl7.org/CodeSystem/v3-MaritalStatus', code: 'M', display: 'Married' },
+        ],
+      },
+      contact: [{ relationship: [{ text: 'Sister' }], name: { family: 'Dupont' } }],
+      managingOrganization: { reference: 'Organization/org7', display: 'Saint Louis' },
+      contained: [{ resourceType: 'Practitioner', id: 'gp', active: true, name: [{ family: 'House' }] }],
+      generalPractitioner: [{ reference: '#gp' }],
+    });
+    expect(words.sort()).toEqual(
+      [
+        'nicky',
+        'plays',
+        'cello',
+        'mrn',
+        '42',
+        'muller',
+        'anna',
+        'lyon',
+        '12',
+        'rue',
+        'haute',
+        'paris',
+        'married',
+        'sister',
+        'dupont',
+        'saint',
+        'louis',
+        'house',
+      ].sort(),
+    );
+  });
+
+  it('_content words (R4): codes, quantity codes and elements without a definition are left out', () => {
+    const words = contentWords('r4', {
+      resourceType: 'Observation',
+      status: 'amended',
+      category: [{ coding: [{ code: 'vital-signs', display: 'Vital Signs' }] }],
+      code: { coding: [{ system: 'http://loinc.org', code: '29463-7' }] },
+      valueQuantity: { value: 70, unit: 'kilogram', system: 'http://unitsofmeasure.org', code: 'kg' },
+      component: [
+        { code: { text: 'Waist' }, valueString: 'wide', interpretation: [{ coding: [{ code: 'H' }] }] },
+      ],
+      notAnElement: 'guessed',
+    });
+    expect(words.sort()).toEqual(['kilogram', 'signs', 'vital', 'waist', 'wide']);
+  });
+
+  it("_content words (STU3 and DSTU2) follow those versions' types", () => {
+    const stu3 = contentWords('stu3', {
+      resourceType: 'Condition',
+      clinicalStatus: 'active',
+      verificationStatus: 'confirmed',
+      code: { coding: [{ system: 'http://snomed.info/sct', code: '444814009', display: 'Viral sinusitis' }] },
+      subject: { reference: 'Patient/p1' },
+      note: [{ text: 'Since Monday' }],
+    });
+    expect(stu3.sort()).toEqual(['monday', 'since', 'sinusitis', 'viral']);
+    const dstu2 = contentWords('dstu2', {
+      resourceType: 'Observation',
+      status: 'final',
+      code: { coding: [{ system: 'http://loinc.org', code: '8302-2', display: 'Body Height' }] },
+      comments: 'Measured standing',
+      subject: { reference: 'Patient/p1' },
+      extension: [{ url: 'http://example.org/x', valueString: 'Ward Nine' }],
+    });
+    expect(dstu2.sort()).toEqual(['body', 'height', 'measured', 'nine', 'standing', 'ward']);
+  });
+
+  it(`_content words stop at ${MAX_CONTENT_WORDS}`, () => {
+    const given = Array.from({ length: MAX_CONTENT_WORDS + 20 }, (_, i) => `w${i}`);
+    const words = contentWords('r4', { resourceType: 'Patient', name: [{ given }] });
+    expect(words).toEqual(given.slice(0, MAX_CONTENT_WORDS));
   });
 
   it('_content words only with full text on; every other entry the same either way', () => {

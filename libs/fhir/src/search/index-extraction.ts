@@ -1,3 +1,4 @@
+import { elementTables, type ElementTable } from '../definitions/element-tables';
 import type { FhirVersion } from '../definitions/fhir-version';
 import { IndexBuilder } from './index-builder';
 import { patientCompartmentKeys } from './patient-compartment-key';
@@ -9,37 +10,88 @@ import { textWords } from './text-normalization';
 /** Cap on `_content` words per resource: keeps the multikey index bounded for huge documents. */
 export const MAX_CONTENT_WORDS = 500;
 
-/** Keys whose string values are identifiers, URLs or markup rather than searchable text. */
-const NON_TEXT_KEYS = new Set(['id', 'reference', 'system', 'url', 'fullUrl', 'div', 'data', 'profile']);
+/**
+ * FHIR types whose values are human text. HAPI FHIR builds `_content` from elements of type `string`
+ * only (`parseContentTextIntoWords`); `markdown` (Annotation.text in R4, descriptions, comments) is
+ * human text too, so it counts here. Every other primitive is a machine value that the token, uri,
+ * date or reference parameters already search: `code` (Coding.code, status, gender), `id`, `uri`,
+ * dates, numbers, `base64Binary`, and the narrative's `xhtml`.
+ */
+const TEXT_TYPES = new Set(['string', 'markdown']);
 
-const DATE_LIKE = /^\d{4}-\d{2}(-\d{2})?(T|$)/;
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
- * Words for `_content` (https://hl7.org/fhir/R4/search.html#content): every string value of the
- * resource except identifiers/URLs/narrative markup, lower-cased and accent-free, deduplicated.
+ * Words for `_content` (https://hl7.org/fhir/R4/search.html#content): the values of the resource's
+ * `string` and `markdown` elements, lower-cased and accent-free, deduplicated, at most
+ * MAX_CONTENT_WORDS. The element types come from the version's base definitions (element-tables.ts,
+ * the tables the structural validator walks), at every depth: data types (HumanName, Address,
+ * CodeableConcept.text, Coding.display, Quantity.unit …), backbone elements, extensions
+ * (`valueString`, `valueMarkdown`, also on primitives' `_name` siblings) and nested resources
+ * (`contained`, Bundle entries).
  */
-export function contentWords(resource: unknown): string[] {
+export function contentWords(version: FhirVersion, resource: unknown): string[] {
+  const tables = elementTables(version);
+  // Reference.reference is typed `string` but holds a literal reference (`Patient/1`, a URL), which
+  // the reference parameters search; its words would be half of all words (type names and ids).
+  const literalReference = tables.table('Reference')?.elements.get('reference');
   const words = new Set<string>();
-  const visit = (value: unknown): boolean => {
-    if (typeof value === 'string') {
-      if (DATE_LIKE.test(value)) return true; // dates are searched by date parameters, not words
-      for (const word of textWords(value)) {
-        words.add(word);
-        if (words.size >= MAX_CONTENT_WORDS) return false;
+  /** False once the cap is reached: the walk stops there. */
+  const addText = (value: unknown): boolean => {
+    if (typeof value !== 'string') return true; // null placeholders of `_name` arrays
+    for (const word of textWords(value)) {
+      words.add(word);
+      if (words.size >= MAX_CONTENT_WORDS) return false;
+    }
+    return true;
+  };
+  const visitResource = (value: unknown): boolean => {
+    if (!isObject(value) || typeof value.resourceType !== 'string') return true;
+    const table = tables.table(value.resourceType);
+    return table?.isResource !== true || visitObject(table, value);
+  };
+  const visitObject = (table: ElementTable, object: Json): boolean => {
+    for (const key in object) {
+      const value = object[key];
+      const rule = table.elements.get(key);
+      if (rule === undefined) {
+        // `_given`: the id and extensions of a primitive (https://hl7.org/fhir/R4/json.html#primitive).
+        const primitive = key.charCodeAt(0) === 95 /* _ */ ? table.elements.get(key.slice(1)) : undefined;
+        const extensions = primitive?.isPrimitive ? tables.table(primitive.typeCode) : undefined;
+        if (extensions && !visitEach(value, (item) => !isObject(item) || visitObject(extensions, item)))
+          return false;
+        // An element the definitions do not have is skipped: without a type there is no telling text
+        // from a code, and guessing by key names is what the typed walk replaces. The structural
+        // validator refuses such elements on every write, so only data stored before a definition
+        // change can have one.
+        continue;
       }
-    } else if (Array.isArray(value)) {
-      for (const item of value) if (!visit(item)) return false;
-    } else if (typeof value === 'object' && value !== null) {
-      for (const [key, item] of Object.entries(value)) {
-        if (NON_TEXT_KEYS.has(key) || key === 'resourceType' || key.startsWith('_')) continue;
-        if (key === 'text' && typeof item === 'object') continue; // the narrative
-        if (!visit(item)) return false;
+      if (rule.isPrimitive) {
+        // Element.id is typed `string` in STU3 and R4 but is the local target of `#id` references,
+        // not text (Resource.id is typed `id`).
+        const isText = TEXT_TYPES.has(rule.typeCode) && key !== 'id' && rule !== literalReference;
+        if (isText && !visitEach(value, addText)) return false;
+      } else if (rule.typeCode === 'Resource') {
+        if (!visitEach(value, visitResource)) return false;
+      } else {
+        const nested = tables.table(rule.tableKey);
+        if (nested && !visitEach(value, (item) => !isObject(item) || visitObject(nested, item))) return false;
       }
     }
     return true;
   };
-  visit(resource);
+  visitResource(resource);
   return [...words];
+}
+
+/** Runs `visit` on a value or on each item of an array, until one returns false. */
+function visitEach(value: unknown, visit: (item: unknown) => boolean): boolean {
+  if (!Array.isArray(value)) return visit(value);
+  for (const item of value) if (!visit(item)) return false;
+  return true;
 }
 
 /** Per type: resource JSON key (`valueQuantity`) → element name parameters start from (`value`). */
@@ -110,7 +162,7 @@ export function extractIndex(
     for (const [param, expression] of compiled.byElement.get(element) ?? []) run(param, expression);
   }
   for (const [param, expression] of compiled.always) run(param, expression);
-  const index = builder.build(options.fullText ? contentWords(resource) : []);
+  const index = builder.build(options.fullText ? contentWords(version, resource) : []);
   const compartments = index.ref ? patientCompartmentKeys(version, type, index.ref) : [];
   if (compartments.length > 0) index.ref = [...index.ref!, ...compartments];
   return index;

@@ -1,4 +1,10 @@
-import { FHIR_VERSIONS, parseFhirVersion, patientCompartmentParams, type FhirVersion } from '@app/fhir';
+import {
+  FHIR_VERSIONS,
+  parseFhirVersion,
+  patientCompartmentKey,
+  patientCompartmentParams,
+  type FhirVersion,
+} from '@app/fhir';
 import { parseSearchValue } from '@app/fhir/search/search-value-parsers';
 import {
   accessOf,
@@ -12,7 +18,7 @@ import {
 } from '../tenancy/smart-scopes';
 import type { TenantContext } from '../tenancy/tenant-context';
 import { tokenKey, type Filter } from './search/filter-clauses';
-import { compartmentReferenceKeys, patientCompartmentFilter } from './search/patient-compartment-filter';
+import { patientCompartmentFilter } from './search/patient-compartment-filter';
 
 /**
  * SMART scopes (tenancy/smart-scopes.ts) on the stored resources: the condition every read of the
@@ -74,10 +80,11 @@ function ruleCondition(rule: AccessRule, version: FhirVersion | undefined): Filt
  * resources whose compartment parameters reference it (patient-compartment-filter.ts).
  */
 function compartmentCondition(version: FhirVersion, patient: string, type: string): Filter {
-  if (type === '*') return patientCompartmentFilter(version, patient);
-  const params = patientCompartmentParams(version, type);
+  if (type === '*') return patientCompartmentFilter(patient);
   const referencing =
-    params.length === 0 ? NOTHING : { 'idx.ref': { $in: compartmentReferenceKeys(patient, params) } };
+    patientCompartmentParams(version, type).length === 0
+      ? NOTHING
+      : { 'idx.ref': patientCompartmentKey(patient) };
   return type === 'Patient' ? { $or: [{ id: patient }, referencing] } : referencing;
 }
 
@@ -105,8 +112,7 @@ function withinRule(rule: AccessRule, doc: WrittenResource): boolean {
   if (isWhole(rule)) return true;
   const idx = (doc.index() ?? {}) as { ref?: string[]; tok?: string[] };
   if (rule.patient !== undefined && !(doc.t === 'Patient' && doc.id === rule.patient)) {
-    const keys = compartmentReferenceKeys(rule.patient, patientCompartmentParams(doc.v, doc.t));
-    if (!keys.some((key) => idx.ref?.includes(key))) return false;
+    if (!idx.ref?.includes(patientCompartmentKey(rule.patient))) return false;
   }
   return rule.conditions.every((condition) => conditionKeys(condition).some((key) => idx.tok?.includes(key)));
 }

@@ -1,6 +1,12 @@
-import { isResourceType, OperationOutcomeError, patientCompartmentParams, type FhirVersion } from '@app/fhir';
+import {
+  isResourceType,
+  OperationOutcomeError,
+  patientCompartmentKey,
+  patientCompartmentParams,
+  type FhirVersion,
+} from '@app/fhir';
 import type { Filter } from './filter-clauses';
-import { compartmentReferenceKeys, patientCompartmentFilter } from './patient-compartment-filter';
+import { patientCompartmentFilter } from './patient-compartment-filter';
 import type { SearchWithin } from './search-executor';
 
 /** The compartments FHIR defines (https://hl7.org/fhir/R4/compartmentdefinition.html). */
@@ -43,16 +49,14 @@ export function compartmentSearchFilter(
       `${type} has no place in the Patient compartment in ${version.toUpperCase()} (https://hl7.org/fhir/R4/compartmentdefinition-patient.html)`,
     );
   }
-  const referencing: Filter = {
-    'idx.ref': { $in: compartmentReferenceKeys(patientId, params) },
-  };
+  const referencing: Filter = { 'idx.ref': patientCompartmentKey(patientId) };
   return type === 'Patient' ? { $or: [{ id: patientId }, referencing] } : referencing;
 }
 
 /**
  * `GET /{v}/Patient/{id}/*` (https://hl7.org/fhir/R4/http.html#vsearch): every resource of the
  * compartment of Patient/{id}, the patient itself included (as `Patient/{id}/Patient`), each type
- * held to its own compartment parameters (`patientCompartmentFilter`).
+ * held to its own compartment parameters (its compartment entry: `patientCompartmentFilter`).
  */
 export function allTypesCompartmentFilter(
   version: FhirVersion,
@@ -60,7 +64,7 @@ export function allTypesCompartmentFilter(
   patientId: string,
 ): Filter {
   checkCompartment(version, compartment);
-  return patientCompartmentFilter(version, patientId);
+  return patientCompartmentFilter(patientId);
 }
 
 /**

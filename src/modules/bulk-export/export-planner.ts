@@ -77,7 +77,7 @@ export class ExportPlanner {
     const selection: TypeSelection = { ...this.liveSelection(scope), t: type };
     const compartmentOf = patientIds ?? (scope.kind === 'patient' ? 'any' : undefined);
     if (compartmentOf)
-      selection.compartment = { patientIds: compartmentOf, params: patientCompartmentParams(scope.v, type) };
+      selection.compartment = { patientIds: compartmentOf };
     return selection;
   }
 
@@ -109,7 +109,7 @@ export class ExportPlanner {
       wanted && wanted.filter((type) => scope.kind === 'system' || inPatientCompartment(scope.v, type));
     let counts: PrefixCount[] = [];
     if (patientIds) {
-      // the compartment's filter differs per type (its reference parameters): one count per type
+      // one count per compartment type (the Patient's own by id, the others by compartment entry)
       for (const type of types!) {
         signal?.throwIfAborted();
         const selection = this.selection(scope, type, patientIds);
@@ -133,7 +133,7 @@ export class ExportPlanner {
 
   /**
    * A Patient export of the whole scope: the types present (one count over all of them) counted
-   * again, each within the compartment of any Patient (its reference parameters differ per type).
+   * again, each within the compartment of any Patient (a compartment entry; the Patients themselves).
    */
   private async recountInCompartments(
     ctx: TenantContext,

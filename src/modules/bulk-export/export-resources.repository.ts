@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { escapeRegex, resourceKey, type FhirVersion } from '@app/fhir';
+import { escapeRegex, patientCompartmentKey, resourceKey, type FhirVersion } from '@app/fhir';
 import { LONG_CURSOR } from '../../database/ensure-indexes';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { ResourceDoc } from '../../storage/documents';
@@ -35,7 +35,7 @@ export interface TypeSelection extends LiveSelection {
    * Patient and Group exports: only resources in a Patient compartment — these patients' (a Group,
    * the `patient` parameter) or, with `'any'`, any Patient's (a Patient export of the whole scope).
    */
-  compartment?: { patientIds: readonly string[] | 'any'; params: readonly string[] };
+  compartment?: { patientIds: readonly string[] | 'any' };
 }
 
 /** Several types at once (null = every type): a plan without a compartment. */
@@ -125,18 +125,13 @@ export class ExportResourcesRepository {
     } else {
       filter.t = s.t;
       if (s.compartment) {
-        const { patientIds, params } = s.compartment;
+        // a resource's compartments are its entries `*patient|Patient/x` (patient-compartment-key.ts)
+        const { patientIds } = s.compartment;
         if (patientIds === 'any') {
-          // A relative reference is indexed as `${param}|Patient/${id}`: one prefix pattern per parameter.
           if (s.t !== 'Patient')
-            filter['idx.ref' as 'id'] = {
-              $in: params.map((p) => new RegExp(`^${escapeRegex(p)}\\|Patient/`)),
-            };
+            filter['idx.ref' as 'id'] = { $regex: `^${escapeRegex(patientCompartmentKey(''))}` };
         } else if (s.t === 'Patient') filter.id = { $in: [...patientIds] };
-        else
-          filter['idx.ref' as 'id'] = {
-            $in: params.flatMap((p) => patientIds.map((id) => `${p}|Patient/${id}`)),
-          };
+        else filter['idx.ref' as 'id'] = { $in: patientIds.map(patientCompartmentKey) };
       }
     }
     return this.resources(ctx).where({ v: s.v }, { ...filter, ...also });

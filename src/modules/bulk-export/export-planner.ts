@@ -76,8 +76,7 @@ export class ExportPlanner {
   selection(scope: ExportScope, type: string, patientIds?: readonly string[]): TypeSelection {
     const selection: TypeSelection = { ...this.liveSelection(scope), t: type };
     const compartmentOf = patientIds ?? (scope.kind === 'patient' ? 'any' : undefined);
-    if (compartmentOf)
-      selection.compartment = { patientIds: compartmentOf };
+    if (compartmentOf) selection.compartment = { patientIds: compartmentOf };
     return selection;
   }
 

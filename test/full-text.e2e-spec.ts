@@ -140,6 +140,23 @@ describe('full-text search setting (e2e)', () => {
       expect(entryIds((await content('bronchitis')).body)).toEqual(['ft-new']);
     });
 
+    it('store reindex replaces the words an earlier extraction stored (a Coding code among them)', async () => {
+      // The words as the extraction before the string/markdown typing stored them: codes too.
+      await on.connection
+        .collection('resources')
+        .updateOne(
+          { t: 'Condition', id: 'ft-sinus' },
+          { $set: { 'idx.txt': ['viral', 'sinusitis', '444814009'] } },
+        );
+      expect(entryIds((await content('444814009')).body)).toEqual(['ft-sinus']);
+      const report = await on.app.get(ReindexService).reindex('r4', 'Condition', () => undefined);
+      expect(report).toMatchObject({ failed: 0, skipped: 0 });
+      const words = (await stored(on, 'ft-sinus'))?.idx.txt;
+      expect(words).toEqual(expect.arrayContaining(['viral', 'sinusitis']));
+      expect(words).not.toContain('444814009');
+      expect(entryIds((await content('444814009')).body)).toEqual([]);
+    });
+
     it('back off: start-up drops the words index and store reindex drops the words', async () => {
       const again = await createTestApp(
         { ...IDENTITY_TEST_ENV, FHIR_FULLTEXT: 'off' },

@@ -91,6 +91,10 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
       .map((r) => r.id);
     expect(all.filter((r) => otherObservations.includes(r.id))).toEqual([]);
     expect(await get(`${path}?_total=sometimes`).expect(400)).toBeTruthy();
+    // `_count=0`: the total alone
+    const none = await get(`${path}?_count=0`).expect(200);
+    expect(none.body.entry ?? []).toEqual([]);
+    expect(none.body.total).toBe(counted.body.total);
   });
 
   it('pages of any size walk the same sequence; the page that reaches the end has the total', async () => {

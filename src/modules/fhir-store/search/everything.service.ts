@@ -96,7 +96,8 @@ export class EverythingService {
    * `*patient|Patient/{id}`: the page reads its rows in index order and stops after them), then the
    * resources they reference outside the compartment (Practitioner, Organization …) by type and id.
    * Those, and the total, are known only from a pass over the whole compartment (counts and
-   * references): it runs for a page that reaches the compartment's end, or with `_total=accurate`;
+   * references): it runs for a page that reaches the compartment's end, with `_total=accurate`, or
+   * for `_count=0`;
    * another page has no `total`, as a search past its count cap (docs/api.md "Totals").
    */
   private async onePatientPage(
@@ -118,7 +119,7 @@ export class EverythingService {
       patientFirst && (!window.since || (sincePatient !== undefined && kept(sincePatient))) ? 1 : 0;
     const compartmentStart = Math.max(0, skip - first);
     // the page's positions from the compartment on (all but the Patient's, when the page holds it)
-    const compartmentSlots = count - Math.max(0, first - skip);
+    const compartmentSlots = Math.max(0, count - Math.max(0, first - skip));
     const [patient, compartment] = await Promise.all([
       sincePatient ?? readPatient(),
       compartmentSlots === 0
@@ -132,7 +133,8 @@ export class EverythingService {
     let outside: SizedRef[] = [];
     let compartmentEnd: number | undefined;
     let total: number | undefined;
-    if (ended || window.total === 'accurate') {
+    // `_count=0` asks for the total alone (search.html#count)
+    if (ended || window.total === 'accurate' || count === 0) {
       const pass = await this.reader.counts(ctx, version, scope);
       const counted = pass.types.reduce((sum, row) => sum + row.count, 0);
       outside = pass.outside.filter(kept).sort(compareKeys);

@@ -1,8 +1,9 @@
 import { Logger } from '@nestjs/common';
 import type { mongo } from 'mongoose';
 import { extractIndex } from '@app/fhir/search/index-extraction';
-import { PATIENT_COMPARTMENT_CODE } from '@app/fhir/search/patient-compartment-key';
+import { PATIENT_COMPARTMENT_CODE, patientCompartmentKey } from '@app/fhir/search/patient-compartment-key';
 import { escapeRegex } from '@app/fhir/search/text-normalization';
+import { LONG_CURSOR } from '../database/ensure-indexes';
 import type { ResourceDoc } from './documents';
 import { indexOptions, type IndexSettings } from './search-indexing';
 
@@ -47,8 +48,12 @@ interface LayoutFact {
  *   means another pass);
  * - a resource in a Patient compartment holds `*patient|Patient/x` (patient-compartment-key.ts), so
  *   that `$everything` reads the compartment in one ordered scan: every document with a reference
- *   entry to a Patient is extracted again (those in no compartment gain nothing and lose nothing).
- * Neither filter is bounded by an index (a pattern over `idx.ref`): a scan of every document, once.
+ *   entry to a Patient and no compartment entry is extracted again (those in no compartment gain
+ *   nothing and lose nothing).
+ * Neither filter is bounded by an index (a pattern over `idx.ref`): a scan of every document, once,
+ * which outlives DB_TIMEOUT_MS (the cursor's deadline holds per batch). An update can move a
+ * document ahead of the scan on DocumentDB, which then reads it again: the filters leave out what is
+ * done.
  */
 export async function bringStoreLayoutUpToDate(
   db: mongo.Db,
@@ -66,7 +71,13 @@ export async function bringStoreLayoutUpToDate(
     {
       name: 'patient-compartments',
       value: PATIENT_COMPARTMENT_CODE,
-      filter: { 'idx.ref': { $regex: '^[^|*]+\\|Patient/' } },
+      // those holding an entry already are done (a document the scan rewrote can come up again)
+      filter: {
+        $and: [
+          { 'idx.ref': { $regex: '^[^|*]+\\|Patient/' } },
+          { 'idx.ref': { $not: new RegExp(`^${escapeRegex(patientCompartmentKey(''))}`) } },
+        ],
+      },
       describe: 'Patient compartment entries added',
     },
   ];
@@ -83,7 +94,11 @@ async function bringAbout(
   const done = await layout.findOne({ _id: fact.name });
   if ((done?.value ?? done?.base) === fact.value) return;
   const options = indexOptions(settings);
-  const cursor = resources.find(fact.filter, { projection: { _id: 1, c: 1, u: 1, v: 1, vid: 1, json: 1 } });
+  // a scan of the whole store outlives DB_TIMEOUT_MS: the deadline holds for each batch instead
+  const cursor = resources.find(fact.filter, {
+    projection: { _id: 1, c: 1, u: 1, v: 1, vid: 1, json: 1 },
+    ...LONG_CURSOR,
+  });
   let updates: mongo.AnyBulkWriteOperation<ResourceDoc>[] = [];
   let rewritten = 0;
   const flush = async () => {

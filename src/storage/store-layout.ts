@@ -1,7 +1,10 @@
 import { Logger } from '@nestjs/common';
 import type { mongo } from 'mongoose';
 import { extractIndex } from '@app/fhir/search/index-extraction';
-import { PATIENT_COMPARTMENT_CODE, patientCompartmentKey } from '@app/fhir/search/patient-compartment-key';
+import {
+  ANY_PATIENT_COMPARTMENT_PATTERN,
+  PATIENT_COMPARTMENT_CODE,
+} from '@app/fhir/search/patient-compartment-key';
 import { escapeRegex } from '@app/fhir/search/text-normalization';
 import { LONG_CURSOR } from '../database/ensure-indexes';
 import type { ResourceDoc } from './documents';
@@ -75,7 +78,7 @@ export async function bringStoreLayoutUpToDate(
       filter: {
         $and: [
           { 'idx.ref': { $regex: '^[^|*]+\\|Patient/' } },
-          { 'idx.ref': { $not: new RegExp(`^${escapeRegex(patientCompartmentKey(''))}`) } },
+          { 'idx.ref': { $not: new RegExp(ANY_PATIENT_COMPARTMENT_PATTERN) } },
         ],
       },
       describe: 'Patient compartment entries added',

@@ -1,5 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { escapeRegex, patientCompartmentKey, resourceKey, type FhirVersion } from '@app/fhir';
+import {
+  ANY_PATIENT_COMPARTMENT_PATTERN,
+  patientCompartmentKey,
+  resourceKey,
+  type FhirVersion,
+} from '@app/fhir';
 import { LONG_CURSOR } from '../../database/ensure-indexes';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import type { ResourceDoc } from '../../storage/documents';
@@ -128,8 +133,7 @@ export class ExportResourcesRepository {
         // a resource's compartments are its entries `*patient|Patient/x` (patient-compartment-key.ts)
         const { patientIds } = s.compartment;
         if (patientIds === 'any') {
-          if (s.t !== 'Patient')
-            filter['idx.ref' as 'id'] = { $regex: `^${escapeRegex(patientCompartmentKey(''))}` };
+          if (s.t !== 'Patient') filter['idx.ref' as 'id'] = { $regex: ANY_PATIENT_COMPARTMENT_PATTERN };
         } else if (s.t === 'Patient') filter.id = { $in: [...patientIds] };
         else filter['idx.ref' as 'id'] = { $in: patientIds.map(patientCompartmentKey) };
       }

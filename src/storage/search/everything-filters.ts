@@ -1,4 +1,4 @@
-import { escapeRegex, patientCompartmentKey, resourceTypes, type FhirVersion } from '@app/fhir';
+import { ANY_PATIENT_COMPARTMENT_PATTERN, resourceTypes, type FhirVersion } from '@app/fhir';
 import type { Filter } from './filter-clauses';
 import { compartmentTypes } from './patient-compartment-filter';
 import { rangePattern } from './range-regex';
@@ -15,7 +15,7 @@ import { rangePattern } from './range-regex';
  * (`*patient|Patient/x`, patient-compartment-key.ts), an anchored prefix of the references index.
  */
 export function anyPatientCompartmentFilter(): Filter {
-  return { $or: [{ t: 'Patient' }, { 'idx.ref': { $regex: `^${escapeRegex(patientCompartmentKey(''))}` } }] };
+  return { $or: [{ t: 'Patient' }, { 'idx.ref': { $regex: ANY_PATIENT_COMPARTMENT_PATTERN } }] };
 }
 
 const outsidePatterns = new Map<FhirVersion, string>();

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { OperationOutcomeError, patientCompartmentKey, type FhirVersion } from '@app/fhir';
+import { patientCompartmentKey, type FhirVersion } from '@app/fhir';
 import type { TenantContext } from '../../tenancy/tenant-context';
 import { ResourceRepository, type SizedRef, type TypeCount } from '../resource.repository';
 import {
@@ -40,7 +40,7 @@ export interface EverythingScope {
   readonly hint?: string;
   /** The order of the compartment's resources in the pages. */
   readonly order: Readonly<Record<string, 1 | -1>>;
-  /** Instance level: the Patient (read by key with the outside resources, `counts`). */
+  /** Instance level: the Patient, served first (read by key: `patient`). */
   readonly patient?: { readonly id: string; readonly key: string };
 }
 
@@ -95,15 +95,14 @@ export class EverythingReader {
 
   /**
    * Per type, how many resources are served; the resources referenced outside the compartment
-   * (from the whole compartment, whatever the selection serves), by size, read by key with the
-   * Patient (instance level: 404 when it is not in the caller's scope). One pass over the
-   * compartment in the database, and one read by key.
+   * (from the whole compartment, whatever the selection serves), by size. One pass over the
+   * compartment in the database, and one read by key of the outside resources.
    */
   async counts(
     ctx: TenantContext,
     version: FhirVersion,
     scope: EverythingScope,
-  ): Promise<{ types: TypeCount[]; outside: SizedRef[]; patients: SizedRef[] }> {
+  ): Promise<{ types: TypeCount[]; outside: SizedRef[] }> {
     const { compartment, served, hint } = scope;
     const referencePattern = outsideReferencePattern(version);
     const ownPattern = served === compartment ? referencePattern : undefined;
@@ -116,15 +115,13 @@ export class EverythingReader {
     const outsideKeys = outsideTargets((referencing ?? types).flatMap((row) => row.references)).map((ref) =>
       this.repository.key(ctx, version, ref.type, ref.id),
     );
-    // the Patient is no outside resource (its type has a compartment): it cannot be among them
-    const { patient } = scope;
-    const keys = patient === undefined ? outsideKeys : [patient.key, ...outsideKeys];
-    const found = await this.repository.sizesOf(ctx, version, { _id: { $in: keys } }, keys.length);
-    const patients = found.filter((ref) => ref._id === patient?.key);
-    if (patient !== undefined && patients.length === 0)
-      throw OperationOutcomeError.notFound(`Patient/${patient.id} is not known`);
-    const outside = found.filter((ref) => ref._id !== patient?.key);
-    return { types, outside, patients };
+    const outside = await this.repository.sizesOf(
+      ctx,
+      version,
+      { _id: { $in: outsideKeys } },
+      outsideKeys.length,
+    );
+    return { types, outside };
   }
 
   /** Served compartment resources of `single`'s type ordered before it (by id). */

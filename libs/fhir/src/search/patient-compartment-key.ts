@@ -1,5 +1,6 @@
 import type { FhirVersion } from '../definitions/fhir-version';
 import { patientCompartmentParams } from './search-parameter-registry';
+import { escapeRegex } from './text-normalization';
 
 /**
  * The `idx.ref` code of a resource's membership in a Patient compartment
@@ -16,6 +17,12 @@ export const PATIENT_COMPARTMENT_CODE = '*patient';
 export function patientCompartmentKey(patientId: string): string {
   return `${PATIENT_COMPARTMENT_CODE}|Patient/${patientId}`;
 }
+
+/**
+ * An anchored pattern of every compartment entry, whatever the Patient: a bounded prefix of the
+ * references index (a resource in some Patient compartment).
+ */
+export const ANY_PATIENT_COMPARTMENT_PATTERN = `^${escapeRegex(patientCompartmentKey(''))}`;
 
 const PATIENT_TARGET = '|Patient/';
 

@@ -178,7 +178,7 @@ export class EverythingService {
   ): Promise<LaidOutPage> {
     const counted = await this.reader.counts(ctx, version, scope);
     const servedTypes = counted.types;
-    const singles = [...counted.patients, ...counted.outside].filter(kept).sort(compareKeys);
+    const singles = counted.outside.filter(kept).sort(compareKeys);
     const counts = new Map(servedTypes.map((row) => [row.type, row.count]));
     const placed = await Promise.all(
       singles.map(async (single) => ({

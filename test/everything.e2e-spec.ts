@@ -244,6 +244,57 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
     expect(first.entry.map((e: any) => JSON.stringify(e.resource))).toEqual(ones);
   });
 
+  it('type level: every Patient and its compartment by type then id, then what they reference; a first page reads its rows only', async () => {
+    const key = (r: any) => `${r.resourceType}/${r.id}`;
+    const path = '/r4/Patient/$everything';
+    const whole = await walk(`${path}?_count=100`);
+    const keys = whole.map(key);
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const record of records)
+      expect(keys).toEqual(expect.arrayContaining(record.resources.map((r) => `${r.resourceType}/${r.id}`)));
+    // the compartments (Patients among them) by type then id, then the resources outside them
+    const compartmentTypes = new Set(compartmentTypesOf('r4'));
+    const outsideAt = whole.findIndex((r) => !compartmentTypes.has(r.resourceType));
+    expect(outsideAt).toBeGreaterThan(0);
+    const byTypeThenId = (rows: any[]) =>
+      [...rows].sort((a, b) =>
+        a.resourceType !== b.resourceType
+          ? a.resourceType < b.resourceType
+            ? -1
+            : 1
+          : a.id < b.id
+            ? -1
+            : a.id > b.id
+              ? 1
+              : 0,
+      );
+    const compartment = whole.slice(0, outsideAt);
+    const outside = whole.slice(outsideAt);
+    expect(compartment.map(key)).toEqual(byTypeThenId(compartment).map(key));
+    expect(outside.map(key)).toEqual(byTypeThenId(outside).map(key));
+    for (const r of outside) expect(compartmentTypes.has(r.resourceType)).toBe(false);
+    expect(outside.some((r) => r.resourceType === 'Practitioner')).toBe(true);
+    // pages of any size walk the same sequence, and the page across the compartment's end has the total
+    expect((await walk(`${path}?_count=7`)).map(key)).toEqual(keys);
+    const across = await get(`${path}?_count=4&_skip=${outsideAt - 2}`).expect(200);
+    expect(across.body.entry.map((e: any) => key(e.resource))).toEqual(
+      keys.slice(outsideAt - 2, outsideAt + 2),
+    );
+    expect(across.body.total).toBe(keys.length);
+    // a first page short of the end: one query of its rows, no pass over the compartments, no total
+    let first: any;
+    const queries = await recordQueries(t.connection, async () => {
+      first = (await get(path).expect(200)).body;
+    });
+    expect(queries.filter((q) => q.collection === 'resources')).toHaveLength(1);
+    expect(first.total).toBeUndefined();
+    expect(first.entry.map((e: any) => key(e.resource))).toEqual(keys.slice(0, 10));
+    expect((await get(`${path}?_total=accurate`).expect(200)).body.total).toBe(keys.length);
+    // another user's patients are not there
+    const bobs = (await get(`${path}?_count=100`, bearer(bob.access_token)).expect(200)).body;
+    expect((bobs.entry ?? []).filter((e: any) => keys.includes(key(e.resource)))).toEqual([]);
+  });
+
   it('bad parameters are 400, an unknown or foreign patient 404', async () => {
     const path = `/r4/Patient/${records[0].patientId}/$everything`;
     await get(`${path}?start=not-a-date`).expect(400);

@@ -284,6 +284,36 @@ describe('query plans: index scans for every hot query (e2e)', () => {
   });
 
   /**
+   * Every Patient's `$everything` (type level), by type then id: a user's first page walks the
+   * user's key-order index `{v, c, u, t, _id}` in order and stops after the page; a client's (no
+   * index in that order) sorts. Neither runs the pass over every compartment before the last page.
+   */
+  it("the type-level $everything page: a user's in index order, no pass over the compartments", async () => {
+    const sortsEveryMatch = process.env.TEST_DB_ORDERED_INDEXES === 'no';
+    const PAGE = 5;
+    for (const credential of ['user', 'client'] as const) {
+      let body: { total?: number; entry: unknown[] } | undefined;
+      const reports = await plansOf(async () => {
+        body = (
+          await getOk(`/r4/Patient/$everything?_count=${PAGE}`, credentialHeaders(fixture, credential))()
+        ).body as typeof body;
+      });
+      expect(body!.entry).toHaveLength(PAGE);
+      expect(body!.total).toBeUndefined();
+      const resources = reports.filter(({ query }) => query.collection === 'resources');
+      expect(resources).toHaveLength(1);
+      const [page] = resources;
+      expect(JSON.stringify(page.query.command.pipeline ?? [])).not.toContain('$group');
+      if (credential === 'user') {
+        expect(page.indexes).toContain('user_type');
+        expect(sortsInMemory(page)).toBe(sortsEveryMatch);
+        // the user's first types (AllergyIntolerance, CarePlan …) are all in the compartment
+        if (!sortsEveryMatch) expect(await keysRead(t.connection, page.query)).toBeLessThanOrEqual(PAGE + 1);
+      }
+    }
+  });
+
+  /**
    * A `_type` list in lastUpdated order: one ordered scan per type on the lastUpdated index, merged
    * in the app (resource.repository.ts `mergedPage`): `t: {$in}` on the index prefix would sort every
    * match even where the engine walks one type's index in order.

@@ -10,6 +10,7 @@ import {
 } from './everything-filters';
 import type { Filter } from './filter-clauses';
 import { typeAmong } from './patient-compartment-filter';
+import { USER_TYPE_INDEX } from '../indexes';
 import { INDEX_NAMES } from './search-indexes';
 
 /**
@@ -19,8 +20,12 @@ import { INDEX_NAMES } from './search-indexes';
  */
 const COMPARTMENT_ORDER = { t: 1, lu: -1, id: 1 } as const;
 
-/** The order of every Patient's compartments together (type level): resource type, then id. */
-const PAGE_ORDER = { t: 1, id: 1 } as const;
+/**
+ * The order of every Patient's compartments together (type level): resource type, then id, which
+ * is the order of `_id` within a type (`${v}|${c}|${t}|${id}`), so a user's key-order index
+ * `{v, c, u, t, _id}` holds it.
+ */
+const PAGE_ORDER = { t: 1, _id: 1 } as const;
 
 /** Which resources an `$everything` serves (its parameters, https://hl7.org/fhir/R4/patient-operation-everything.html). */
 export interface EverythingSelection {
@@ -38,6 +43,8 @@ export interface EverythingScope {
   readonly compartment: Filter;
   readonly served: Filter;
   readonly hint?: string;
+  /** The index a page's window of the compartment is read on, in `order` (else `hint`'s). */
+  readonly pageHint?: string;
   /** The order of the compartment's resources in the pages. */
   readonly order: Readonly<Record<string, 1 | -1>>;
   /** Instance level: the Patient, served first (read by key: `patient`). */
@@ -61,8 +68,10 @@ export class EverythingReader {
    * scope) and its compartment without it, the one `*patient|Patient/{id}` entry on the references
    * index (hinted: the planner cannot tell multikey selectivity). Type level: every Patient
    * of the caller's scope and every resource in some Patient compartment, in one sorted stream; the
-   * Patients are part of it, so none is held in memory. No hint: the Patients match on their
-   * type, the rest on a reference pattern.
+   * Patients are part of it, so none is held in memory. Its counts are not hinted (the Patients
+   * match on their type, the rest on a reference pattern); a user's pages are read on the user's
+   * key-order index, in page order, and stop after the page (a client's have no index in that
+   * order: the engine sorts them).
    */
   scope(
     ctx: TenantContext,
@@ -73,8 +82,10 @@ export class EverythingReader {
     let compartment: Filter;
     let patient: EverythingScope['patient'];
     let hint: string | undefined;
+    let pageHint: string | undefined;
     if (patientId === undefined) {
       compartment = anyPatientCompartmentFilter();
+      if (ctx.userId !== null) pageHint = USER_TYPE_INDEX;
     } else {
       patient = { id: patientId, key: this.repository.key(ctx, version, 'Patient', patientId) };
       compartment = {
@@ -90,7 +101,7 @@ export class EverythingReader {
     if (selection.types) conditions.push(typeAmong(selection.types));
     if (selection.since) conditions.push({ lu: { $gte: selection.since } });
     const served = conditions.length === 1 ? compartment : { $and: conditions };
-    return { compartment, served, hint, patient, order: patient ? COMPARTMENT_ORDER : PAGE_ORDER };
+    return { compartment, served, hint, pageHint, patient, order: patient ? COMPARTMENT_ORDER : PAGE_ORDER };
   }
 
   /**
@@ -124,19 +135,6 @@ export class EverythingReader {
     return { types, outside };
   }
 
-  /** Served compartment resources of `single`'s type ordered before it (by id). */
-  countBefore(
-    ctx: TenantContext,
-    version: FhirVersion,
-    scope: EverythingScope,
-    single: SizedRef,
-  ): Promise<number> {
-    return this.repository.countBy(ctx, version, {
-      filter: { $and: [scope.served, { t: single.t, id: { $lt: single.id } }] },
-      hint: scope.hint,
-    });
-  }
-
   /**
    * Served compartment resources `[skip, skip + limit)` in the scope's order, by key and size, with
    * the JSON of those within `jsonUpTo` bytes together (`sizesOf`).
@@ -152,7 +150,7 @@ export class EverythingReader {
     return this.repository.sizesOf(ctx, version, scope.served, limit, {
       sort: scope.order,
       skip,
-      hint: scope.hint,
+      hint: scope.pageHint ?? scope.hint,
       jsonUpTo,
     });
   }

@@ -1,64 +1,65 @@
-import { compareKeys, compartmentBefore, everythingPageLayout, type OrderedKey } from './everything-page';
+import { compareKeys, everythingPageRows, type OrderedKey } from './everything-page';
 
-/** A small deterministic generator (the test must not depend on Math.random). */
-function generator(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    return state / 2 ** 31;
-  };
+/** The page as everything.service.ts reads it: the compartment's window, its end only when reached (or `pass`). */
+function pageOf(
+  lead: string[],
+  compartment: string[],
+  outside: string[],
+  skip: number,
+  count: number,
+  pass = false,
+) {
+  const compartmentStart = Math.max(0, skip - lead.length);
+  const slots = Math.max(0, count - Math.max(0, lead.length - skip));
+  const window = compartment.slice(compartmentStart, compartmentStart + slots);
+  const ended = window.length < slots;
+  const known = ended || pass;
+  return everythingPageRows(
+    {
+      lead,
+      compartment: window,
+      compartmentStart,
+      compartmentEnd: known ? compartment.length : undefined,
+      outside: known ? outside : [],
+    },
+    skip,
+    count,
+  );
 }
 
-const TYPES = [
-  'Condition',
-  'Encounter',
-  'Location',
-  'Observation',
-  'Organization',
-  'Patient',
-  'Practitioner',
-];
-
-/** The page the layout gives, resolved against the two sorted parts. */
-function pageOf(compartment: OrderedKey[], singles: OrderedKey[], skip: number, count: number) {
-  const counts = new Map<string, number>();
-  for (const key of compartment) counts.set(key.t, (counts.get(key.t) ?? 0) + 1);
-  const withBefore = singles.map((single) => ({
-    before: compartmentBefore(
-      single,
-      counts,
-      compartment.filter((key) => key.t === single.t && key.id < single.id).length,
-    ),
-  }));
-  const layout = everythingPageLayout(withBefore, compartment.length, skip, count);
-  const window = compartment.slice(layout.compartmentSkip, layout.compartmentSkip + layout.compartmentLimit);
-  let taken = 0;
-  const page = layout.slots.map((slot) => (slot === 'compartment' ? window[taken++] : singles[slot]));
-  expect(taken).toBe(window.length);
-  return { page, layout };
-}
-
-describe('everything page layout', () => {
-  it('gives every page of the (type, id) merge of compartment and singles, whatever the mix', () => {
-    const random = generator(7);
-    for (let round = 0; round < 30; round++) {
-      const keys = new Map<string, OrderedKey>();
-      const size = Math.floor(random() * 40);
-      for (let i = 0; i < size; i++) {
-        const key = { t: TYPES[Math.floor(random() * TYPES.length)], id: `id-${Math.floor(random() * 99)}` };
-        keys.set(`${key.t}/${key.id}`, key);
-      }
-      const all = [...keys.values()].sort(compareKeys);
-      const singles = all.filter(() => random() < 0.25);
-      const compartment = all.filter((key) => !singles.includes(key));
-      for (const count of [1, 3, 10]) {
-        for (let skip = 0; skip <= all.length + 2; skip++) {
-          const { page, layout } = pageOf(compartment, singles, skip, count);
-          expect(layout.total).toBe(all.length);
-          expect(page).toEqual(all.slice(skip, skip + count));
+describe('everything page rows', () => {
+  it('gives every page of lead, compartment and outside resources in that order, whatever the sizes', () => {
+    const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+    for (const leadSize of [0, 1]) {
+      for (const compartmentSize of [0, 1, 4, 9]) {
+        for (const outsideSize of [0, 1, 3]) {
+          const lead = names('p', leadSize);
+          const compartment = names('c', compartmentSize);
+          const outside = names('o', outsideSize);
+          const all = [...lead, ...compartment, ...outside];
+          for (const count of [1, 2, 3, 10]) {
+            for (let skip = 0; skip <= all.length + 2; skip++) {
+              expect(pageOf(lead, compartment, outside, skip, count)).toEqual(all.slice(skip, skip + count));
+              expect(pageOf(lead, compartment, outside, skip, count, true)).toEqual(
+                all.slice(skip, skip + count),
+              );
+            }
+          }
         }
       }
     }
+  });
+
+  it('stops where the compartment read stops while its end is unknown', () => {
+    expect(
+      everythingPageRows({ lead: [], compartment: ['c0', 'c1'], compartmentStart: 0, outside: ['o0'] }, 0, 5),
+    ).toEqual(['c0', 'c1']);
+  });
+
+  it('a page past the end, and _count=0, hold nothing', () => {
+    const parts = { lead: ['p'], compartment: [], compartmentStart: 5, compartmentEnd: 5, outside: ['o'] };
+    expect(everythingPageRows(parts, 7, 10)).toEqual([]);
+    expect(everythingPageRows(parts, 0, 0)).toEqual([]);
   });
 
   it('orders by type, then id, binary (as the database sorts without a collation)', () => {
@@ -74,15 +75,5 @@ describe('everything page layout', () => {
       { t: 'Patient', id: 'a' },
       { t: 'Patient', id: 'b' },
     ]);
-  });
-
-  it('an empty page past the end, and _count=0, lay out nothing', () => {
-    expect(everythingPageLayout([{ before: 0 }], 5, 6, 10)).toEqual({
-      total: 6,
-      compartmentSkip: 5,
-      compartmentLimit: 0,
-      slots: [],
-    });
-    expect(everythingPageLayout([{ before: 0 }], 5, 0, 0).slots).toEqual([]);
   });
 });

@@ -1,15 +1,12 @@
 /**
- * Paging of the type-level `Patient/$everything` (every Patient of the caller's scope; one
- * Patient's is read in index order instead: everything.service.ts) without one query over everything (measured on DocumentDB, a
- * patient with 2,177 resources: one `$or` of the Patient, its compartment and the resources they
- * reference, sorted, took 850 ms per page and as much again for its count; the compartment alone,
- * sorted and limited, 56 ms).
- *
- * The result is ordered by resource type, then id. It is the merge of two parts: the compartment
- * (sorted and paged with skip/limit in the database) and a few "single" resources fetched by key
- * (the Patient and what the compartment references outside it: Practitioner, Organization …).
- * Knowing how many compartment resources come before each single (from per-type counts), the
- * page's slots are laid out here, so the page needs only its own share of the compartment.
+ * The order of `Patient/$everything`'s pages (everything.service.ts reads them): the lead (one
+ * Patient's `$everything`: the Patient, at position 0; none at the type level), then the compartment
+ * in the order an index holds it (one Patient's: by type, newest first; every Patient's: by type,
+ * then id), then the resources the compartment references outside it (Practitioner, Organization
+ * …) by type, then id. Each page reads its own window of the compartment, in index order, and
+ * stops after it; where the compartment ends, and so the total and the outside resources, are
+ * known only from a pass over the whole compartment, run for the page that reaches its end (or
+ * when the total is asked for).
  */
 
 export interface OrderedKey {
@@ -24,53 +21,38 @@ export function compareKeys(a: OrderedKey, b: OrderedKey): number {
   return a.id < b.id ? -1 : 1;
 }
 
-/**
- * Compartment resources ordered before `single`: those of lower types (from `countsByType`), plus,
- * when the compartment has resources of the single's own type, `sameTypeBefore` of them.
- */
-export function compartmentBefore(
-  single: OrderedKey,
-  countsByType: ReadonlyMap<string, number>,
-  sameTypeBefore = 0,
-): number {
-  let before = sameTypeBefore;
-  for (const [type, count] of countsByType) if (type < single.t) before += count;
-  return before;
-}
-
-export interface EverythingPageLayout {
-  total: number;
-  /** The compartment window of this page: skip and limit of its sorted query. */
-  compartmentSkip: number;
-  compartmentLimit: number;
-  /** For each entry of the page in order: the index of a single, or 'compartment' (the next one). */
-  slots: Array<number | 'compartment'>;
+/** What a page of `$everything` was laid out from. */
+export interface EverythingParts<T> {
+  /** The rows before the compartment (the Patient of one Patient's `$everything`), all of them. */
+  lead: readonly T[];
+  /** The compartment's rows read for the page, from position `compartmentStart` of the compartment. */
+  compartment: readonly T[];
+  compartmentStart: number;
+  /** How many rows the compartment has, when known (from the page that reached its end, or a pass). */
+  compartmentEnd?: number;
+  /** The resources referenced outside the compartment, in order (known with `compartmentEnd`). */
+  outside: readonly T[];
 }
 
 /**
- * The page `[skip, skip + count)` of the merge. `singles` are in (type, id) order, each with the
- * number of compartment resources ordered before it (non-decreasing along the list).
+ * The rows at positions `[skip, skip + count)` of lead, compartment and outside resources, in that
+ * order; it ends early where what was read ends (past the compartment while its end is unknown).
  */
-export function everythingPageLayout(
-  singles: ReadonlyArray<{ before: number }>,
-  compartmentTotal: number,
-  skip: number,
-  count: number,
-): EverythingPageLayout {
-  const total = compartmentTotal + singles.length;
-  // Single i sits at i + before(i): i singles and before(i) compartment resources precede it.
-  let next = 0;
-  while (next < singles.length && next + singles[next].before < skip) next++;
-  const compartmentSkip = skip - next;
-  const slots: Array<number | 'compartment'> = [];
-  let compartmentLimit = 0;
-  for (let position = skip; position < Math.min(skip + count, total); position++) {
-    if (next < singles.length && next + singles[next].before === position) {
-      slots.push(next++);
-    } else {
-      slots.push('compartment');
-      compartmentLimit++;
-    }
+export function everythingPageRows<T>(parts: EverythingParts<T>, skip: number, count: number): T[] {
+  const { lead, compartment, compartmentStart, compartmentEnd, outside } = parts;
+  const page: T[] = [];
+  for (let position = skip; position < skip + count; position++) {
+    const at = position - lead.length;
+    if (at < 0) page.push(lead[position]);
+    else if (
+      at - compartmentStart < compartment.length &&
+      at >= compartmentStart &&
+      (compartmentEnd === undefined || at < compartmentEnd)
+    )
+      page.push(compartment[at - compartmentStart]);
+    else if (compartmentEnd !== undefined && at >= compartmentEnd && at - compartmentEnd < outside.length)
+      page.push(outside[at - compartmentEnd]);
+    else break;
   }
-  return { total, compartmentSkip, compartmentLimit, slots };
+  return page;
 }

@@ -19,7 +19,7 @@ import {
 import type { ResourceDoc } from '../../../storage/documents';
 import { StorageService } from '../../../storage/storage-handle';
 import { servedWithinBudget } from '../../../storage/page-budget';
-import { compareKeys, compartmentBefore, everythingPageLayout } from './everything-page';
+import { compareKeys, everythingPageRows } from './everything-page';
 import { parseEverythingParams, type EverythingWindow } from './patient-compartment';
 import { resourceEntry, searchLinks, unknownParamsEntry } from './searchset-bundle';
 import type { SearchPairs } from '../../../fhir-http/search-pairs';
@@ -83,24 +83,23 @@ export class EverythingService {
     const scope = this.reader.scope(ctx, version, patientId, window);
     const kept = (doc: SizedRef) =>
       (!window.types || window.types.includes(doc.t)) && (!window.since || doc.lu >= window.since);
-    const laidOut =
-      patientId === undefined
-        ? await this.everyPatientPage(ctx, version, scope, window, kept)
-        : await this.onePatientPage(ctx, version, scope, window, kept);
+    const laidOut = await this.page(ctx, version, scope, window, kept);
     return this.bundle(ctx, version, patientId, pairs, window, laidOut);
   }
 
   /**
-   * One Patient's page: the Patient first, then its compartment by type and, within a type, newest
-   * first (the order the references index holds after the compartment's one entry
-   * `*patient|Patient/{id}`: the page reads its rows in index order and stops after them), then the
-   * resources they reference outside the compartment (Practitioner, Organization …) by type and id.
-   * Those, and the total, are known only from a pass over the whole compartment (counts and
-   * references): it runs for a page that reaches the compartment's end, with `_total=accurate`, or
-   * for `_count=0`;
-   * another page has no `total`, as a search past its count cap (docs/api.md "Totals").
+   * A page in everything-page.ts's order. One Patient's: the Patient first, then its compartment by
+   * type and, within a type, newest first (the order the references index holds after the
+   * compartment's one entry `*patient|Patient/{id}`). Every Patient's (type level): every Patient
+   * and every resource in some Patient compartment by type, then id (a user's key-order index
+   * holds it). Either way the page reads its rows in index order and stops after them; the
+   * resources they reference outside the compartment (Practitioner, Organization …) follow by type
+   * and id. Those, and the total, are known only from a pass over the whole compartment (counts
+   * and references): it runs for a page that reaches the compartment's end, with
+   * `_total=accurate`, or for `_count=0`; another page has no `total`, as a search past its count
+   * cap (docs/api.md "Totals").
    */
-  private async onePatientPage(
+  private async page(
     ctx: TenantContext,
     version: FhirVersion,
     scope: EverythingScope,
@@ -109,10 +108,11 @@ export class EverythingService {
   ): Promise<LaidOutPage> {
     const { skip, count } = window;
     const maxBytes = this.settings.searchPageMaxBytes;
+    const instance = scope.patient !== undefined;
     // The Patient holds position 0 when it is served: with `_since` that depends on its
     // lastUpdated, so it is read first; else beside the compartment's rows. Its JSON comes inline
-    // when the page holds it.
-    const patientFirst = !window.types || window.types.includes('Patient');
+    // when the page holds it. Read even when `_type` leaves it out: an unknown Patient is a 404.
+    const patientFirst = instance && (!window.types || window.types.includes('Patient'));
     const readPatient = () => this.reader.patient(ctx, version, scope, skip === 0 ? maxBytes : undefined);
     const sincePatient = window.since && patientFirst ? await readPatient() : undefined;
     const first =
@@ -121,12 +121,12 @@ export class EverythingService {
     // the page's positions from the compartment on (all but the Patient's, when the page holds it)
     const compartmentSlots = Math.max(0, count - Math.max(0, first - skip));
     const [patient, compartment] = await Promise.all([
-      sincePatient ?? readPatient(),
+      instance ? (sincePatient ?? readPatient()) : undefined,
       compartmentSlots === 0
         ? []
         : this.reader.compartmentPage(ctx, version, scope, compartmentStart, compartmentSlots, maxBytes),
     ]);
-    if (patient === undefined)
+    if (instance && patient === undefined)
       throw OperationOutcomeError.notFound(`Patient/${scope.patient?.id} is not known`);
     // fewer rows than asked: the compartment ends on this page (a full page leaves it to the next)
     const ended = compartment.length < compartmentSlots;
@@ -145,65 +145,13 @@ export class EverythingService {
           : counted;
       total = first + (ended ? compartmentEnd : counted) + outside.length;
     }
-    const page: Array<WindowRow | undefined> = [];
-    for (let position = skip; position < skip + count; position++) {
-      const at = position - first;
-      if (at < 0) page.push(patient);
-      else if (
-        at - compartmentStart < compartment.length &&
-        (compartmentEnd === undefined || at < compartmentEnd)
-      )
-        page.push(compartment[at - compartmentStart]);
-      else if (compartmentEnd !== undefined && at - compartmentEnd < outside.length)
-        page.push(outside[at - compartmentEnd]);
-      else break;
-    }
-    return { page, total, inline: [patient, ...compartment] };
-  }
-
-  /**
-   * Every Patient's page (type level): every Patient and every resource in some Patient
-   * compartment, by type then id, with the resources they reference outside the compartments
-   * merged at their place. Per page: one pass over the compartments in the database for per-type
-   * counts, outside references and the keys of the compartment's part of the page, then the few
-   * outside resources and the page's compartment resources by key (everything-page.ts says why not
-   * one query over the whole set).
-   */
-  private async everyPatientPage(
-    ctx: TenantContext,
-    version: FhirVersion,
-    scope: EverythingScope,
-    window: EverythingWindow,
-    kept: (doc: SizedRef) => boolean,
-  ): Promise<LaidOutPage> {
-    const counted = await this.reader.counts(ctx, version, scope);
-    const servedTypes = counted.types;
-    const singles = counted.outside.filter(kept).sort(compareKeys);
-    const counts = new Map(servedTypes.map((row) => [row.type, row.count]));
-    const placed = await Promise.all(
-      singles.map(async (single) => ({
-        before: compartmentBefore(
-          single,
-          counts,
-          counts.has(single.t) ? await this.reader.countBefore(ctx, version, scope, single) : 0,
-        ),
-      })),
+    const lead = first === 1 && patient ? [patient] : [];
+    const page = everythingPageRows(
+      { lead, compartment, compartmentStart, compartmentEnd, outside },
+      skip,
+      count,
     );
-    const compartmentTotal = servedTypes.reduce((sum, row) => sum + row.count, 0);
-    const layout = everythingPageLayout(placed, compartmentTotal, window.skip, window.count);
-    const part =
-      layout.compartmentLimit === 0
-        ? []
-        : await this.reader.compartmentPage(
-            ctx,
-            version,
-            scope,
-            layout.compartmentSkip,
-            layout.compartmentLimit,
-          );
-    let taken = 0;
-    const page = layout.slots.map((slot) => (slot === 'compartment' ? part[taken++] : singles[slot]));
-    return { page, total: layout.total, inline: undefined };
+    return { page, total, inline: patient ? [patient, ...compartment] : compartment };
   }
 
   /**

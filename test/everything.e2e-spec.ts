@@ -290,6 +290,13 @@ describe('Patient/$everything (e2e, Synthea R4)', () => {
     expect(first.total).toBeUndefined();
     expect(first.entry.map((e: any) => key(e.resource))).toEqual(keys.slice(0, 10));
     expect((await get(`${path}?_total=accurate`).expect(200)).body.total).toBe(keys.length);
+    // `_type` of outside resources only: the compartments serve nothing, the page is the pass's
+    const practitioners = await walk(`${path}?_type=Practitioner&_count=3`);
+    expect(practitioners.map(key)).toEqual(outside.filter((r) => r.resourceType === 'Practitioner').map(key));
+    // `_since` after everything: nothing, total 0
+    const later = (await get(`${path}?_since=2999-01-01`).expect(200)).body;
+    expect(later.entry ?? []).toEqual([]);
+    expect(later.total).toBe(0);
     // another user's patients are not there
     const bobs = (await get(`${path}?_count=100`, bearer(bob.access_token)).expect(200)).body;
     expect((bobs.entry ?? []).filter((e: any) => keys.includes(key(e.resource)))).toEqual([]);

@@ -1,6 +1,14 @@
 import request from 'supertest';
 import { validateResource, type FhirVersion } from '@app/fhir';
-import { bearer, createAppWithUsers, expectOutcome, TestApp, TestUser } from '@app/testing';
+import {
+  bearer,
+  clientHeaders,
+  createAppWithUsers,
+  expectOutcome,
+  TestApp,
+  TestClient,
+  TestUser,
+} from '@app/testing';
 
 /**
  * Compartment search `GET /{v}/Patient/{id}/{type}`, `POST …/{type}/_search` and `GET …/*`
@@ -10,6 +18,7 @@ import { bearer, createAppWithUsers, expectOutcome, TestApp, TestUser } from '@a
  */
 describe('compartment search and Patient/$everything (e2e)', () => {
   let t: TestApp;
+  let client: TestClient;
   let alice: TestUser;
   let bob: TestUser;
   const VERSIONS: FhirVersion[] = ['r4', 'stu3', 'dstu2'];
@@ -53,6 +62,7 @@ describe('compartment search and Patient/$everything (e2e)', () => {
   beforeAll(async () => {
     ({
       t,
+      client,
       users: [alice, bob],
     } = await createAppWithUsers({ users: 2 }));
     for (const version of VERSIONS) {
@@ -242,6 +252,21 @@ describe('compartment search and Patient/$everything (e2e)', () => {
       const bobsView = await get(`/${version}/Patient/$everything?_count=100`, bob).expect(200);
       expect(keys(bobsView.body)).toContain(`Patient/${bobs}`);
       expect(keys(bobsView.body)).not.toContain(`Patient/${ann}`);
+      // the client itself (every user): every user's patients, in key order (`${v}|${c}|${t}|${id}`)
+      const asClient = clientHeaders(client, 'client');
+      const clientWide: string[] = [];
+      for (
+        let url: string | undefined = `/${version}/Patient/$everything?_type=Patient,Observation&_count=2`;
+        url;
+      ) {
+        const page = await request(t.server).get(url).set(asClient).expect(200);
+        clientWide.push(...keys(page.body));
+        url = nextPath(page.body);
+      }
+      expect(clientWide).toEqual(expect.arrayContaining([...whole, `Patient/${bobs}`]));
+      expect(clientWide).toHaveLength(whole.length + 2);
+      const keyOf = (key: string) => key.replace('/', '|');
+      expect(clientWide.map(keyOf)).toEqual([...clientWide.map(keyOf)].sort());
     });
   });
 

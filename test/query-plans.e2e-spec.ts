@@ -285,13 +285,17 @@ describe('query plans: index scans for every hot query (e2e)', () => {
 
   /**
    * Every Patient's `$everything` (type level), by type then id: a user's first page walks the
-   * user's key-order index `{v, c, u, t, _id}` in order and stops after the page; a client's (no
-   * index in that order) sorts. Neither runs the pass over every compartment before the last page.
+   * user's key-order index `{v, c, u, t, _id}` in order and stops after the page; a client's reads
+   * its key space on the primary key in key order and stops after the page too. Neither runs the
+   * pass over every compartment before the last page, nor sorts.
    */
-  it("the type-level $everything page: a user's in index order, no pass over the compartments", async () => {
+  it('the type-level $everything page: read in key order, no sort, no pass over the compartments', async () => {
     const sortsEveryMatch = process.env.TEST_DB_ORDERED_INDEXES === 'no';
     const PAGE = 5;
-    for (const credential of ['user', 'client'] as const) {
+    for (const [credential, index] of [
+      ['user', 'user_type'],
+      ['client', '_id_'],
+    ] as const) {
       let body: { total?: number; entry: unknown[] } | undefined;
       const reports = await plansOf(async () => {
         body = (
@@ -301,15 +305,16 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       expect(body!.entry).toHaveLength(PAGE);
       expect(body!.total).toBeUndefined();
       const resources = reports.filter(({ query }) => query.collection === 'resources');
-      expect(resources).toHaveLength(1);
-      const [page] = resources;
-      expect(JSON.stringify(page.query.command.pipeline ?? [])).not.toContain('$group');
-      if (credential === 'user') {
-        expect(page.indexes).toContain('user_type');
-        expect(sortsInMemory(page)).toBe(sortsEveryMatch);
-        // the user's first types (AllergyIntolerance, CarePlan …) are all in the compartment
-        if (!sortsEveryMatch) expect(await keysRead(t.connection, page.query)).toBeLessThanOrEqual(PAGE + 1);
+      expect(resources.length).toBeGreaterThan(0);
+      let keys = 0;
+      for (const report of resources) {
+        expect(JSON.stringify(report.query.command.pipeline ?? [])).not.toContain('$group');
+        expect(report.indexes).toContain(index);
+        expect(sortsInMemory(report)).toBe(sortsEveryMatch);
+        if (!sortsEveryMatch) keys += await keysRead(t.connection, report.query);
       }
+      // the first types (AllergyIntolerance, CarePlan …) are all in the compartment
+      if (!sortsEveryMatch) expect(keys).toBeLessThanOrEqual(PAGE + resources.length);
     }
   });
 

@@ -18,6 +18,19 @@ export function typeKeySpace(
 }
 
 /**
+ * The `_id` range of every type of a client in one version: keys `${v}|${c}|${t}|${id}` in key
+ * order, which is type then id except that a type sorts after the longer type names it begins
+ * (`ClaimResponse|…` before `Claim|…`: `|` sorts after every letter).
+ */
+export function clientKeySpace(
+  ctx: Pick<TenantContext, 'clientId'>,
+  v: FhirVersion,
+): { prefix: string; end: string } {
+  const prefix = resourceKey(v, ctx.clientId, '', '').slice(0, -1);
+  return { prefix, end: `${prefix.slice(0, -1)}}` };
+}
+
+/**
  * The index that reads a type's key space in key order in this context: the primary key for the
  * client, the user's own `{v, c, u, t, _id}` for a user (the primary key would hold every user's
  * keys, each tested for `u` on its stored document). Named, because the planner would rather read

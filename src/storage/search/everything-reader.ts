@@ -10,7 +10,7 @@ import {
 } from './everything-filters';
 import type { Filter } from './filter-clauses';
 import { typeAmong } from './patient-compartment-filter';
-import { USER_TYPE_INDEX } from '../indexes';
+import { clientKeySpace, keyOrderIndex } from '../key-space';
 import { INDEX_NAMES } from './search-indexes';
 
 /**
@@ -26,6 +26,12 @@ const COMPARTMENT_ORDER = { t: 1, lu: -1, id: 1 } as const;
  * `{v, c, u, t, _id}` holds it.
  */
 const PAGE_ORDER = { t: 1, _id: 1 } as const;
+
+/**
+ * A client's type level (no user): key order, on the primary key bounded by the client's key space
+ * (key-space.ts `clientKeySpace`): type then id, but a type after the longer type names it begins.
+ */
+const CLIENT_PAGE_ORDER = { _id: 1 } as const;
 
 /** Which resources an `$everything` serves (its parameters, https://hl7.org/fhir/R4/patient-operation-everything.html). */
 export interface EverythingSelection {
@@ -70,8 +76,8 @@ export class EverythingReader {
    * of the caller's scope and every resource in some Patient compartment, in one sorted stream; the
    * Patients are part of it, so none is held in memory. Its counts are not hinted (the Patients
    * match on their type, the rest on a reference pattern); a user's pages are read on the user's
-   * key-order index, in page order, and stop after the page (a client's have no index in that
-   * order: the engine sorts them).
+   * key-order index, in page order, and stop after the page; a client's read its key space on the
+   * primary key in key order, and stop after the page too.
    */
   scope(
     ctx: TenantContext,
@@ -83,9 +89,15 @@ export class EverythingReader {
     let patient: EverythingScope['patient'];
     let hint: string | undefined;
     let pageHint: string | undefined;
+    let clientWide = false;
     if (patientId === undefined) {
-      compartment = anyPatientCompartmentFilter();
-      if (ctx.userId !== null) pageHint = USER_TYPE_INDEX;
+      pageHint = keyOrderIndex(ctx);
+      clientWide = ctx.userId === null;
+      if (clientWide) {
+        // the client's key space bounds the primary key's scan
+        const { prefix, end } = clientKeySpace(ctx, version);
+        compartment = { $and: [anyPatientCompartmentFilter(), { _id: { $gte: prefix, $lt: end } }] };
+      } else compartment = anyPatientCompartmentFilter();
     } else {
       patient = { id: patientId, key: this.repository.key(ctx, version, 'Patient', patientId) };
       compartment = {
@@ -101,7 +113,14 @@ export class EverythingReader {
     if (selection.types) conditions.push(typeAmong(selection.types));
     if (selection.since) conditions.push({ lu: { $gte: selection.since } });
     const served = conditions.length === 1 ? compartment : { $and: conditions };
-    return { compartment, served, hint, pageHint, patient, order: patient ? COMPARTMENT_ORDER : PAGE_ORDER };
+    return {
+      compartment,
+      served,
+      hint,
+      pageHint,
+      patient,
+      order: patient ? COMPARTMENT_ORDER : clientWide ? CLIENT_PAGE_ORDER : PAGE_ORDER,
+    };
   }
 
   /**

@@ -28,12 +28,12 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../page-size';
 /** Compartment resources removed per round. */
 const BATCH = 1000;
 
-/** A page's resources by key and size in page order (an empty slot: removed since it was counted), and its total if known. */
+/** A page's resources by key and size in page order, and its total if known. */
 interface LaidOutPage {
-  page: Array<WindowRow | undefined>;
+  page: WindowRow[];
   total: number | undefined;
   /** The rows read with their JSON inline: what of it the page does not serve is charged. */
-  inline: readonly WindowRow[] | undefined;
+  inline: readonly WindowRow[];
 }
 
 /**
@@ -43,13 +43,12 @@ interface LaidOutPage {
  */
 function chargeInlineUnserved(
   ctx: TenantContext,
-  window: readonly WindowRow[] | undefined,
-  served: ReadonlyArray<WindowRow | undefined>,
+  window: readonly WindowRow[],
+  served: readonly WindowRow[],
 ): void {
-  const servedKeys = new Set(served.map((ref) => ref?._id));
+  const servedKeys = new Set(served.map((ref) => ref._id));
   let bytes = 0;
-  for (const row of window ?? [])
-    if (typeof row.json === 'string' && !servedKeys.has(row._id)) bytes += row.size;
+  for (const row of window) if (typeof row.json === 'string' && !servedKeys.has(row._id)) bytes += row.size;
   if (bytes > 0) ctx.chargeUnservedReads?.(bytes);
 }
 
@@ -167,16 +166,12 @@ export class EverythingService {
     { page, total, inline }: LaidOutPage,
   ): Promise<Page> {
     const base = this.settings.urls.base;
-    const sizes = page.map((ref) => ref?.size ?? 0);
+    const sizes = page.map((ref) => ref.size);
     const fitting = servedWithinBudget(ctx, sizes, this.settings.searchPageMaxBytes);
     const inBudget = page.slice(0, fitting);
     chargeInlineUnserved(ctx, inline, inBudget);
-    // A resource removed between the count and the page query leaves its slot empty.
-    const docs = await this.withJson(
-      ctx,
-      version,
-      inBudget.filter((ref) => ref !== undefined),
-    );
+    // a resource removed since its row was read is left out (`withJson`)
+    const docs = await this.withJson(ctx, version, inBudget);
     const entries = docs.map((doc) => resourceEntry(base, doc, 'match'));
     const warnings = unknownParamsEntry(window.unknown);
     if (warnings) entries.push(warnings);

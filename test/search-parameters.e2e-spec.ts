@@ -131,6 +131,68 @@ describe('FHIR search parameters (e2e, Synthea R4)', () => {
     });
   });
 
+  describe('derived parameters (stored as the parameters they are made of)', () => {
+    const components = (o: any): any[] => o.component ?? [];
+    it('combo-code and combo-value-quantity: the code and the components', async () => {
+      const systolic = observations.filter(
+        (o) =>
+          hasCoding(o, undefined, '8480-6') || components(o).some((c) => hasCoding(c, undefined, '8480-6')),
+      );
+      expect(systolic.length).toBeGreaterThan(0);
+      expect(await matchIds('/r4/Observation?combo-code=http://loinc.org|8480-6')).toEqual(ids(systolic));
+      expect(await matchIds('/r4/Observation?combo-code=8480-6,8302-2')).toEqual(
+        ids(observations.filter((o) => systolic.includes(o) || hasCoding(o, undefined, '8302-2'))),
+      );
+      const above = (q: any) => typeof q?.value === 'number' && q.value > 130;
+      const high = observations.filter(
+        (o) => above(o.valueQuantity) || components(o).some((c) => above(c.valueQuantity)),
+      );
+      expect(high.length).toBeGreaterThan(0);
+      expect(await matchIds('/r4/Observation?combo-value-quantity=gt130')).toEqual(ids(high));
+      const notSystolic = observations.filter((o) => !systolic.includes(o));
+      expect(await matchIds('/r4/Observation?combo-code:not=8480-6')).toEqual(ids(notSystolic));
+    });
+
+    it('patient: the Patient subjects; another type finds nothing; across types each type its own way', async () => {
+      expect(await matchIds(`/r4/Observation?patient=${patient(0)}`)).toEqual(ids(observationsOf(0)));
+      expect(await matchIds(`/r4/Observation?patient=Group/${patient(0)}`)).toEqual([]);
+      const conditionsOf = (n: number) =>
+        resourcesOfType(records, 'Condition').filter((c) => c.subject.reference === `Patient/${patient(n)}`);
+      const n = [0, 1, 2].find((k) => conditionsOf(k).length > 0)!;
+      expect(n).toBeDefined();
+      expect(await matchIds(`/r4?_type=Observation,Condition&patient=${patient(n)}`)).toEqual(
+        ids([...observationsOf(n), ...conditionsOf(n)]),
+      );
+      expect(await matchIds(`/r4/Observation?patient:missing=true`)).toEqual([]);
+    });
+
+    it('_revinclude, _include and chains on a derived reference; phonetic as name', async () => {
+      const res = await request(t.server)
+        .get(`/r4/Patient?_id=${patient(1)}&_revinclude=Observation:patient&_count=1`)
+        .set(bearer(alice.access_token))
+        .expect(200);
+      const included = res.body.entry.filter((e: any) => e.search.mode === 'include');
+      const got = included.map((e: any) => e.resource.id).sort();
+      expect(got.length).toBeGreaterThan(0);
+      // every one of the patient's Observations, unless the page's byte budget cut them (it says so)
+      const cut = res.body.entry.some((e: any) => e.search.mode === 'outcome');
+      if (cut) expect(ids(observationsOf(1))).toEqual(expect.arrayContaining(got));
+      else expect(got).toEqual(ids(observationsOf(1)));
+      const one = observationsOf(2)[0];
+      const withPatient = await request(t.server)
+        .get(`/r4/Observation?_id=${one.id}&_include=Observation:patient`)
+        .set(bearer(alice.access_token))
+        .expect(200);
+      expect(withPatient.body.entry.map((e: any) => `${e.resource.resourceType}/${e.resource.id}`)).toEqual([
+        `Observation/${one.id}`,
+        `Patient/${patient(2)}`,
+      ]);
+      const family = records[1].resources[0].name[0].family;
+      expect(await matchIds(`/r4/Observation?patient.name=${family}`)).toEqual(ids(observationsOf(1)));
+      expect(await matchIds(`/r4/Patient?phonetic=${family}`)).toEqual([patient(1)]);
+    });
+  });
+
   describe('date prefixes and precision', () => {
     const span = (o: any) => {
       const lo = new Date(o.effectiveDateTime).getTime();

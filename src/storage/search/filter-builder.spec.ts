@@ -60,10 +60,11 @@ describe('buildFilter', () => {
   });
 
   it('reference: Type/id, bare id over the targets, :Type, absolute URL, :identifier', () => {
-    expect(conditions('Observation', { patient: 'Patient/1' })).toEqual([{ 'idx.ref': 'patient|Patient/1' }]);
     // R4 `patient` on Observation targets Patient and Group (SearchParameter.target) but its
-    // expression selects Patient (`where(resolve() is Patient)`): only Patient entries are stored.
-    expect(conditions('Observation', { patient: '1' })).toEqual([{ 'idx.ref': 'patient|Patient/1' }]);
+    // expression selects Patient (`where(resolve() is Patient)`): the subject's Patient entries
+    // (stored-conditions.ts), one equality.
+    expect(conditions('Observation', { patient: 'Patient/1' })).toEqual([{ 'idx.ref': 'subject|Patient/1' }]);
+    expect(conditions('Observation', { patient: '1' })).toEqual([{ 'idx.ref': 'subject|Patient/1' }]);
     expect(conditions('Observation', { subject: '1' })).toEqual([
       {
         'idx.ref': {
@@ -301,6 +302,8 @@ describe('buildFilter', () => {
     expect(search.chained).toEqual([
       {
         referenceParam: 'subject',
+        version: 'r4',
+        types: ['Observation'],
         filter: { t: 'Patient', del: { $ne: true }, $and: [{ 'idx.str': { $regex: '^name\\|smith' } }] },
       },
     ]);
@@ -310,13 +313,14 @@ describe('buildFilter', () => {
       { 'idx.ref': { $in: ['subject|Patient/1', 'subject|Patient/2'] } },
     ]);
     const has = built('Patient', { '_has:Observation:patient:code': '1234' });
-    expect(has.has[0].referencePrefix).toBe('patient|Patient/');
+    // Observation's `patient` is stored as its subject's Patient references
+    expect(has.has[0].referencePrefix).toBe('subject|Patient/');
     expect(has.has[0].filter).toMatchObject({ t: 'Observation' });
     expect(
       idsFromReferences(has.has[0], [
         ['patient|Patient/9', 'subject|Patient/9'],
         undefined,
-        ['patient|Patient/7'],
+        ['subject|Patient/7', 'subject|Group/8'],
       ]),
     ).toEqual(['9', '7']);
     expect(withChainResults(has, { chained: [], has: [[]] }).$and).toEqual([{ id: { $in: [] } }]);

@@ -1,5 +1,7 @@
-import { clauseCondition, type Filter } from './filter-clauses';
+import type { FhirVersion } from '@app/fhir';
+import type { Filter } from './filter-clauses';
 import type { ParsedSearch, SearchClause } from '@app/fhir/search/parsed-search';
+import { storedClauseCondition, storedReferenceCondition, storedReferencePrefix } from './stored-conditions';
 import { INDEX_NAMES } from './search-indexes';
 import { KEY_INDEX, LAST_UPDATED_INDEX } from '../indexes';
 import { escapeRegex } from '@app/fhir/search/text-normalization';
@@ -17,6 +19,9 @@ export interface ChainedQuery {
   filter: Filter;
   /** Reference parameter of the searched type the matches are joined on. */
   referenceParam: string;
+  /** Where that parameter's entries are read (stored-conditions.ts): the version and searched types. */
+  version: FhirVersion;
+  types?: readonly string[];
 }
 
 /**
@@ -59,8 +64,14 @@ function contentCondition(alternatives: string[][]): Filter {
   return conditions.length === 1 ? conditions[0] : { $or: conditions };
 }
 
-function subQueryFilter(types: readonly string[], clause: SearchClause, now: Date, extra?: Filter): Filter {
-  const conditions = [clauseCondition(clause, now)];
+function subQueryFilter(
+  version: FhirVersion,
+  types: readonly string[],
+  clause: SearchClause,
+  now: Date,
+  extra?: Filter,
+): Filter {
+  const conditions = [storedClauseCondition(version, types, clause, now)];
   if (extra) conditions.push(extra);
   return { t: types.length === 1 ? types[0] : { $in: [...types] }, ...NOT_DELETED, $and: conditions };
 }
@@ -159,18 +170,29 @@ export function buildFilter(parsed: ParsedSearch, options: BuildFilterOptions = 
   const index = indexFor(parsed);
   // Range buckets only where the search may run on their index (filter-clauses.ts RangeBuckets).
   const buckets = index === undefined || index === INDEX_NAMES.bkt ? 'bounded' : 'unbounded';
-  const conditions: Filter[] = parsed.clauses.map((clause) => clauseCondition(clause, now, buckets));
+  const scope = parsed.type ? [parsed.type] : parsed.types;
+  const conditions: Filter[] = parsed.clauses.map((clause) =>
+    storedClauseCondition(parsed.version, scope, clause, now, buckets),
+  );
   for (const alternatives of parsed.content) conditions.push(contentCondition(alternatives));
   if (conditions.length > 0) filter.$and = conditions;
 
   const chained = parsed.chains.map((chain) => ({
     referenceParam: chain.referenceParam,
-    filter: subQueryFilter(chain.targetTypes, chain.clause, now),
+    version: parsed.version,
+    types: scope,
+    filter: subQueryFilter(parsed.version, chain.targetTypes, chain.clause, now),
   }));
   const has = parsed.has.map((clause) => {
-    const referencePrefix = `${clause.referenceParam}|${parsed.type ?? ''}/`;
+    const referencePrefix = storedReferencePrefix(
+      parsed.version,
+      clause.sourceType,
+      clause.referenceParam,
+      parsed.type ?? '',
+    );
     const pointsBack = { 'idx.ref': { $regex: `^${escapeRegex(referencePrefix)}` } };
-    return { referencePrefix, filter: subQueryFilter([clause.sourceType], clause.clause, now, pointsBack) };
+    const filter = subQueryFilter(parsed.version, [clause.sourceType], clause.clause, now, pointsBack);
+    return { referencePrefix, filter };
   });
   return { filter, sort: buildSort(parsed), chained, has, index };
 }
@@ -201,9 +223,7 @@ export function withChainResults(built: BuiltSearch, results: SubQueryResults): 
   const conditions: Filter[] = Array.isArray(built.filter.$and) ? [...(built.filter.$and as Filter[])] : [];
   built.chained.forEach((query, position) => {
     const references = results.chained[position] ?? [];
-    conditions.push({
-      'idx.ref': { $in: references.map((reference) => `${query.referenceParam}|${reference}`) },
-    });
+    conditions.push(storedReferenceCondition(query.version, query.types, query.referenceParam, references));
   });
   built.has.forEach((_query, position) =>
     conditions.push({ id: { $in: [...(results.has[position] ?? [])] } }),

@@ -15,6 +15,7 @@ import type { ResourceDoc } from '../documents';
 import { ResourceRepository, type ResourceRef, type SizedRef } from '../resource.repository';
 import type { Filter } from './filter-clauses';
 import { INDEX_NAMES } from './search-indexes';
+import { storedReferenceEntries, storedReferenceParams } from './stored-conditions';
 
 /**
  * Most included resources considered for one page: `_include=*` on a page of 100 must stay bounded
@@ -43,14 +44,24 @@ const TARGETS_PER_WILDCARD_QUERY = 100;
 
 const RELATIVE_TARGET = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/;
 
+/**
+ * Whether the stored entry of `param` (a source of `sourceType` referencing a `targetType`) is one
+ * a directive follows: its parameters are read where they are stored (stored-conditions.ts), so a
+ * derived `Observation:patient` follows the `subject` entries that name a Patient.
+ */
 function follows(
+  version: FhirVersion,
   directive: IncludeDirective,
   sourceType: string,
   param: string,
   targetType: string,
 ): boolean {
   if (directive.targetType && directive.targetType !== targetType) return false;
-  return directive.wildcard || (directive.sourceType === sourceType && directive.params.includes(param));
+  if (directive.wildcard) return true;
+  if (directive.sourceType !== sourceType) return false;
+  return storedReferenceParams(version, sourceType, directive.params).some(
+    (stored) => stored.param === param && (!stored.targetTypes || stored.targetTypes.includes(targetType)),
+  );
 }
 
 type Source = Pick<ResourceDoc, '_id' | 't' | 'id'>;
@@ -231,7 +242,8 @@ export class IncludeResolver {
         let target = entry.slice(bar + 1);
         if (target.startsWith(localPrefix)) target = target.slice(localPrefix.length);
         const match = RELATIVE_TARGET.exec(target);
-        if (!match || !directives.some((directive) => follows(directive, doc.t, param, match[1]))) continue;
+        if (!match || !directives.some((directive) => follows(version, directive, doc.t, param, match[1])))
+          continue;
         targets.set(target, { type: match[1], id: match[2] });
       }
     }
@@ -263,9 +275,11 @@ export class IncludeResolver {
       );
     if (!directive.wildcard) {
       const references = referencesOf(pointedAt);
+      const sourceType = directive.sourceType ?? '';
       const entries = directive.params.flatMap((param) =>
-        references.map((reference) => `${param}|${reference}`),
+        storedReferenceEntries(version, sourceType, param, references),
       );
+      if (entries.length === 0) return [];
       // named: in `_id` order the planner read the source type's key index and tested every
       // resource of that type (a user's 2,725 Provenances for one Patient's), where the
       // references index reads the few that point at the page and sorts them

@@ -287,6 +287,20 @@ export class IndexBuilder {
     this.has.add(code);
   }
 
+  /** The references collected so far (`param|target`): what the Patient compartment keys are made of. */
+  references(): ReadonlySet<string> {
+    return this.ref;
+  }
+
+  /**
+   * Takes the `has` markers and sort keys of `other` (the derived parameters' builder,
+   * stored-params.ts): their entries are another parameter's, their presence and order their own.
+   */
+  adoptPresenceAndSort(other: IndexBuilder): void {
+    for (const code of other.has) this.has.add(code);
+    for (const [code, key] of Object.entries(other.srt)) if (!(code in this.srt)) this.srt[code] = key;
+  }
+
   /** The finished index: empty arrays are left out to keep documents small. */
   build(words: string[]): SearchIndex {
     const index: SearchIndex = {};

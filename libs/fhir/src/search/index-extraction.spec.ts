@@ -55,7 +55,10 @@ describeWithSynthea('extractIndex on Synthea R4 resources', () => {
     );
     expect(index.str).toContain(`code:text|${String(coding.display).toLowerCase()}`);
     expect(index.ref).toEqual(expect.arrayContaining([`subject|${observation.subject.reference}`]));
-    expect(index.ref).toContain(`patient|${observation.subject.reference}`);
+    // `patient` is the subject's Patient references (stored-params.ts): no entries of its own, its marker kept
+    expect(index.ref).not.toContain(`patient|${observation.subject.reference}`);
+    expect(index.has).toEqual(expect.arrayContaining(['patient', 'subject', 'combo-code']));
+    expect(index.tok?.some((entry) => entry.startsWith('combo-code|'))).toBe(false);
     const { value, system, code } = observation.valueQuantity;
     expect(index.qty).toEqual(
       expect.arrayContaining([
@@ -70,7 +73,8 @@ describeWithSynthea('extractIndex on Synthea R4 resources', () => {
   it('indexes an Encounter period, Condition and MedicationRequest', () => {
     const encounter = extractIndex('r4', firstOfType(resources, 'Encounter'));
     expect(dateRanges(encounter, 'date')).toHaveLength(1);
-    expect(encounter.ref?.some((entry) => entry.startsWith('patient|Patient/'))).toBe(true);
+    expect(encounter.ref?.some((entry) => entry.startsWith('subject|Patient/'))).toBe(true);
+    expect(encounter.ref?.some((entry) => entry.startsWith('*patient|Patient/'))).toBe(true);
     expect(encounter.tok?.some((entry) => entry.startsWith('class|'))).toBe(true);
     const condition = extractIndex('r4', firstOfType(resources, 'Condition'));
     expect(condition.tok?.some((entry) => entry.startsWith('code|http://snomed.info/sct|'))).toBe(true);
@@ -80,7 +84,7 @@ describeWithSynthea('extractIndex on Synthea R4 resources', () => {
     expect(
       request.tok?.some((entry) => entry.startsWith('code|http://www.nlm.nih.gov/research/umls/rxnorm|')),
     ).toBe(true);
-    expect(request.ref?.some((entry) => entry.startsWith('patient|Patient/'))).toBe(true);
+    expect(request.ref?.some((entry) => entry.startsWith('subject|Patient/'))).toBe(true);
     expect(dateRanges(request, 'authoredon')).toHaveLength(1);
   });
 
@@ -181,7 +185,6 @@ describe('extractIndex on hand-written resources', () => {
       // Observation's compartment parameters (subject, performer) reference Patient/p1 in its relative form
       '*patient|Patient/p1',
       'encounter|http://other.example/r4/Encounter/e1',
-      'patient|Patient/p1',
       'performer|https://me.example/r4/Practitioner/p2/_history/3',
       'performer|https://me.example/stu3/Practitioner/p3',
       'subject|Patient/p1',
@@ -371,7 +374,8 @@ describe('extractIndex on hand-written resources', () => {
       subject: { reference: 'Patient/p1' },
       medicationCodeableConcept: { coding: [{ system: 'rx', code: '1' }] },
     });
-    expect(stu3.ref).toEqual(expect.arrayContaining(['patient|Patient/p1', 'subject|Patient/p1']));
+    expect(stu3.ref).toEqual(expect.arrayContaining(['subject|Patient/p1', '*patient|Patient/p1']));
+    expect(stu3.has).toEqual(expect.arrayContaining(['patient', 'subject']));
     expect(stu3.tok).toContain('code|rx|1');
     const dstu2 = extractIndex('dstu2', {
       resourceType: 'MedicationOrder',
@@ -380,9 +384,13 @@ describe('extractIndex on hand-written resources', () => {
       dateWritten: '2015-02-21',
       medicationCodeableConcept: { coding: [{ system: 'rx', code: '1' }] },
     });
-    expect(dstu2.ref).toContain('patient|Patient/p1');
+    // DSTU2's `patient` there is `subject`'s Patient references: stored once, under `subject`
+    expect(dstu2.ref).toEqual(expect.arrayContaining(['subject|Patient/p1', '*patient|Patient/p1']));
+    expect(dstu2.has).toContain('patient');
     expect(dstu2.tok).toEqual(expect.arrayContaining(['status|active', 'code|rx|1']));
-    expect(dateRanges(dstu2, 'datewritten')).toEqual([
+    // `datewritten` and `authoredon` (kept from STU3) read the same element: stored once
+    expect(dstu2.has).toEqual(expect.arrayContaining(['datewritten', 'authoredon']));
+    expect(dateRanges(dstu2, 'authoredon')).toEqual([
       ['2015-02-21T00:00:00.000Z', '2015-02-21T23:59:59.999Z'],
     ]);
     const condition = extractIndex('dstu2', {

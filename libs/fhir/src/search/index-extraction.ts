@@ -3,6 +3,7 @@ import type { FhirVersion } from '../definitions/fhir-version';
 import { IndexBuilder } from './index-builder';
 import { patientCompartmentKeys } from './patient-compartment-key';
 import type { SearchIndex } from './search-index';
+import { derivedParams } from './stored-params';
 import { compiledParamsFor, type CompiledTypeParams } from './search-parameter-registry';
 import type { CompiledExpression, CompiledSearchParam } from './search-parameter-types';
 import { textWords } from './text-normalization';
@@ -148,13 +149,20 @@ export function extractIndex(
   options: ExtractIndexOptions = { fullText: true },
 ): SearchIndex {
   const type = resource.resourceType;
-  const builder = new IndexBuilder(
-    options.serviceBase === undefined ? undefined : `${options.serviceBase}/${version}/`,
-  );
+  const localPrefix = options.serviceBase === undefined ? undefined : `${options.serviceBase}/${version}/`;
+  const builder = new IndexBuilder(localPrefix);
   if (typeof type !== 'string') return builder.build([]);
   const compiled = compiledParamsFor(version, type);
+  // Parameters whose values another parameter's entries hold (stored-params.ts) go to a builder of
+  // their own, of which only their presence, sort keys and compartment references are kept.
+  const derived = derivedParams(version, type);
+  const derivedBuilder = new IndexBuilder(localPrefix);
   const run = (param: CompiledSearchParam, expression: CompiledExpression): void =>
-    builder.add(param, expression, evaluateSafely(expression, resource));
+    (derived.has(param.code) ? derivedBuilder : builder).add(
+      param,
+      expression,
+      evaluateSafely(expression, resource),
+    );
   for (const key of Object.keys(resource)) {
     if (key.charCodeAt(0) === 95 /* _ */) continue;
     const element = elementOfKey(compiled, key);
@@ -162,8 +170,12 @@ export function extractIndex(
     for (const [param, expression] of compiled.byElement.get(element) ?? []) run(param, expression);
   }
   for (const [param, expression] of compiled.always) run(param, expression);
+  builder.adoptPresenceAndSort(derivedBuilder);
   const index = builder.build(options.fullText ? contentWords(version, resource) : []);
-  const compartments = index.ref ? patientCompartmentKeys(version, type, index.ref) : [];
-  if (compartments.length > 0) index.ref = [...index.ref!, ...compartments];
+  const compartments = patientCompartmentKeys(version, type, [
+    ...builder.references(),
+    ...derivedBuilder.references(),
+  ]);
+  if (compartments.length > 0) index.ref = [...(index.ref ?? []), ...compartments];
   return index;
 }

@@ -4,6 +4,8 @@
  * an equality or `$in` on them with a bounded index scan (DocumentDB does not bound two-sided
  * ranges or regexes on a multikey field: range-buckets.ts). `p` is always the search parameter code. Components inside the string entries are
  * escaped with `escapeComponent` (`\` and `|` are backslash-escaped), so splits are unambiguous.
+ * A parameter whose values are another's entries (`Observation.patient`, `combo-code`: stored-params.ts)
+ * has no entries of its own here, only its `has` marker and sort key.
  *
  * - `tok`: token values. `${p}|${code}` (code only, any system: `code=x`) and `${p}|${system}|${code}`
  *   (system possibly empty: `code=s|x`, `code=|x`, `code=s|` via anchored prefix). Codings, Identifier

@@ -378,4 +378,19 @@ describe('SMART scopes (e2e)', () => {
       expect(history.body.total).toBeGreaterThanOrEqual(3);
     }
   });
+
+  describe('a scope on a parameter stored as the union of others', () => {
+    it('combo-code reads the Observations with that code or component code', async () => {
+      const asMember = clientHeaders(plan, member.service_user_id);
+      const pressure = id('my-pressure');
+      await put(asMember, {
+        ...observation(pressure, me, 'vital-signs'),
+        component: [{ code: { coding: [{ system: 'http://loinc.org', code: '8480-6' }] } }],
+      } as never);
+      const auth = await token('patient/Observation.rs?combo-code=http://loinc.org|8480-6');
+      const search = await get('/r4/Observation?_count=50', auth).expect(200);
+      expect(ids(search.body)).toEqual([`Observation/${pressure}`]);
+      await get(`/r4/Observation/${obs.myVitals}`, auth).expect(404);
+    });
+  });
 });

@@ -6,6 +6,7 @@ import {
   type FhirVersion,
 } from '@app/fhir';
 import { parseSearchValue } from '@app/fhir/search/search-value-parsers';
+import { storedForm } from '@app/fhir/search/stored-params';
 import {
   accessOf,
   insufficientScope,
@@ -71,7 +72,8 @@ function ruleCondition(rule: AccessRule, version: FhirVersion | undefined): Filt
     }));
     parts.push(each.length === 1 ? each[0] : { $or: each });
   }
-  for (const condition of rule.conditions) parts.push({ 'idx.tok': { $in: conditionKeys(condition) } });
+  for (const condition of rule.conditions)
+    parts.push({ 'idx.tok': { $in: conditionKeys(condition, rule.type, version) } });
   return parts.length === 1 ? parts[0] : { $and: parts };
 }
 
@@ -88,12 +90,25 @@ function compartmentCondition(version: FhirVersion, patient: string, type: strin
   return type === 'Patient' ? { $or: [{ id: patient }, referencing] } : referencing;
 }
 
-/** The token index keys (`idx.tok`) one of which a resource must hold to meet a scope's condition. */
-function conditionKeys(condition: ScopeCondition): string[] {
-  return condition.values.flatMap((text) => {
-    const { key } = tokenKey(condition.param, parseSearchValue('token', text, condition.param));
-    return key === undefined ? [] : [key];
-  });
+/**
+ * The token index keys (`idx.tok`) one of which a resource of `type` must hold to meet a scope's
+ * condition: a parameter stored as the union of others (`combo-code`, stored-params.ts) is met by
+ * any of their keys (and by its own, which data written before holds).
+ */
+function conditionKeys(condition: ScopeCondition, type: string, version: FhirVersion | undefined): string[] {
+  const params = new Set([condition.param]);
+  if (type !== '*') {
+    for (const v of version ? [version] : FHIR_VERSIONS) {
+      const form = storedForm(v, type, condition.param);
+      if (form.kind === 'union') for (const part of form.params) params.add(part);
+    }
+  }
+  return [...params].flatMap((param) =>
+    condition.values.flatMap((text) => {
+      const { key } = tokenKey(param, parseSearchValue('token', text, param));
+      return key === undefined ? [] : [key];
+    }),
+  );
 }
 
 // ---- writes -------------------------------------------------------------------------------
@@ -114,7 +129,9 @@ function withinRule(rule: AccessRule, doc: WrittenResource): boolean {
   if (rule.patient !== undefined && !(doc.t === 'Patient' && doc.id === rule.patient)) {
     if (!idx.ref?.includes(patientCompartmentKey(rule.patient))) return false;
   }
-  return rule.conditions.every((condition) => conditionKeys(condition).some((key) => idx.tok?.includes(key)));
+  return rule.conditions.every((condition) =>
+    conditionKeys(condition, doc.t, doc.v).some((key) => idx.tok?.includes(key)),
+  );
 }
 
 /**

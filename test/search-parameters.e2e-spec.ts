@@ -23,7 +23,7 @@ describe('FHIR search parameters (e2e, Synthea R4)', () => {
   const ids = (list: Array<Record<string, any>>) => list.map((r) => String(r.id)).sort();
 
   beforeAll(async () => {
-    // `_content` is searched here: full text on (off by default, test/full-text.e2e-spec.ts)
+    // `_content` is searched here: full text on, whatever the environment says (test/full-text.e2e-spec.ts)
     t = await createTestApp({ ...IDENTITY_TEST_ENV, FHIR_FULLTEXT: 'on' });
     const client = await createClient(t);
     alice = await createUser(t, client);

@@ -45,13 +45,13 @@ const TARGETS_PER_WILDCARD_QUERY = 100;
 const RELATIVE_TARGET = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/;
 
 /**
- * Whether the stored entry of `param` (a source of `sourceType` referencing a `targetType`) is one
- * a directive follows: its parameters are read where they are stored (stored-conditions.ts), so a
- * derived `Observation:patient` follows the `subject` entries that name a Patient.
+ * Whether a directive follows the stored entry of `param` (a source of `sourceType` referencing a
+ * `targetType`): its parameters are read where they are stored (`stored`: storedReferenceParams of
+ * the directive's), so a derived `Observation:patient` follows the `subject` entries naming a Patient.
  */
 function follows(
-  version: FhirVersion,
   directive: IncludeDirective,
+  stored: ReturnType<typeof storedReferenceParams>,
   sourceType: string,
   param: string,
   targetType: string,
@@ -59,8 +59,8 @@ function follows(
   if (directive.targetType && directive.targetType !== targetType) return false;
   if (directive.wildcard) return true;
   if (directive.sourceType !== sourceType) return false;
-  return storedReferenceParams(version, sourceType, directive.params).some(
-    (stored) => stored.param === param && (!stored.targetTypes || stored.targetTypes.includes(targetType)),
+  return stored.some(
+    (entry) => entry.param === param && (!entry.targetTypes || entry.targetTypes.includes(targetType)),
   );
 }
 
@@ -234,6 +234,10 @@ export class IncludeResolver {
       { 'idx.ref': 1 },
       sources.length,
     );
+    const followed = directives.map((directive) => ({
+      directive,
+      stored: storedReferenceParams(version, directive.sourceType ?? '', directive.params),
+    }));
     const targets = new Map<string, ResourceRef>();
     for (const doc of withReferences) {
       for (const entry of (doc.idx as { ref?: string[] } | undefined)?.ref ?? []) {
@@ -242,8 +246,8 @@ export class IncludeResolver {
         let target = entry.slice(bar + 1);
         if (target.startsWith(localPrefix)) target = target.slice(localPrefix.length);
         const match = RELATIVE_TARGET.exec(target);
-        if (!match || !directives.some((directive) => follows(version, directive, doc.t, param, match[1])))
-          continue;
+        const type = match?.[1];
+        if (!type || !followed.some((f) => follows(f.directive, f.stored, doc.t, param, type))) continue;
         targets.set(target, { type: match[1], id: match[2] });
       }
     }

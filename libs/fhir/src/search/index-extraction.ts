@@ -154,15 +154,14 @@ export function extractIndex(
   if (typeof type !== 'string') return builder.build([]);
   const compiled = compiledParamsFor(version, type);
   // Parameters whose values another parameter's entries hold (stored-params.ts) go to a builder of
-  // their own, of which only their presence, sort keys and compartment references are kept.
+  // their own (made when one has a value), of which only their presence, sort keys and compartment
+  // references are kept.
   const derived = derivedParams(version, type);
-  const derivedBuilder = new IndexBuilder(localPrefix);
-  const run = (param: CompiledSearchParam, expression: CompiledExpression): void =>
-    (derived.has(param.code) ? derivedBuilder : builder).add(
-      param,
-      expression,
-      evaluateSafely(expression, resource),
-    );
+  let derivedBuilder: IndexBuilder | undefined;
+  const run = (param: CompiledSearchParam, expression: CompiledExpression): void => {
+    const target = derived.has(param.code) ? (derivedBuilder ??= new IndexBuilder(localPrefix)) : builder;
+    target.add(param, expression, evaluateSafely(expression, resource));
+  };
   for (const key of Object.keys(resource)) {
     if (key.charCodeAt(0) === 95 /* _ */) continue;
     const element = elementOfKey(compiled, key);
@@ -170,11 +169,11 @@ export function extractIndex(
     for (const [param, expression] of compiled.byElement.get(element) ?? []) run(param, expression);
   }
   for (const [param, expression] of compiled.always) run(param, expression);
-  builder.adoptPresenceAndSort(derivedBuilder);
+  if (derivedBuilder) builder.adoptPresenceAndSort(derivedBuilder);
   const index = builder.build(options.fullText ? contentWords(version, resource) : []);
   const compartments = patientCompartmentKeys(version, type, [
     ...builder.references(),
-    ...derivedBuilder.references(),
+    ...(derivedBuilder?.references() ?? []),
   ]);
   if (compartments.length > 0) index.ref = [...(index.ref ?? []), ...compartments];
   return index;

@@ -1,4 +1,5 @@
 import type { FhirVersion } from '../definitions/fhir-version';
+import { rewriteResolve } from './fhirpath-expressions';
 import { searchDefinitions } from './search-parameter-registry';
 import type { SearchParamDefinition } from './search-parameter-types';
 
@@ -23,7 +24,6 @@ export type StoredForm =
   | { readonly kind: 'restriction'; readonly param: string; readonly targetTypes: readonly string[] };
 
 const OWN: StoredForm = { kind: 'own' };
-const RESOLVE_IS = /^(.+)\.where\(\s*resolve\(\)\s+is\s+([A-Z][A-Za-z]*)\s*\)$/;
 /** Stored in top-level fields or not indexed at all: never derived. */
 const NEVER_DERIVED_TYPES = new Set(['composite', 'special']);
 
@@ -47,25 +47,36 @@ function acceptsTarget(definition: SearchParamDefinition, type: string): boolean
   return targets.length === 0 || targets.includes('Resource') || targets.includes(type);
 }
 
+interface Restriction {
+  definition: SearchParamDefinition;
+  base: Set<string>;
+  targetTypes: readonly string[];
+}
+
 /**
  * The references a reference parameter selects of another's: every part `X.where(resolve() is T)`
- * (one T) selects the T references of the parts X; parts with no `where` and only concrete target
- * types select the references of those types of the same parts (STU3's `Observation.patient` is
- * `Observation.subject` with the targets Patient and Group, and the extraction keeps only those).
+ * (one T; read as the extraction compiles it, fhirpath-expressions.ts `rewriteResolve`) selects the
+ * T references of the parts X; parts with no `where` and only concrete target types select the
+ * references of those types of the same parts (STU3's `Observation.patient` is `Observation.subject`
+ * with the targets Patient and Group, and the extraction keeps only those).
  */
-function restrictionOf(
-  definition: SearchParamDefinition,
-): { base: Set<string>; targetTypes: readonly string[] } | undefined {
-  const matches = definition.expressions.map((expression) => RESOLVE_IS.exec(expression.trim()));
-  if (matches.every((match) => match === null)) {
+function restrictionOf(definition: SearchParamDefinition): Restriction | undefined {
+  const parts = definition.expressions.map((expression) => rewriteResolve(expression.trim()));
+  if (parts.some((part) => part === undefined)) return undefined;
+  const targetType = parts[0]?.targetType;
+  if (targetType === undefined) {
     const targets = definition.targets;
+    if (parts.some((part) => part!.targetType !== undefined)) return undefined;
     if (targets.length === 0 || targets.includes('Resource')) return undefined;
-    return { base: expressionSet(definition), targetTypes: targets };
+    return { definition, base: expressionSet(definition), targetTypes: targets };
   }
-  const targetType = matches[0]?.[2];
-  if (targetType === undefined || matches.some((match) => match?.[2] !== targetType)) return undefined;
+  if (parts.some((part) => part!.targetType !== targetType)) return undefined;
   if (!acceptsTarget(definition, targetType)) return undefined;
-  return { base: new Set(matches.map((match) => match![1].trim())), targetTypes: [targetType] };
+  return {
+    definition,
+    base: new Set(parts.map((part) => part!.expression.trim())),
+    targetTypes: [targetType],
+  };
 }
 
 /** The definitions of one type by code, type-specific ones over common ones (searchParamDefinition's rule). */
@@ -87,14 +98,15 @@ function formsOf(version: FhirVersion, type: string): Forms {
   const sets = new Map(definitions.map((definition) => [definition.code, expressionSet(definition)]));
   const result = new Map<string, StoredForm>();
   const owned: SearchParamDefinition[] = [];
-  const restrictions: SearchParamDefinition[] = [];
+  const restrictions: Restriction[] = [];
   // Smaller expression sets first (then by code), so that a parameter is only ever derived from
   // parameters already known to keep their own entries; restrictions last, from those.
   const bySize = (a: SearchParamDefinition, b: SearchParamDefinition) =>
     sets.get(a.code)!.size - sets.get(b.code)!.size || (a.code < b.code ? -1 : 1);
   for (const definition of [...definitions].sort(bySize)) {
     if (definition.type === 'reference') {
-      if (restrictionOf(definition)) restrictions.push(definition);
+      const restriction = restrictionOf(definition);
+      if (restriction) restrictions.push(restriction);
       else owned.push(definition);
       continue;
     }
@@ -103,12 +115,13 @@ function formsOf(version: FhirVersion, type: string): Forms {
     else owned.push(definition);
   }
   // the widest first: a parameter can only be the base of one that selects fewer target types
-  const breadth = (definition: SearchParamDefinition) => restrictionOf(definition)!.targetTypes.length;
-  restrictions.sort((a, b) => breadth(b) - breadth(a) || (a.code < b.code ? -1 : 1));
-  for (const definition of restrictions) {
-    const form = restrictionForm(definition, sets, owned);
-    if (form) result.set(definition.code, form);
-    else owned.push(definition);
+  restrictions.sort(
+    (a, b) => b.targetTypes.length - a.targetTypes.length || (a.definition.code < b.definition.code ? -1 : 1),
+  );
+  for (const restriction of restrictions) {
+    const form = restrictionForm(restriction, sets, owned);
+    if (form) result.set(restriction.definition.code, form);
+    else owned.push(restriction.definition);
   }
   forms = result;
   byType.set(type, forms);
@@ -116,15 +129,14 @@ function formsOf(version: FhirVersion, type: string): Forms {
 }
 
 function restrictionForm(
-  definition: SearchParamDefinition,
+  restriction: Restriction,
   sets: ReadonlyMap<string, Set<string>>,
   owned: readonly SearchParamDefinition[],
 ): StoredForm | undefined {
-  const restriction = restrictionOf(definition)!;
   const base = owned.find(
     (other) =>
       other.type === 'reference' &&
-      other.code !== definition.code &&
+      other.code !== restriction.definition.code &&
       sameSet(sets.get(other.code)!, restriction.base) &&
       restriction.targetTypes.every((type) => acceptsTarget(other, type)),
   );

@@ -19,4 +19,4 @@ COPY --from=build --chown=node:node /app/scripts ./scripts
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 CMD node -e "fetch('http://127.0.0.1:8080/health').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
-CMD ["node", "dist/src/main.js"]
+CMD ["node", "--max-semi-space-size=64", "dist/src/main.js"]

@@ -1,4 +1,5 @@
 import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { readFileSync } from 'fs';
 import { join } from 'path';
 import { freePort } from '../../src/database/free-port';
 
@@ -39,7 +40,23 @@ function safeJson(text: string): any {
   }
 }
 
-/** The real server as a child process (`node dist/src/main.js`), for crash and CLI tests. */
+/**
+ * The node flags of a checkout's `npm start` (its package.json `start` script: `node <flags>
+ * dist/src/main.js`): the server runs here as operators run it. Older checkouts without flags
+ * give none.
+ */
+export function startScriptFlags(checkout = root): string[] {
+  const pkg = JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as {
+    scripts?: { start?: string };
+  };
+  const words = (pkg.scripts?.start ?? '').split(/\s+/).filter(Boolean);
+  const script = words.indexOf('dist/src/main.js');
+  if (words[0] !== 'node' || script < 0)
+    throw new Error(`${checkout}: npm start is not \`node … dist/src/main.js\``);
+  return words.slice(1, script);
+}
+
+/** The real server as a child process (`npm start`'s node and flags), for crash and CLI tests. */
 export class ServerProcess {
   child?: ChildProcess;
   port = 0;
@@ -62,8 +79,11 @@ export class ServerProcess {
 
   async start(): Promise<void> {
     this.port = this.port || (await freePort());
-    // SERVER_NODE_ARGS: extra node flags for the server only (e.g. `--cpu-prof` when profiling a benchmark).
-    const nodeArgs = (process.env.SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    // SERVER_NODE_ARGS (this server's env, else the process's): extra node flags for the server
+    // only, after npm start's (a later one wins): `--cpu-prof` when profiling a benchmark, or
+    // another young generation for a benchmark's row.
+    const extra = this.env.SERVER_NODE_ARGS ?? process.env.SERVER_NODE_ARGS ?? '';
+    const nodeArgs = [...startScriptFlags(this.checkout), ...extra.split(' ').filter(Boolean)];
     this.child = spawn(process.execPath, [...nodeArgs, join(this.checkout, 'dist', 'src', 'main.js')], {
       cwd: this.checkout,
       env: { ...process.env, ...this.env, PORT: String(this.port), HOST: '127.0.0.1' },

@@ -25,7 +25,7 @@
  * debt (up to 30 s), and a phase that began in debt measured the refusals of that debt, not what
  * its attack does.
  *
- * The server runs in its own process (`node dist/src/main.js`, like `npm start`), so the bench's
+ * The server runs in its own process (`npm start`'s node and flags), so the bench's
  * own work (sending, receiving) never shares the server's event loop; the heavy tenant's answers
  * are read to the end but not parsed. The CPU time of the server process and of the embedded engine in each phase is reported
  * (from /proc). Prints a table and writes bench/results/fairness.json.

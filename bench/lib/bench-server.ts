@@ -80,8 +80,8 @@ export async function startBenchServer(
 }
 
 /**
- * The same store served by the real server in a process of its own (`node dist/src/main.js`, as
- * operators run it), for measuring: in `startBenchServer`'s process the app shares its event loop
+ * The same store served by the real server in a process of its own (`npm start`'s node, flags and
+ * script, as operators run it), for measuring: in `startBenchServer`'s process the app shares its event loop
  * with the load generator and the bench's driver loops. Same database, signing key (DATA_DIR),
  * issuer and audience, so tokens issued in-process work there; the same lifted per-client limits. Stop it with `stop()`.
  */

@@ -9,7 +9,7 @@ import {
 import { descendantsNamed } from './process-stats';
 
 /**
- * Our server as operators run it (`node dist/src/main.js` in a process of its own) on an embedded
+ * Our server as operators run it (`npm start`'s node and flags, in a process of its own) on an embedded
  * database of its own, with `clients` × `users` users made through the real routes of an
  * in-process app on the same database (which then stays idle: it issued the tokens).
  */

@@ -246,8 +246,7 @@ export class IncludeResolver {
         let target = entry.slice(bar + 1);
         if (target.startsWith(localPrefix)) target = target.slice(localPrefix.length);
         const match = RELATIVE_TARGET.exec(target);
-        const type = match?.[1];
-        if (!type || !followed.some((f) => follows(f.directive, f.stored, doc.t, param, type))) continue;
+        if (!match || !followed.some((f) => follows(f.directive, f.stored, doc.t, param, match[1]))) continue;
         targets.set(target, { type: match[1], id: match[2] });
       }
     }

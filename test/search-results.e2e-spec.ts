@@ -110,6 +110,35 @@ describe('FHIR search results (e2e, Synthea R4)', () => {
       expect(seen).toHaveLength(resourcesOfType(records, 'Observation').length);
     });
 
+    // One reference's search: each page is one query that counts the matches and holds the page's
+    // rows beside the count (`$firstN` in index order, `$topN` for a `_sort` parameter).
+    it("one patient's Observations walked page by page, newest first and by _sort=-date", async () => {
+      const patientId = records[0].patientId;
+      const expected = resourcesOfType([records[0]], 'Observation');
+      expect(expected.length).toBeGreaterThan(3 * 5);
+      expect(expected.every((o) => typeof o.effectiveDateTime === 'string')).toBe(true);
+      for (const sort of ['', '&_sort=-date,_id']) {
+        const seen: Array<{ id: string; lastUpdated: string; date: string }> = [];
+        let url: string | undefined = `/r4/Observation?patient=Patient/${patientId}${sort}&_count=5`;
+        while (url) {
+          const res: request.Response = await get(url).expect(200);
+          expect(res.body.total).toBe(expected.length);
+          expect(res.body.entry.length).toBeLessThanOrEqual(5);
+          for (const { resource } of res.body.entry)
+            seen.push({
+              id: resource.id,
+              lastUpdated: resource.meta.lastUpdated,
+              date: resource.effectiveDateTime,
+            });
+          url = link(res.body, 'next') && relative(link(res.body, 'next')!);
+        }
+        expect(seen.map((o) => o.id).sort()).toEqual(expected.map((o) => o.id).sort());
+        const key = sort ? (o: (typeof seen)[0]) => o.date : (o: (typeof seen)[0]) => o.lastUpdated;
+        const keys = seen.map(key);
+        expect(keys).toEqual([...keys].sort().reverse());
+      }
+    });
+
     /** Every match of `path` by walking its next links: [id, meta.lastUpdated] in served order. */
     async function walk(path: string, headers = asAlice()): Promise<Array<[string, string]>> {
       const seen: Array<[string, string]> = [];

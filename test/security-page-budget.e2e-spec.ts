@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import request from 'supertest';
 import { ResourceRepository } from '../src/storage/resource.repository';
 import {
@@ -49,10 +50,14 @@ async function jsonBytesReadDuring<T>(
   const names = Object.getOwnPropertyNames(ResourceRepository.prototype).filter(
     (name) => name !== 'constructor' && typeof repository[name] === 'function',
   );
+  // what a method hands back through another one is counted once, where it leaves the repository
+  const within = new AsyncLocalStorage<true>();
   for (const name of names) {
     const original = repository[name] as (...args: unknown[]) => unknown;
     repository[name] = function (this: unknown, ...args: unknown[]) {
-      const out = original.apply(this, args);
+      const nested = within.getStore() === true;
+      const out = within.run(true, () => original.apply(this, args));
+      if (nested) return out;
       return out instanceof Promise ? out.then((value) => (count(value), value)) : out;
     };
   }
@@ -205,6 +210,39 @@ describe('security: history pages held to SEARCH_PAGE_MAX_BYTES (e2e)', () => {
     // before: all 30 Observations (~210 KB) were read, then trimmed to the budget
     expect(read.bytes).toBeLessThanOrEqual(PAGE_BYTES + 1000);
     expect(read.bytes).toBeGreaterThanOrEqual(pageBytes(page));
+  });
+
+  // One reference's search is one query that counts the matches and holds the page's rows beside
+  // the count; rows before a later page are held too, so each one's JSON is held only when that
+  // many of its size fit the budget (the others are read by key when served).
+  it("a patient's large Observations paged newest first and by _sort=-date: within the budget, each once, the JSON read held to it", async () => {
+    await put('/r4/Patient/paged', patientOf('paged', 'Paged', 100)).expect(201);
+    for (let i = 0; i < 12; i++) {
+      const obs = {
+        ...observation(`paged-obs-${i}`, 'paged', 'budget-paged'),
+        effectiveDateTime: `2020-01-${String(i + 1).padStart(2, '0')}`,
+        note: [{ text: 'p'.repeat(7000) }],
+      };
+      await put(`/r4/Observation/paged-obs-${i}`, obs).expect(201);
+    }
+    for (const sort of ['', '&_sort=-date']) {
+      const served: string[] = [];
+      let path: string | undefined = `/r4/Observation?patient=Patient/paged${sort}&_count=5`;
+      while (path) {
+        const read = await jsonBytesReadDuring(t, () =>
+          request(t.server).get(path!).set(bearer(alice.access_token)).expect(200),
+        );
+        const page = read.result.body;
+        expect(page.total).toBe(12);
+        expect(page.entry.length === 1 || pageBytes(page) <= PAGE_BYTES).toBe(true);
+        expect(read.bytes).toBeLessThanOrEqual(PAGE_BYTES);
+        served.push(...page.entry.map((e: any) => e.resource.id));
+        const next = page.link.find((l: any) => l.relation === 'next')?.url;
+        path = next && linkPath(next);
+      }
+      expect([...served].sort()).toEqual(Array.from({ length: 12 }, (_, i) => `paged-obs-${i}`).sort());
+      if (sort) expect(served).toEqual(Array.from({ length: 12 }, (_, i) => `paged-obs-${11 - i}`));
+    }
   });
 
   it('$everything pages: within the budget (or one entry), every compartment resource once', async () => {

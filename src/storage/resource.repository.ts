@@ -85,6 +85,19 @@ function pageFields(page: { size: number; maxBytes: number }): object {
   return { ...SERVED_PROJECTION, size: JSON_SIZE, json: inlineJsonUpTo(page.maxBytes, page.size + 1) };
 }
 
+/**
+ * `pageFields` as an expression (a document the engine holds in an array): the JSON inline only
+ * when `rows` of its size fit `maxBytes`, so that what is held stays within the page's budget
+ * however many rows come before the page.
+ */
+function heldPageFields(maxBytes: number, rows: number): object {
+  return {
+    ...Object.fromEntries(SERVED_FIELDS.map((field) => [field, `$${field}`])),
+    size: JSON_SIZE,
+    json: inlineJsonUpTo(maxBytes, rows),
+  };
+}
+
 function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): ResourceDoc {
   const { size: _size, ...doc } = row;
   return doc;
@@ -340,14 +353,15 @@ export class ResourceRepository {
   }
 
   /**
-   * `searchPage` and the count of its matches (at most `countLimit`) in one query (`$facet` of the
-   * page's rows and a `$count`), for matches known to be few (one reference's resources) or read
-   * in index order up to the cap (one token's, search-executor.ts): the engine holds them for the
-   * two facets. `inIndexOrder`: the index walked holds `sort`, so the
-   * query reads it in order and stops after `countLimit` matches (or the page's end, if later),
-   * the page being the first of them; otherwise no index holds the order (a `_sort` parameter's
-   * key), the page query reads and sorts every match anyway, and the count is taken in that pass.
-   * Either way a second query reading the matches again is saved.
+   * `searchPage` and the count of its matches (at most `countLimit`) in one query, for matches
+   * known to be few (one reference's resources) or read in index order up to the cap (one
+   * token's, search-executor.ts). `inIndexOrder`: the index walked holds `sort`, so the query reads
+   * it in order and stops after `countLimit` matches (or the page's end, if later), the page being
+   * the first of them (`$firstN`); otherwise no index holds the order (a `_sort` parameter's key),
+   * the query reads every match anyway and keeps the page's in a top-N heap (`$topN`). One `$group`
+   * counts the matches and holds the page's documents beside the count: a `$facet` of the page and
+   * a `$count` would first copy every match into the engine's temporary store (docs/storage.md
+   * "Totals", measured). Either way a second query reading the matches again is saved.
    */
   async searchPageCounted(
     ctx: TenantContext,
@@ -358,23 +372,26 @@ export class ResourceRepository {
   ): Promise<SearchPageRows & { counted: number }> {
     const skip = options.skip ?? 0;
     const pageEnd = skip + page.size + 1;
-    const rows: object[] = count.inIndexOrder ? [] : [{ $sort: options.sort }];
-    rows.push({ $limit: pageEnd });
-    if (skip > 0) rows.push({ $skip: skip });
-    rows.push({ $project: pageFields(page) });
-    const facet = { $facet: { rows, n: [{ $limit: count.limit }, { $count: 'n' }] } };
-    const stages = count.inIndexOrder
-      ? [{ $sort: options.sort }, { $limit: Math.max(count.limit, pageEnd) }, facet]
-      : [facet];
+    const row = heldPageFields(page.maxBytes, pageEnd);
+    const held = count.inIndexOrder
+      ? { $firstN: { n: pageEnd, input: row } }
+      : { $topN: { n: pageEnd, sortBy: options.sort, output: row } };
+    const stages: object[] = count.inIndexOrder
+      ? [{ $sort: options.sort }, { $limit: Math.max(count.limit, pageEnd) }]
+      : [];
+    stages.push(
+      { $group: { _id: null, n: { $sum: 1 }, rows: held } },
+      { $project: { _id: 0, n: 1, rows: { $slice: ['$rows', skip, page.size + 1] } } },
+    );
     const [result] = await this.scoped(ctx).resources.aggregateRows<{
       rows: Array<ResourceDoc & { size: number }>;
-      n: Array<{ n: number }>;
+      n: number;
     }>(this.searchFilter(ctx, version, { ...options, limit: page.size + 1 }), stages, 1, {
       ...forContext(ctx, options.hint),
       enableUtf8Validation: false,
     });
     const served = await this.servedPage(ctx, result?.rows ?? [], page, skip);
-    return { ...served, counted: result?.n[0]?.n ?? 0 };
+    return { ...served, counted: Math.min(result?.n ?? 0, count.limit) };
   }
 
   /**

@@ -263,6 +263,28 @@ describe('query plans: index scans for every hot query (e2e)', () => {
    * references index, by type and newest first, the index's own order after it: read in order up
    * to the page (+ the row before it and the one after), no pass over the whole compartment.
    */
+  /**
+   * `_include`: the page's query brings its matches' `idx.ref` entries and the targets come with
+   * their JSON (small enough for the page's budget): the page and one read of the targets, no read
+   * of the matches' references or of the targets' JSON after them.
+   */
+  it('an _include page is two commands: the page with its references, the targets with their JSON', async () => {
+    for (const credential of ['user', 'client'] as const) {
+      const path = `/r4/Encounter?patient=Patient/${fixture.record.patientId}&_include=Encounter:patient&_count=5`;
+      let body: { entry: Array<{ search: { mode: string } }> } | undefined;
+      const reports = await plansOf(async () => {
+        body = (await getOk(path, credentialHeaders(fixture, credential))()).body as typeof body;
+      });
+      expect(body!.entry.filter((entry) => entry.search.mode === 'include')).toHaveLength(1);
+      const resources = reports.filter(({ query }) => query.collection === 'resources');
+      expect(resources).toHaveLength(2);
+      expect(resources[0].indexes).toContain('search_references');
+      expect(JSON.stringify(resources[0].query.command.pipeline)).toContain('"$idx.ref"');
+      expect(resources[1].indexes).toContain('_id_');
+      expect(JSON.stringify(resources[1].query.command.pipeline)).toContain('"$json"');
+    }
+  });
+
   it("a patient's $everything page reads its compartment in index order and stops after the page", async () => {
     const sortsEveryMatch = process.env.TEST_DB_ORDERED_INDEXES === 'no';
     const PAGE = 5;

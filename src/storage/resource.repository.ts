@@ -80,22 +80,38 @@ const SERVED_PROJECTION: Readonly<Record<string, 1>> = Object.fromEntries(
   SERVED_FIELDS.map((field) => [field, 1]),
 );
 
-/** A searchset page's projection: the served fields, the JSON's size, the JSON when small (page-budget.ts). */
-function pageFields(page: { size: number; maxBytes: number }): object {
-  return { ...SERVED_PROJECTION, size: JSON_SIZE, json: inlineJsonUpTo(page.maxBytes, page.size + 1) };
+/** A searchset page: its size, its JSON budget, whether its rows bring their references. */
+interface PageShape {
+  size: number;
+  maxBytes: number;
+  references?: boolean;
+}
+
+/**
+ * A searchset page's projection: the served fields, the JSON's size, the JSON when small
+ * (page-budget.ts), and the `idx.ref` entries when asked (an `_include` then reads no more).
+ */
+function pageFields(page: PageShape): object {
+  const fields = {
+    ...SERVED_PROJECTION,
+    size: JSON_SIZE,
+    json: inlineJsonUpTo(page.maxBytes, page.size + 1),
+  };
+  return page.references ? { ...fields, 'idx.ref': 1 } : fields;
 }
 
 /**
  * `pageFields` as an expression (a document the engine holds in an array): the JSON inline only
- * when `rows` of its size fit `maxBytes`, so that what is held stays within the page's budget
- * however many rows come before the page.
+ * when `rows` of its size fit the page's budget, so that what is held stays within it however many
+ * rows come before the page.
  */
-function heldPageFields(maxBytes: number, rows: number): object {
-  return {
+function heldPageFields(page: PageShape, rows: number): object {
+  const fields = {
     ...Object.fromEntries(SERVED_FIELDS.map((field) => [field, `$${field}`])),
     size: JSON_SIZE,
-    json: inlineJsonUpTo(maxBytes, rows),
+    json: inlineJsonUpTo(page.maxBytes, rows),
   };
+  return page.references ? { ...fields, idx: { ref: '$idx.ref' } } : fields;
 }
 
 function withoutSize<T extends ResourceDoc>(row: T & { size?: number }): ResourceDoc {
@@ -341,7 +357,7 @@ export class ResourceRepository {
     ctx: TenantContext,
     version: FhirVersion,
     options: Omit<StoreSearchOptions, 'limit' | 'count' | 'withoutIndex'>,
-    page: { size: number; maxBytes: number },
+    page: PageShape,
   ): Promise<SearchPageRows> {
     const rows = await this.sortedPage<ResourceDoc & { size: number }>(
       ctx,
@@ -367,12 +383,12 @@ export class ResourceRepository {
     ctx: TenantContext,
     version: FhirVersion,
     options: Omit<StoreSearchOptions, 'limit' | 'count' | 'withoutIndex'> & { sort: SortOrder },
-    page: { size: number; maxBytes: number },
+    page: PageShape,
     count: { limit: number; inIndexOrder: boolean },
   ): Promise<SearchPageRows & { counted: number }> {
     const skip = options.skip ?? 0;
     const pageEnd = skip + page.size + 1;
-    const row = heldPageFields(page.maxBytes, pageEnd);
+    const row = heldPageFields(page, pageEnd);
     const held = count.inIndexOrder
       ? { $firstN: { n: pageEnd, input: row } }
       : { $topN: { n: pageEnd, sortBy: options.sort, output: row } };
@@ -401,7 +417,7 @@ export class ResourceRepository {
   private async servedPage(
     ctx: TenantContext,
     rows: Array<ResourceDoc & { size: number }>,
-    page: { size: number; maxBytes: number },
+    page: PageShape,
     skip: number,
   ): Promise<SearchPageRows> {
     const kept = servedWithinBudget(

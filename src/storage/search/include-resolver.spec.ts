@@ -46,6 +46,54 @@ const matches = Array.from({ length: 250 }, (_, i) => ({
 }));
 
 describe('IncludeResolver', () => {
+  it("_include asks for the targets' JSON within the page's budget; read looks up only those that came without it", async () => {
+    const options: unknown[] = [];
+    const looked: unknown[] = [];
+    const repository = {
+      findFields: () =>
+        Promise.resolve([
+          {
+            _id: 'r4|c|Encounter|e1',
+            t: 'Encounter',
+            idx: { ref: ['subject|Patient/p1', 'subject|Patient/p2'] },
+          },
+        ]),
+      sizesOf: (_c: unknown, _v: unknown, _f: unknown, limit: number, page: unknown) => {
+        options.push({ limit, page });
+        return Promise.resolve([
+          {
+            ...sized(1)[0],
+            _id: 'r4|c|Patient|p1',
+            t: 'Patient',
+            id: 'p1',
+            json: '{"resourceType":"Patient"}',
+          },
+          { ...sized(1)[0], _id: 'r4|c|Patient|p2', t: 'Patient', id: 'p2' },
+        ]);
+      },
+      findByKeys: (_c: unknown, _v: unknown, refs: unknown[]) => {
+        looked.push(...refs);
+        return Promise.resolve([{ _id: 'r4|c|Patient|p2', v: 'r4', t: 'Patient', id: 'p2', json: '{}' }]);
+      },
+      key: (_ctx: unknown, version: string, type: string, id: string) => `${version}|c|${type}|${id}`,
+    } as unknown as ResourceRepository;
+    const resolver = new IncludeResolver(repository);
+    const parsed = {
+      include: [{ wildcard: false, sourceType: 'Encounter', params: ['subject'], iterate: false }],
+      revinclude: [],
+    };
+    const sources = [{ _id: 'r4|c|Encounter|e1', t: 'Encounter', id: 'e1' }];
+    const { additions } = await resolver.resolve(ctx, 'r4', parsed, sources, 'http://x', 5000);
+    // two targets: each one's JSON inline when two of its size fit 5,000 bytes
+    expect(options).toEqual([{ limit: 2, page: { jsonUpTo: 5000 } }]);
+    const read = await resolver.read(ctx, 'r4', additions);
+    expect(looked).toEqual([{ type: 'Patient', id: 'p2' }]);
+    expect(read.map((doc) => [doc.id, doc.v, doc.json])).toEqual([
+      ['p1', 'r4', '{"resourceType":"Patient"}'],
+      ['p2', 'r4', '{}'],
+    ]);
+  });
+
   it('repeated directives collapse into one query', async () => {
     const { resolver, calls } = resolverOver(() => sized(3));
     const parsed = { include: [], revinclude: Array.from({ length: 60 }, () => revinclude()) };

@@ -64,7 +64,8 @@ function follows(
   );
 }
 
-type Source = Pick<ResourceDoc, '_id' | 't' | 'id'>;
+/** A resource whose references an include follows: with its `idx.ref` entries when a page brought them. */
+type Source = Pick<ResourceDoc, '_id' | 't' | 'id'> & { idx?: { ref?: string[] } };
 
 /** The directives without repeats (`_revinclude:iterate=*` sent 60 times is one directive), in order. */
 function distinct(directives: readonly IncludeDirective[]): IncludeDirective[] {
@@ -86,8 +87,12 @@ function distinct(directives: readonly IncludeDirective[]): IncludeDirective[] {
  * What `resolve` found: at most MAX_INCLUDED additions, whether there were more, and whether
  * `:iterate` would have found more past MAX_INCLUDE_DEPTH levels.
  */
+/** An included resource as a searchset entry serves it. */
+export type IncludedDoc = Pick<ResourceDoc, '_id' | 'v' | 't' | 'id' | 'json'>;
+
 export interface ResolvedIncludes {
-  additions: SizedRef[];
+  /** With the JSON of those small enough (`resolve`'s `jsonUpTo`): `read` then needs no look-up. */
+  additions: Array<SizedRef & { json?: string }>;
   truncated: boolean;
   depthCapped: boolean;
 }
@@ -129,7 +134,9 @@ export function includeDepthCappedEntry(): SearchsetEntry {
  *
  * Two steps, so that the page byte budget decides before any JSON is read (docs/security.md
  * "Page byte budget"): `resolve` finds what would be included with each resource's JSON size
- * only (up to MAX_INCLUDED), `read` then fetches the JSON of those the page keeps.
+ * (up to MAX_INCLUDED), and the JSON itself of the `_include` targets only when all of them of
+ * that size would fit `jsonUpTo` (the page's budget: what is decoded and not served stays within
+ * it); `read` then fetches the JSON of the others the page keeps.
  */
 @Injectable()
 export class IncludeResolver {
@@ -141,6 +148,7 @@ export class IncludeResolver {
     parsed: Pick<ParsedSearch, 'include' | 'revinclude'>,
     matches: readonly Source[],
     serviceBase: string,
+    jsonUpTo?: number,
   ): Promise<ResolvedIncludes> {
     const include = distinct(parsed.include);
     const revinclude = distinct(parsed.revinclude);
@@ -154,15 +162,19 @@ export class IncludeResolver {
     if (include.length === 0 && revinclude.length === 0)
       return { additions: [], truncated: false, depthCapped: false };
     const seen = new Set(matches.map((doc) => doc._id));
-    const included: SizedRef[] = [];
-    const add = (docs: readonly SizedRef[]): SizedRef[] => {
+    const included: ResolvedIncludes['additions'] = [];
+    const add = (docs: ResolvedIncludes['additions']): SizedRef[] => {
       const fresh = docs.filter((doc) => !seen.has(doc._id));
       for (const doc of fresh) seen.add(doc._id);
       included.push(...fresh);
       return fresh;
     };
     const localPrefix = `${serviceBase}/${version}/`;
-    let level = add(await this.level(ctx, version, include, revinclude, matches, localPrefix));
+    const levelOf = (
+      directives: { include: IncludeDirective[]; revinclude: IncludeDirective[] },
+      sources: readonly Source[],
+    ) => this.level(ctx, version, directives, sources, { localPrefix, jsonUpTo });
+    let level = add(await levelOf({ include, revinclude }, matches));
     const iterating = {
       include: include.filter((d) => d.iterate),
       revinclude: revinclude.filter((d) => d.iterate),
@@ -171,14 +183,7 @@ export class IncludeResolver {
     let depth = 1;
     let depthCapped = false;
     while (iterates && level.length > 0 && included.length < MAX_INCLUDED) {
-      const next = await this.level(
-        ctx,
-        version,
-        iterating.include,
-        iterating.revinclude,
-        level,
-        localPrefix,
-      );
+      const next = await levelOf(iterating, level);
       if (depth === MAX_INCLUDE_DEPTH) {
         // one level past the cap is read only to tell whether the cap left anything out
         depthCapped = next.some((doc) => !seen.has(doc._id));
@@ -194,26 +199,41 @@ export class IncludeResolver {
     };
   }
 
-  /** The current JSON of resolved inclusions, in their order (one deleted meanwhile is left out). */
-  read(ctx: TenantContext, version: FhirVersion, refs: readonly SizedRef[]): Promise<ResourceDoc[]> {
-    return this.repository.findByKeys(
+  /**
+   * The current JSON of resolved inclusions, in their order: as resolved where it came with them,
+   * else read by key (one deleted meanwhile is left out).
+   */
+  async read(
+    ctx: TenantContext,
+    version: FhirVersion,
+    refs: ResolvedIncludes['additions'],
+  ): Promise<IncludedDoc[]> {
+    const unread = refs.filter((ref) => ref.json === undefined);
+    const docs = await this.repository.findByKeys(
       ctx,
       version,
-      refs.map((ref) => ({ type: ref.t, id: ref.id })),
+      unread.map((ref) => ({ type: ref.t, id: ref.id })),
     );
+    const byId = new Map(docs.map((doc) => [doc._id, doc]));
+    return refs.flatMap((ref): IncludedDoc[] => {
+      if (ref.json !== undefined) return [{ _id: ref._id, v: version, t: ref.t, id: ref.id, json: ref.json }];
+      const doc = byId.get(ref._id);
+      return doc ? [doc] : [];
+    });
   }
 
   private async level(
     ctx: TenantContext,
     version: FhirVersion,
-    includes: readonly IncludeDirective[],
-    revincludes: readonly IncludeDirective[],
+    directives: { include: readonly IncludeDirective[]; revinclude: readonly IncludeDirective[] },
     sources: readonly Source[],
-    localPrefix: string,
-  ): Promise<SizedRef[]> {
+    options: { localPrefix: string; jsonUpTo?: number },
+  ): Promise<ResolvedIncludes['additions']> {
     const [forward, reverse] = await Promise.all([
-      this.referenced(ctx, version, includes, sources, localPrefix),
-      Promise.all(revincludes.map((directive) => this.referencing(ctx, version, directive, sources))),
+      this.referenced(ctx, version, directives.include, sources, options),
+      Promise.all(
+        directives.revinclude.map((directive) => this.referencing(ctx, version, directive, sources)),
+      ),
     ]);
     return [...forward, ...reverse.flat()];
   }
@@ -224,23 +244,33 @@ export class IncludeResolver {
     version: FhirVersion,
     directives: readonly IncludeDirective[],
     sources: readonly Source[],
-    localPrefix: string,
-  ): Promise<SizedRef[]> {
+    options: { localPrefix: string; jsonUpTo?: number },
+  ): Promise<ResolvedIncludes['additions']> {
     if (directives.length === 0 || sources.length === 0) return [];
-    const withReferences = await this.repository.findFields(
-      ctx,
-      version,
-      { _id: { $in: sources.map((doc) => doc._id) } },
-      { 'idx.ref': 1 },
-      sources.length,
-    );
+    const { localPrefix } = options;
+    // a search page's matches bring their entries (SearchPageSize.references); the others are read
+    const brought = sources.filter((doc) => doc.idx !== undefined);
+    const unread = sources.filter((doc) => doc.idx === undefined);
+    const withReferences: Source[] =
+      unread.length === 0
+        ? brought
+        : [
+            ...brought,
+            ...(await this.repository.findFields(
+              ctx,
+              version,
+              { _id: { $in: unread.map((doc) => doc._id) } },
+              { 'idx.ref': 1 },
+              unread.length,
+            )),
+          ];
     const followed = directives.map((directive) => ({
       directive,
       stored: storedReferenceParams(version, directive.sourceType ?? '', directive.params),
     }));
     const targets = new Map<string, ResourceRef>();
     for (const doc of withReferences) {
-      for (const entry of (doc.idx as { ref?: string[] } | undefined)?.ref ?? []) {
+      for (const entry of doc.idx?.ref ?? []) {
         const bar = entry.indexOf('|');
         const param = entry.slice(0, bar);
         let target = entry.slice(bar + 1);
@@ -254,7 +284,9 @@ export class IncludeResolver {
     const keys = [...targets.values()]
       .slice(0, MAX_INCLUDED)
       .map((ref) => this.repository.key(ctx, version, ref.type, ref.id));
-    return this.repository.sizesOf(ctx, version, { _id: { $in: keys } }, MAX_INCLUDED);
+    return this.repository.sizesOf(ctx, version, { _id: { $in: keys } }, keys.length, {
+      jsonUpTo: options.jsonUpTo,
+    });
   }
 
   /** `_revinclude`: resources of the directive's source type whose reference parameter names a source. */

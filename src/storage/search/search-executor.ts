@@ -31,6 +31,8 @@ export interface SearchWithin {
 export interface SearchPageSize {
   size: number;
   maxBytes: number;
+  /** Each match with its `idx.ref` entries (the references an `_include` follows). */
+  references?: boolean;
 }
 
 /** A searchset page's matches, and (when asked and the page did not tell it) the count of all matches. */

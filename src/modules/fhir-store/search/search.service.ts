@@ -19,6 +19,7 @@ import { compartmentWithin } from '../../../storage/search/compartment-search-fi
 import {
   includeDepthCappedEntry,
   IncludeResolver,
+  type IncludedDoc,
   includesTruncatedEntry,
 } from '../../../storage/search/include-resolver';
 import { isLenientHandling, isStrictHandling } from '../../../fhir-http/prefer';
@@ -131,7 +132,10 @@ export class SearchService {
     // no budget left: a page of size 0 still tells whether a match follows (no JSON is read)
     const page = await this.storage.for(ctx).searchPage(version, parsed, {
       within: within?.restriction,
-      page: maxBytes > 0 ? { size: parsed.count, maxBytes } : { size: 0, maxBytes: 0 },
+      page:
+        maxBytes > 0
+          ? { size: parsed.count, maxBytes, references: parsed.include.length > 0 }
+          : { size: 0, maxBytes: 0 },
       count: plan.count ? { limit: plan.limit } : undefined,
     });
     // A page that saw the last match tells the total (most patient-scoped searches fit one page).
@@ -185,7 +189,7 @@ export class SearchService {
     budget: number,
   ): Promise<{
     matches: ResourceDoc[];
-    included: ResourceDoc[];
+    included: IncludedDoc[];
     cut: boolean;
     truncated: boolean;
     depthCapped: boolean;
@@ -199,6 +203,7 @@ export class SearchService {
         parsed,
         matches,
         base,
+        budget,
       );
       const sizes = additions.map((ref) => ref.size);
       const room = budget - sum(matches.map((doc) => doc.json?.length ?? 0));

@@ -94,6 +94,34 @@ describe('IncludeResolver', () => {
     ]);
   });
 
+  it('with :iterate the JSON comes with the first level only: one budget decoded however many levels', async () => {
+    const pages: unknown[] = [];
+    let level = 0;
+    const repository = {
+      // each source references one resource the levels before did not
+      findFields: (_c: unknown, _v: unknown, filter: { _id: { $in: string[] } }) =>
+        Promise.resolve(
+          filter._id.$in.map((_id) => ({ _id, t: 'Patient', idx: { ref: [`link|Patient/p${level + 1}`] } })),
+        ),
+      sizesOf: (_c: unknown, _v: unknown, _f: unknown, _limit: number, page: unknown) => {
+        pages.push(page);
+        level++;
+        return Promise.resolve([
+          { ...sized(1)[0], _id: `r4|c|Patient|p${level}`, t: 'Patient', id: `p${level}` },
+        ]);
+      },
+      key: (_ctx: unknown, version: string, type: string, id: string) => `${version}|c|${type}|${id}`,
+    } as unknown as ResourceRepository;
+    const parsed = {
+      include: [{ wildcard: false, sourceType: 'Patient', params: ['link'], iterate: true }],
+      revinclude: [],
+    };
+    await new IncludeResolver(repository).resolve(ctx, 'r4', parsed, matches.slice(0, 1), 'http://x', 5000);
+    expect(pages.length).toBeGreaterThan(2);
+    expect(pages[0]).toEqual({ jsonUpTo: 5000 });
+    for (const page of pages.slice(1)) expect(page).toEqual({ jsonUpTo: undefined });
+  });
+
   it('repeated directives collapse into one query', async () => {
     const { resolver, calls } = resolverOver(() => sized(3));
     const parsed = { include: [], revinclude: Array.from({ length: 60 }, () => revinclude()) };

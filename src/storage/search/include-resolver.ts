@@ -83,13 +83,13 @@ function distinct(directives: readonly IncludeDirective[]): IncludeDirective[] {
   return [...seen.values()];
 }
 
+/** An included resource as a searchset entry serves it. */
+export type IncludedDoc = Pick<ResourceDoc, '_id' | 'v' | 't' | 'id' | 'json'>;
+
 /**
  * What `resolve` found: at most MAX_INCLUDED additions, whether there were more, and whether
  * `:iterate` would have found more past MAX_INCLUDE_DEPTH levels.
  */
-/** An included resource as a searchset entry serves it. */
-export type IncludedDoc = Pick<ResourceDoc, '_id' | 'v' | 't' | 'id' | 'json'>;
-
 export interface ResolvedIncludes {
   /** With the JSON of those small enough (`resolve`'s `jsonUpTo`): `read` then needs no look-up. */
   additions: Array<SizedRef & { json?: string }>;
@@ -170,11 +170,11 @@ export class IncludeResolver {
       return fresh;
     };
     const localPrefix = `${serviceBase}/${version}/`;
-    const levelOf = (
-      directives: { include: IncludeDirective[]; revinclude: IncludeDirective[] },
-      sources: readonly Source[],
-    ) => this.level(ctx, version, directives, sources, { localPrefix, jsonUpTo });
-    let level = add(await levelOf({ include, revinclude }, matches));
+    // the JSON comes with the first level's targets only: what is decoded and not served stays
+    // within one budget, however many levels `:iterate` adds
+    let level = add(
+      await this.level(ctx, version, { include, revinclude }, matches, { localPrefix, jsonUpTo }),
+    );
     const iterating = {
       include: include.filter((d) => d.iterate),
       revinclude: revinclude.filter((d) => d.iterate),
@@ -183,7 +183,7 @@ export class IncludeResolver {
     let depth = 1;
     let depthCapped = false;
     while (iterates && level.length > 0 && included.length < MAX_INCLUDED) {
-      const next = await levelOf(iterating, level);
+      const next = await this.level(ctx, version, iterating, level, { localPrefix });
       if (depth === MAX_INCLUDE_DEPTH) {
         // one level past the cap is read only to tell whether the cap left anything out
         depthCapped = next.some((doc) => !seen.has(doc._id));

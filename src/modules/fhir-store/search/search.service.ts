@@ -203,7 +203,8 @@ export class SearchService {
         parsed,
         matches,
         base,
-        budget,
+        // the targets' JSON once: a page cut in half reads the JSON of what it serves by key
+        matches === docs ? budget : undefined,
       );
       const sizes = additions.map((ref) => ref.size);
       const room = budget - sum(matches.map((doc) => doc.json?.length ?? 0));

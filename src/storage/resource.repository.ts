@@ -80,6 +80,11 @@ const SERVED_PROJECTION: Readonly<Record<string, 1>> = Object.fromEntries(
   SERVED_FIELDS.map((field) => [field, 1]),
 );
 
+/** The served fields as expressions (a document built in a pipeline): built once, like the projection. */
+const SERVED_EXPRESSIONS: Readonly<Record<string, string>> = Object.fromEntries(
+  SERVED_FIELDS.map((field) => [field, `$${field}`]),
+);
+
 /** A searchset page: its size, its JSON budget, whether its rows bring their references. */
 interface PageShape {
   size: number;
@@ -107,7 +112,7 @@ function pageFields(page: PageShape): object {
  */
 function heldPageFields(page: PageShape, rows: number): object {
   const fields = {
-    ...Object.fromEntries(SERVED_FIELDS.map((field) => [field, `$${field}`])),
+    ...SERVED_EXPRESSIONS,
     size: JSON_SIZE,
     json: inlineJsonUpTo(page.maxBytes, rows),
   };

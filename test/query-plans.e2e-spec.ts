@@ -279,10 +279,45 @@ describe('query plans: index scans for every hot query (e2e)', () => {
       const resources = reports.filter(({ query }) => query.collection === 'resources');
       expect(resources).toHaveLength(2);
       expect(resources[0].indexes).toContain('search_references');
-      expect(JSON.stringify(resources[0].query.command.pipeline)).toContain('"$idx.ref"');
+      // held beside the count (`$idx.ref`), or projected by a plain page (its first pages held every match)
+      expect(JSON.stringify(resources[0].query.command.pipeline)).toMatch(/"\$idx\.ref"|"idx\.ref":1/);
       expect(resources[1].indexes).toContain('_id_');
       expect(JSON.stringify(resources[1].query.command.pipeline)).toContain('"$json"');
     }
+  });
+
+  /**
+   * One reference's search counts in its page's query until its first pages are seen to hold all
+   * their matches (search/first-page-fits.ts): then the page alone tells the total, one plain page
+   * query. A shape whose first pages overflow keeps counting in the page.
+   */
+  it("a patient's search whose first pages held every match becomes one plain page query", async () => {
+    const patient = `patient=Patient/${fixture.record.patientId}`;
+    const shapes = async (path: string) => {
+      const seen: Array<{ total?: number; counted: boolean; queries: number }> = [];
+      for (let i = 0; i < 2; i++) {
+        let total: number | undefined;
+        const reports = await plansOf(async () => {
+          total = ((await getOk(path, credentialHeaders(fixture, 'user'))()).body as { total?: number })
+            .total;
+        });
+        const resources = reports.filter(({ query }) => query.collection === 'resources');
+        const pipeline = JSON.stringify(resources[0].query.command.pipeline);
+        seen.push({ total, counted: pipeline.includes('"$firstN"'), queries: resources.length });
+      }
+      return seen;
+    };
+    const [first, second] = await shapes(`/r4/Observation?${patient}&_count=100`);
+    expect(first.total).toBeGreaterThan(1);
+    expect(first.total).toBeLessThanOrEqual(100);
+    expect(first.counted).toBe(true);
+    expect(second).toEqual({ total: first.total, counted: false, queries: 1 });
+    // one match a page: the first page never holds them all, the page keeps its count
+    const overflowing = await shapes(`/r4/Observation?${patient}&_count=1`);
+    expect(overflowing).toEqual([
+      { total: first.total, counted: true, queries: 1 },
+      { total: first.total, counted: true, queries: 1 },
+    ]);
   });
 
   it("a patient's $everything page reads its compartment in index order and stops after the page", async () => {

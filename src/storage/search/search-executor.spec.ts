@@ -95,6 +95,47 @@ describe('SearchExecutor.searchPage: when the count starts', () => {
     }
   });
 
+  it("one reference's search whose first pages held every match: a plain page, until pages overflow", async () => {
+    const allOnOnePage: SearchPageRows = { docs: [], hasNext: false, matchesFromSkip: 3 };
+    const { executor, countBy, searchPage, searchPageCounted } = repositoryAnswering(allOnOnePage, 0);
+    searchPageCounted.mockImplementation(async () => ({ ...allOnOnePage, counted: 3 }));
+    const search = (patient: string, skip = 0) =>
+      executor.searchPage(
+        ctx,
+        'r4',
+        parsed('Condition', [
+          ['patient', patient],
+          ['_skip', String(skip)],
+        ]),
+        {
+          page: PAGE,
+          count: { limit: 1001 },
+        },
+      );
+    // unknown shape: the counted page; it held every match, so the next patient's is a plain page
+    await search('p1');
+    expect(searchPageCounted).toHaveBeenCalledTimes(1);
+    const plain = await search('p2');
+    expect(plain.matchesFromSkip).toBe(3);
+    expect(searchPage).toHaveBeenCalledTimes(1);
+    expect(searchPageCounted).toHaveBeenCalledTimes(1);
+    expect(countBy).not.toHaveBeenCalled();
+    // a later page keeps the counted query
+    await search('p2', 10);
+    expect(searchPageCounted).toHaveBeenCalledTimes(2);
+    // first pages that overflow (counted after them) turn the shape back to the counted page
+    searchPage.mockImplementation(async () => ({ docs: [], hasNext: true }));
+    let overflowing = 0;
+    for (;;) {
+      const result = await search('p3');
+      if (searchPageCounted.mock.calls.length > 2) break;
+      expect(result.counted).toBe(42);
+      overflowing++;
+    }
+    expect(overflowing).toBeGreaterThan(1);
+    expect(countBy).toHaveBeenCalledTimes(overflowing);
+  });
+
   it("one token's search without a count (`_total=none`) is the page query alone", async () => {
     const { executor, countBy, searchPage, searchPageCounted } = repositoryAnswering(
       { docs: [], hasNext: true },

@@ -8,6 +8,7 @@ import { LAST_UPDATED_INDEX } from '../indexes';
 import { ResourceRepository, type SearchPageRows } from '../resource.repository';
 import { buildFilter } from './filter-builder';
 import type { Filter } from './filter-clauses';
+import { FirstPageFits, searchShape } from './first-page-fits';
 import { INDEX_NAMES } from './search-indexes';
 import { SubQueryResolver } from './sub-query-resolver';
 
@@ -87,6 +88,8 @@ function boundByOne(filter: Filter, field: 'idx.ref' | 'idx.tok'): boolean {
 export class SearchExecutor {
   /** Search page queries of this process running now (`lateCount`: whether the engine has room). */
   private pagesInFlight = 0;
+  /** Which counted searches' first pages lately held all their matches (then served plain). */
+  private readonly firstPageFits = new FirstPageFits();
 
   constructor(
     private readonly repository: ResourceRepository,
@@ -117,20 +120,27 @@ export class SearchExecutor {
     // its count, and saves a query (docs/storage.md "Totals", measured). Sorted by a parameter,
     // a token's matches (client-wide, unbounded: one query would sort and hold them all) keep the
     // page query and a count of their own.
-    if (
+    const counted =
       countLimit !== undefined &&
       options.within === undefined &&
       (ofOneReference(query) ||
         // a later page past the cap keeps its own shape: the query holds no more than the cap's rows
-        (ofOneTokenInIndexOrder(query) && parsed.skip + options.page.size < countLimit))
-    )
-      return this.repository.searchPageCounted(
+        (ofOneTokenInIndexOrder(query) && parsed.skip + options.page.size < countLimit));
+    // A first page whose matches all fit it tells the total by itself: when this search's first
+    // pages lately did, a plain page (a third less engine work) is the better bet, with a count
+    // after it only if it did not hold every match (docs/storage.md "Totals", measured).
+    const shape = counted && parsed.skip === 0 ? searchShape(ctx.clientId, parsed) : undefined;
+    if (counted && (shape === undefined || !this.firstPageFits.likely(shape))) {
+      const page = await this.repository.searchPageCounted(
         ctx,
         version,
         { filter: query.filter, hint: query.hint, sort: query.sort, skip: parsed.skip },
         options.page,
         { limit: countLimit, inIndexOrder: inIndexOrder(query.sort) },
       );
+      if (shape !== undefined) this.firstPageFits.record(shape, page.matchesFromSkip !== undefined);
+      return page;
+    }
     // One reference's matches are few: their count after the page costs a few ms, where started
     // beside it, it is mostly wasted (the page, slowed by a busy engine rather than by its matches,
     // then saw the last match and told the total itself).
@@ -157,6 +167,7 @@ export class SearchExecutor {
       this.pagesInFlight--;
       counter?.stopIfNotStarted();
     }
+    if (shape !== undefined) this.firstPageFits.record(shape, page.matchesFromSkip !== undefined);
     if (counter === undefined || page.matchesFromSkip !== undefined) return page;
     return { ...page, counted: await counter.count() };
   }

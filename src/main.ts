@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { loadDefinitions } from '@app/fhir';
 import { parseSettings, Settings, SettingsError } from './config/settings';
 import { createApp } from './create-app';
 import { DatabaseHandle, resolveDatabase } from './database/embedded-database';
@@ -30,13 +31,17 @@ async function main(): Promise<void> {
     void (app ? app.close() : stopDatabase()).catch(() => undefined).finally(() => process.exit(1));
   };
   const { mongoUrl, dataDir, engine } = settings;
-  const database: DatabaseHandle = await resolveDatabase(mongoUrl, dataDir, engine, {
+  const resolving = resolveDatabase(mongoUrl, dataDir, engine, {
     role: 'server',
     onGiveUp: giveUp,
   }).catch((e: Error) => {
     process.stderr.write(`${e.message}\n`);
     process.exit(e instanceof DataDirInUseError ? 4 : 3);
   });
+  // While the engine starts or connects, the FHIR definitions are loaded: otherwise the first
+  // requests of each version would load them, blocking every request for about half a second.
+  const definitions = loadDefinitions();
+  const database: DatabaseHandle = await resolving;
   stopDatabase = () => database.stop();
   try {
     app = await createApp(settings, database);
@@ -48,7 +53,10 @@ async function main(): Promise<void> {
   }
   const url = await app.getUrl();
   process.stderr.write(
-    `FHIR data service listening on ${url} (engine: ${database.engine}, ${Date.now() - started} ms)\n`,
+    `FHIR data service listening on ${url} (engine: ${database.engine}, ${Date.now() - started} ms; ` +
+      `FHIR definitions loaded in ${Object.entries(definitions)
+        .map(([version, ms]) => `${version} ${ms}`)
+        .join(', ')} ms)\n`,
   );
 }
 

@@ -23,13 +23,15 @@ describe('the server process: npm start flags everywhere (e2e)', () => {
     expect(JSON.parse(cmd![1])).toEqual(['node', ...startScriptFlags(root), 'dist/src/main.js']);
   });
 
-  it('a server process of the tests and benchmarks runs with those flags', async () => {
+  it('a server process of the tests and benchmarks runs with those flags, its definitions loaded', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'fhir-flags-'));
     const server = new ServerProcess({
       MONGO_URL: process.env.TEST_MONGO_URL!,
       MONGO_DB: `flags_${randomBytes(4).toString('hex')}`,
       DATA_DIR: dataDir,
       DIRECTORY_SEED: 'false',
+      // few log lines: the start-up line below stays within the output the process object keeps
+      LOG_LEVEL: 'warn',
     });
     try {
       buildIfNeeded();
@@ -37,6 +39,11 @@ describe('the server process: npm start flags everywhere (e2e)', () => {
       const cmdline = readFileSync(`/proc/${server.child!.pid}/cmdline`, 'utf8').split('\0');
       expect(cmdline.slice(1, -1)).toEqual(expect.arrayContaining(startScriptFlags(root)));
       expect((await fetch(`${server.url}/health`)).status).toBe(200);
+      // every version's definitions were loaded at start, not by the first requests of each
+      for (let i = 0; i < 50 && !server.output.includes('FHIR definitions loaded'); i++) {
+        await new Promise((done) => setTimeout(done, 100));
+      }
+      expect(server.output).toMatch(/FHIR definitions loaded in r4 \d+, stu3 \d+, dstu2 \d+ ms/);
     } finally {
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });

@@ -6,6 +6,7 @@ export { summarySubset } from './definitions/summary-subset';
 export type { StructureDefinitionSet, BaseStructureDefinition } from './definitions/structure-definitions';
 export type { ValidationIssue, ValidationIssueCode } from './validation/validation-issue';
 export { validateResource, isValidId, bundleInvariantIssues } from './validation/validate-resource';
+export { loadDefinitions } from './load-definitions';
 export { analyseNarrativeInSlices } from './validation/narrative';
 export { dstu2BundleViolations, type Dstu2BundleViolation } from './validation/dstu2-bundle-invariants';
 export * from './storage';

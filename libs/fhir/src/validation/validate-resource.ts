@@ -13,6 +13,11 @@ function validatorFor(version: FhirVersion): StructuralValidator {
   return validator;
 }
 
+/** Builds the version's validator (its definitions and terminology) ahead of the first resource. */
+export function prepareValidation(version: FhirVersion): void {
+  validatorFor(version);
+}
+
 /**
  * Validates a parsed JSON resource against the base definitions of a FHIR version and returns every
  * issue found ([] = valid). With `expectedType` (e.g. the type in the URL) a different resourceType is

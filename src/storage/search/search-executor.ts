@@ -127,7 +127,7 @@ export class SearchExecutor {
         // a later page past the cap keeps its own shape: the query holds no more than the cap's rows
         (ofOneTokenInIndexOrder(query) && parsed.skip + options.page.size < countLimit));
     // A first page whose matches all fit it tells the total by itself: when this search's first
-    // pages lately did, a plain page (a third less engine work) is the better bet, with a count
+    // pages lately did, a plain page (a quarter less engine work) is the better bet, with a count
     // after it only if it did not hold every match (docs/storage.md "Totals", measured).
     const shape = counted && parsed.skip === 0 ? searchShape(ctx.clientId, parsed) : undefined;
     if (counted && (shape === undefined || !this.firstPageFits.likely(shape))) {
